@@ -1,0 +1,76 @@
+// The compute kernels the model needs, each with a scalar reference path
+// (kernels/ref/) and an AVX2+FMA path (kernels/cpu/). Every path computes the
+// same bits (rule R4); every reduction's order depends only on its length
+// (R1); threads split output rows/columns/heads, never a reduction (R2).
+//
+// The canonical orders (docs/numerics.md states them; kernels tests pin them):
+//  * "8-lane sum" of a length-K product: element k goes to lane k % 8,
+//    lane = fma(a_k, b_k, lane) in increasing k; lanes combine by the fixed tree
+//    s4[i] = l[i] + l[i+4]; s2[i] = s4[i] + s4[i+2]; result = s2[0] + s2[1].
+//  * Quantized weights (q8_0/q4_0/q4_1): the activation row is quantized per
+//    32-block (d = amax/127, q = round-half-even(x * (1/d)), row-local, R6); block
+//    b's exact int32 dot goes to lane b % 8: lane = fma(dw*dx, float(isum), lane)
+//    (q4_1 adds lane = fma(mw, dx*float(sum q), lane)); same lane tree.
+//  * K-quants (q4_k/q5_k/q6_k): the activation is quantized per 256-superblock;
+//    super-block b's exact int32 sums go to lane b % 8 the same way.
+#pragma once
+
+#include <cstdint>
+
+#include "base/cpu_features.h"
+#include "base/thread_pool.h"
+#include "numerics/dtype.h"
+
+namespace stet::kernels {
+
+// A weight matrix of `rows` output features by `cols` inputs (K), row-major,
+// each row `row_bytes` long in `type`'s block format.
+struct WeightView {
+  DType type = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;
+  int64_t row_bytes = 0;
+};
+
+// y[m, w.rows] = x[m, w.cols] · wᵀ. Per output the order depends on w.cols only.
+// pool may be null (single thread). Threads partition w.rows.
+void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Isa isa);
+
+// Canonical 8-lane dot product of two float vectors of length n.
+float Dot(const float* a, const float* b, int64_t n, Isa isa);
+
+// y[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * w, for m rows of n. The sum of
+// squares is the 8-lane sum; scale = 1.0f / sqrtf(sum / n + eps) (IEEE sqrt, div).
+// y may alias x.
+void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y, Isa isa);
+
+// out[i] = SiluF(gate[i]) * up[i]. out may alias gate or up.
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa);
+
+// out[i] = a[i] + b[i]. out may alias a or b.
+void Add(const float* a, const float* b, int64_t n, float* out, Isa isa);
+
+// Rotary embedding, in place, for one token's heads x[n_heads, head_dim]. The
+// first rot_dim dims of each head rotate by angles whose cos/sin are given
+// (length rot_dim / 2, from a table built once in double precision). kNormal
+// rotates pairs (2i, 2i+1) (GGUF llama); kNeox rotates (i, i + rot_dim/2) (qwen2/3).
+// x0' = x0*c - x1*s; x1' = x0*s + x1*c, no fma.
+enum class RopeStyle { kNormal, kNeox };
+void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
+          RopeStyle style, Isa isa);
+
+// Converts a row of floats into the KV cache's storage type (f32 or f16; f16
+// rounds to nearest even). Attention reads back what this wrote (rule R3).
+void StoreRow(const float* x, int64_t n, DType dst_type, void* dst, Isa isa);
+
+// Attention of one query head over KV positions [0, n_kv). k and v point at
+// position 0 of this KV head; position t's row is at byte offset t * kv_stride_bytes.
+// s_t = Dot(q, k_t) * scale; m = max s_t; e_t = ExpF(s_t - m); denominator is the
+// 8-lane sum of e_t (lane t % 8); out[d] accumulates fma(e_t, v_t[d], out[d]) for
+// t = 0, 1, ...; finally out[d] /= denominator. Needs scratch[n_kv].
+void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
+                int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
+                float* scratch, Isa isa);
+
+}  // namespace stet::kernels

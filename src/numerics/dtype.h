@@ -1,0 +1,96 @@
+// Tensor element types as GGUF stores them (ids equal ggml's), their block
+// layouts, and per-type traits. Layouts are the on-disk formats; every struct
+// is static_assert'ed to its exact byte size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace stet {
+
+enum class DType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = 26,
+  kI64 = 27,
+  kF64 = 28,
+  kBF16 = 30,
+};
+
+constexpr int kQK = 32;    // elements per block of the simple quant types
+constexpr int kQKK = 256;  // elements per super-block of the K-quants
+constexpr int kKScaleSize = 12;
+
+using half_bits = uint16_t;  // IEEE binary16, stored as bits
+
+struct BlockQ4_0 {  // x = d * (q - 8); qs[i] low nibble = element i, high = i + 16
+  half_bits d;
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ4_1 {  // x = d * q + m
+  half_bits d;
+  half_bits m;
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ8_0 {  // x = d * q
+  half_bits d;
+  int8_t qs[kQK];
+};
+struct BlockQ4_K {  // 8 sub-blocks of 32, 6-bit scales and mins packed in `scales`
+  half_bits d;
+  half_bits dmin;
+  uint8_t scales[kKScaleSize];
+  uint8_t qs[kQKK / 2];
+};
+struct BlockQ5_K {
+  half_bits d;
+  half_bits dmin;
+  uint8_t scales[kKScaleSize];
+  uint8_t qh[kQKK / 8];
+  uint8_t qs[kQKK / 2];
+};
+struct BlockQ6_K {  // 16 sub-blocks of 16, int8 scales
+  uint8_t ql[kQKK / 2];
+  uint8_t qh[kQKK / 4];
+  int8_t scales[kQKK / 16];
+  half_bits d;
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+
+struct DTypeTraits {
+  const char* name;     // "q4_k" — the name users see in errors
+  int64_t block_elems;  // elements per block (1 for plain types)
+  int64_t block_bytes;  // bytes per block
+};
+
+// Traits of a known type id, or nullopt for an id stet does not know at all.
+std::optional<DTypeTraits> GetDTypeTraits(uint32_t type_id);
+const char* DTypeName(DType t);
+// True for the types stet can compute with (dequantize and matmul).
+bool DTypeSupported(DType t);
+// "f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"
+const char* SupportedDTypeList();
+// Bytes used by one row of n elements (n must be a multiple of block_elems).
+int64_t RowBytes(DType t, int64_t n);
+
+}  // namespace stet

@@ -1,0 +1,67 @@
+// stet's own transcendental functions (numerics rule R5): fixed polynomial
+// steps, no libm, so every machine and every SIMD path gets the same bits.
+// The AVX2 twins live in math_avx2.h and are bitwise equal (math_test.cc).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace stet {
+
+namespace math_internal {
+// exp: x = n*ln2 + r, |r| <= ln2/2; e^r by a degree-6 polynomial (Horner, explicit fma);
+// 2^n by exponent bits. Round-to-nearest of x*log2(e) via the 1.5*2^23 trick (exact).
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f;        // 9 significant bits: n*kLn2Hi is exact
+constexpr float kLn2Lo = -2.12194440e-4f;
+constexpr float kRoundMagic = 12582912.0f;    // 1.5 * 2^23
+constexpr float kExpMax = 88.3762626647949f;  // above: +inf
+constexpr float kExpMin = -87.3365447504f;    // below: 0 (no subnormal results)
+constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
+                kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+}  // namespace math_internal
+
+// e^x for float; max error ~2 ulp on the normal range; exp(-inf) = 0, exp(nan) = nan.
+inline float ExpF(float x) {
+  using namespace math_internal;
+  if (x != x) return x;
+  if (x > kExpMax) return INFINITY;
+  if (x < kExpMin) return 0.0f;
+  const float t = x * kLog2e + kRoundMagic;  // no fma: two roundings, same on every path
+  const float n = t - kRoundMagic;
+  float r = x - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  float p = kP0;
+  p = std::fma(p, r, kP1);
+  p = std::fma(p, r, kP2);
+  p = std::fma(p, r, kP3);
+  p = std::fma(p, r, kP4);
+  p = std::fma(p, r, kP5);
+  const float r2 = r * r;
+  p = std::fma(p, r2, r);
+  p = p + 1.0f;
+  // 2^n, split in two factors so n = 128 (x near kExpMax) does not overflow the exponent.
+  const int32_t ni = static_cast<int32_t>(n);
+  const int32_t n1 = ni / 2, n2 = ni - n1;
+  uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23, b2 = static_cast<uint32_t>(n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  return (p * s1) * s2;
+}
+
+// SiLU(x) = x / (1 + e^-x). Division is correctly rounded (IEEE), so allowed.
+inline float SiluF(float x) { return x / (1.0f + ExpF(-x)); }
+
+// Natural log for float (used for log-softmax in the sampler); ~1 ulp.
+float LogF(float x);
+
+// Double-precision versions for tables computed once (RoPE frequencies and
+// angles). Accurate to a few ulp of double; no libm.
+double ExpD(double x);
+double LogD(double x);
+double PowD(double base, double exponent);  // base > 0
+void SinCosD(double x, double* sin_out, double* cos_out);
+
+}  // namespace stet
