@@ -12,9 +12,11 @@
 namespace stet {
 
 namespace {
-// Spin this many polls before sleeping: a decode step issues hundreds of small
-// jobs, and a condition-variable wake-up per job would cost more than the job.
-constexpr int kSpinPolls = 200000;
+// A decode step issues hundreds of small jobs, and a condition-variable wake-up
+// per job would cost more than the job: poll first (pause), then yield the core
+// (other threads of the pool may need it when cores are oversubscribed), then sleep.
+constexpr int kPausePolls = 2000;
+constexpr int kYieldPolls = 20000;
 }  // namespace
 
 void PartitionRange(int64_t n, int64_t grain, int t, int n_threads, int64_t* begin,
@@ -48,8 +50,13 @@ void ThreadPool::WorkerLoop(int index) {
   for (;;) {
     int polls = 0;
     while (generation_.load(std::memory_order_acquire) == seen) {
-      if (++polls < kSpinPolls) {
+      ++polls;
+      if (polls < kPausePolls) {
         STET_PAUSE();
+        continue;
+      }
+      if (polls < kPausePolls + kYieldPolls) {
+        std::this_thread::yield();
         continue;
       }
       std::unique_lock<std::mutex> lock(mu_);
@@ -75,7 +82,13 @@ void ThreadPool::Run(const std::function<void(int)>& fn) {
   }
   cv_.notify_all();
   fn(0);
-  while (pending_.load(std::memory_order_acquire) != 0) STET_PAUSE();
+  for (int polls = 0; pending_.load(std::memory_order_acquire) != 0; ++polls) {
+    if (polls < kPausePolls) {
+      STET_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 
