@@ -1,0 +1,105 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+
+#include "base/rng.h"
+#include "numerics/math.h"
+
+namespace stet {
+
+int32_t Argmax(const float* logits, int n) {
+  int32_t best = 0;
+  for (int i = 1; i < n; ++i) {
+    if (logits[i] > logits[best]) best = i;  // strict: ties keep the lower id
+  }
+  return best;
+}
+
+namespace {
+float LogSumExpShifted(const float* logits, int n, float* max_out) {
+  float mx = logits[0];
+  for (int i = 1; i < n; ++i) mx = std::max(mx, logits[i]);
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum += ExpF(logits[i] - mx);
+  *max_out = mx;
+  return LogF(sum);
+}
+}  // namespace
+
+float LogSoftmaxAt(const float* logits, int n, int32_t id) {
+  float mx;
+  const float lse = LogSumExpShifted(logits, n, &mx);
+  return (logits[id] - mx) - lse;
+}
+
+std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k) {
+  float mx;
+  const float lse = LogSumExpShifted(logits, n, &mx);
+  k = std::min(k, n);
+  std::vector<int32_t> ids(n);
+  for (int i = 0; i < n; ++i) ids[i] = i;
+  auto better = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), better);
+  std::vector<TokenLogprob> out(k);
+  for (int i = 0; i < k; ++i) out[i] = {ids[i], (logits[ids[i]] - mx) - lse};
+  return out;
+}
+
+int32_t Sampler::Sample(const float* logits, int n, const SamplingParams& p, uint32_t choice,
+                        uint64_t position) {
+  if (p.temperature <= 0.0f) return Argmax(logits, n);
+  // Candidates sorted by (logit desc, id asc): a total order, so no tie is left to chance.
+  cand_.resize(n);
+  for (int i = 0; i < n; ++i) cand_[i] = {i, logits[i]};
+  auto better = [](const TokenLogprob& a, const TokenLogprob& b) {
+    return a.logprob > b.logprob || (a.logprob == b.logprob && a.id < b.id);
+  };
+  int k = (p.top_k > 0 && p.top_k < n) ? p.top_k : n;
+  if (k < n) {
+    std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.end(), better);
+    cand_.resize(k);
+  } else {
+    std::sort(cand_.begin(), cand_.end(), better);
+  }
+  // Softmax of logit / temperature over the candidates, summed in sorted order.
+  const float top = cand_[0].logprob / p.temperature;
+  float sum = 0.0f;
+  for (auto& c : cand_) {
+    c.logprob = ExpF(c.logprob / p.temperature - top);
+    sum += c.logprob;
+  }
+  for (auto& c : cand_) c.logprob /= sum;
+  // min-p: keep candidates with probability >= min_p * p_max (p_max is the first).
+  size_t keep = cand_.size();
+  if (p.min_p > 0.0f) {
+    const float threshold = p.min_p * cand_[0].logprob;
+    keep = 1;
+    while (keep < cand_.size() && cand_[keep].logprob >= threshold) ++keep;
+  }
+  // top-p: the smallest prefix whose mass reaches top_p.
+  if (p.top_p < 1.0f) {
+    float cum = 0.0f;
+    size_t i = 0;
+    for (; i < keep; ++i) {
+      cum += cand_[i].logprob;
+      if (cum >= p.top_p) {
+        ++i;
+        break;
+      }
+    }
+    keep = std::max<size_t>(1, std::min(keep, i));
+  }
+  float mass = 0.0f;
+  for (size_t i = 0; i < keep; ++i) mass += cand_[i].logprob;
+  const float u = UniformFloat(p.seed, choice, position) * mass;
+  float cum = 0.0f;
+  for (size_t i = 0; i < keep; ++i) {
+    cum += cand_[i].logprob;
+    if (u < cum) return cand_[i].id;
+  }
+  return cand_[keep - 1].id;
+}
+
+}  // namespace stet

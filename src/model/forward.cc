@@ -1,0 +1,156 @@
+#include "model/forward.h"
+
+#include <cmath>
+
+#include "base/check.h"
+#include "numerics/dequant.h"
+#include "numerics/rope_table.h"
+
+namespace stet {
+
+namespace {
+
+void Grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx)
+    : model_(model), pool_(pool), isa_(isa), max_ctx_(max_ctx) {
+  const HParams& hp = model.hparams();
+  RopeScaling scaling;
+  scaling.linear_factor = hp.rope_linear_factor;
+  const auto& ff = model.weights().rope_freq_factors;
+  rope_ = std::make_unique<RopeTable>(hp.rot_dim, hp.rope_base, scaling,
+                                      ff.empty() ? nullptr : ff.data(), max_ctx);
+  scratch_.resize(pool ? pool->size() : 1);
+}
+
+Forward::~Forward() = default;
+
+Status Forward::Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vector<float>* logits) {
+  const HParams& hp = model_.hparams();
+  const ModelWeights& w = model_.weights();
+  const int64_t m = static_cast<int64_t>(batch.size());
+  if (m == 0) return Status::Ok();
+  for (const BatchToken& t : batch) {
+    if (t.token < 0 || t.token >= hp.n_vocab)
+      return InvalidArgument("token id " + std::to_string(t.token) + " is outside the vocabulary [0, " +
+                             std::to_string(hp.n_vocab) + ")");
+    if (t.pos < 0 || t.pos >= kv.n_ctx() || t.pos >= max_ctx_)
+      return InvalidArgument("position " + std::to_string(t.pos) + " is outside the context (" +
+                             std::to_string(std::min(kv.n_ctx(), max_ctx_)) + ")");
+    if (t.seq < 0 || t.seq >= kv.n_seq())
+      return InvalidArgument("sequence slot " + std::to_string(t.seq) + " does not exist");
+  }
+  const int64_t d = hp.n_embd;
+  Grow(x_, m * d);
+  Grow(xn_, m * d);
+  Grow(q_, m * hp.q_dim());
+  Grow(k_, m * hp.kv_dim());
+  Grow(v_, m * hp.kv_dim());
+  Grow(attn_, m * hp.q_dim());
+  Grow(ff_gate_, m * hp.n_ff);
+  Grow(ff_up_, m * hp.n_ff);
+
+  // x[m, d] = embedding rows.
+  for (int64_t i = 0; i < m; ++i) {
+    const auto* row = static_cast<const uint8_t*>(w.token_embd.data) + batch[i].token * w.token_embd.row_bytes;
+    STET_RETURN_IF_ERROR(DequantizeRow(w.token_embd.type, row, d, &x_[i * d]));
+  }
+
+  for (int l = 0; l < hp.n_layer; ++l) {
+    const LayerWeights& L = w.layers[l];
+    // Attention block.
+    kernels::RmsNorm(x_.data(), L.attn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
+    kernels::MatMul(L.wq, xn_.data(), m, q_.data(), pool_, isa_);
+    kernels::MatMul(L.wk, xn_.data(), m, k_.data(), pool_, isa_);
+    kernels::MatMul(L.wv, xn_.data(), m, v_.data(), pool_, isa_);
+    if (!L.bq.empty()) {
+      for (int64_t i = 0; i < m; ++i) {
+        kernels::Add(&q_[i * hp.q_dim()], L.bq.data(), hp.q_dim(), &q_[i * hp.q_dim()], isa_);
+        kernels::Add(&k_[i * hp.kv_dim()], L.bk.data(), hp.kv_dim(), &k_[i * hp.kv_dim()], isa_);
+        kernels::Add(&v_[i * hp.kv_dim()], L.bv.data(), hp.kv_dim(), &v_[i * hp.kv_dim()], isa_);
+      }
+    }
+    if (!L.q_norm.empty()) {
+      kernels::RmsNorm(q_.data(), L.q_norm.data(), m * hp.n_head, hp.head_dim, hp.rms_eps,
+                       q_.data(), isa_);
+      kernels::RmsNorm(k_.data(), L.k_norm.data(), m * hp.n_head_kv, hp.head_dim, hp.rms_eps,
+                       k_.data(), isa_);
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      const float* c = rope_->Cos(batch[i].pos);
+      const float* s = rope_->Sin(batch[i].pos);
+      kernels::Rope(&q_[i * hp.q_dim()], hp.n_head, hp.head_dim, hp.rot_dim, c, s,
+                    hp.arch->rope_style, isa_);
+      kernels::Rope(&k_[i * hp.kv_dim()], hp.n_head_kv, hp.head_dim, hp.rot_dim, c, s,
+                    hp.arch->rope_style, isa_);
+      // Rule R3: K and V go into the cache first; attention reads them back from there.
+      kernels::StoreRow(&k_[i * hp.kv_dim()], hp.kv_dim(), kv.type(),
+                        kv.K(l, batch[i].seq, batch[i].pos), isa_);
+      kernels::StoreRow(&v_[i * hp.kv_dim()], hp.kv_dim(), kv.type(),
+                        kv.V(l, batch[i].seq, batch[i].pos), isa_);
+    }
+    Attention(batch, l, kv);
+    kernels::MatMul(L.wo, attn_.data(), m, xn_.data(), pool_, isa_);
+    kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
+
+    // Feed-forward block (SwiGLU).
+    kernels::RmsNorm(x_.data(), L.ffn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
+    kernels::MatMul(L.w_gate, xn_.data(), m, ff_gate_.data(), pool_, isa_);
+    kernels::MatMul(L.w_up, xn_.data(), m, ff_up_.data(), pool_, isa_);
+    kernels::SwiGlu(ff_gate_.data(), ff_up_.data(), m * hp.n_ff, ff_gate_.data(), isa_);
+    kernels::MatMul(L.w_down, ff_gate_.data(), m, xn_.data(), pool_, isa_);
+    kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
+  }
+
+  // Logits only for the rows that asked (the output matmul dominates small models).
+  int64_t n_out = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    if (!batch[i].logits) continue;
+    kernels::RmsNorm(&x_[i * d], w.output_norm.data(), 1, d, hp.rms_eps, &xn_[n_out * d], isa_);
+    ++n_out;
+  }
+  if (n_out > 0) {
+    const size_t base = logits->size();
+    logits->resize(base + n_out * hp.n_vocab);
+    kernels::MatMul(w.output, xn_.data(), n_out, logits->data() + base, pool_, isa_);
+  }
+  return Status::Ok();
+}
+
+void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvCache& kv) {
+  const HParams& hp = model_.hparams();
+  const int64_t m = static_cast<int64_t>(batch.size());
+  const int64_t n_tasks = m * hp.n_head;
+  const int group = hp.n_head / hp.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  const int64_t elem = kv.type() == DType::kF32 ? 4 : 2;
+  auto work = [&](int thread) {
+    int64_t b, e;
+    PartitionRange(n_tasks, 1, thread, pool_ ? pool_->size() : 1, &b, &e);
+    std::vector<float>& scratch = scratch_[thread];
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t i = task / hp.n_head;
+      const int h = static_cast<int>(task % hp.n_head);
+      const int kvh = h / group;
+      const BatchToken& t = batch[i];
+      const int64_t n_kv = t.pos + 1;
+      Grow(scratch, n_kv);
+      const uint8_t* k0 = kv.K(layer, t.seq, 0) + kvh * hp.head_dim * elem;
+      const uint8_t* v0 = kv.V(layer, t.seq, 0) + kvh * hp.head_dim * elem;
+      kernels::AttendHead(&q_[i * hp.q_dim() + h * hp.head_dim], k0, v0, kv.type(), kv.row_bytes(),
+                          n_kv, hp.head_dim, scale, &attn_[i * hp.q_dim() + h * hp.head_dim],
+                          scratch.data(), isa_);
+    }
+  };
+  if (pool_) {
+    pool_->Run(work);
+  } else {
+    work(0);
+  }
+}
+
+}  // namespace stet

@@ -1,0 +1,56 @@
+// The decoder forward pass over a batch of tokens that may belong to several
+// sequences, each at its own absolute position. Every op is a batch-invariant
+// kernel, so a token's logits do not depend on what else is in the batch, how
+// its prompt was chunked, or how many threads run (tests/model/forward_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace stet {
+
+class RopeTable;
+
+struct BatchToken {
+  int32_t token = 0;   // token id, < n_vocab
+  int32_t pos = 0;     // absolute position in its sequence, < kv.n_ctx()
+  int32_t seq = 0;     // sequence slot in the KV cache, < kv.n_seq()
+  bool logits = false; // whether to produce this token's logits
+};
+
+class Forward {
+ public:
+  // pool may be null (one thread). max_ctx bounds positions (RoPE table size).
+  Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx);
+  ~Forward();
+
+  // Runs the batch. Tokens of one sequence must appear in increasing position
+  // order, and positions below a token's own in its sequence must already be in
+  // the cache (or earlier in this batch). Appends n_vocab logits per token with
+  // logits=true to *logits, in batch order. Errors: InvalidArgument for an
+  // out-of-range token, position or sequence slot.
+  Status Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vector<float>* logits);
+
+  Isa isa() const { return isa_; }
+
+ private:
+  void Attention(const std::vector<BatchToken>& batch, int layer, KvCache& kv);
+
+  const Model& model_;
+  ThreadPool* pool_;
+  Isa isa_;
+  int max_ctx_;
+  std::unique_ptr<RopeTable> rope_;
+  // Workspace, grown on demand and then reused (no allocation in steady state).
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
+  std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+};
+
+}  // namespace stet

@@ -1,0 +1,99 @@
+#include "model/hparams.h"
+
+namespace stet {
+
+namespace {
+
+// Reads an optional unsigned key into an int, checking its range.
+Status ReadInt(const gguf::GgufFile& f, const std::string& key, bool required, int* out) {
+  const gguf::MetaValue* v = f.Find(key);
+  if (!v) {
+    if (required) return DataLoss("model metadata lacks '" + key + "'");
+    return Status::Ok();
+  }
+  auto u = v->AsUInt();
+  if (!u || *u > (1u << 30)) {
+    return DataLoss("model metadata '" + key + "' must be an integer in [0, 2^30]");
+  }
+  *out = static_cast<int>(*u);
+  return Status::Ok();
+}
+
+Status ReadDouble(const gguf::GgufFile& f, const std::string& key, double* out) {
+  const gguf::MetaValue* v = f.Find(key);
+  if (!v) return Status::Ok();
+  auto d = v->AsFloat();
+  if (!d) return DataLoss("model metadata '" + key + "' must be a number");
+  *out = *d;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<HParams> ReadHParams(const gguf::GgufFile& f) {
+  STET_ASSIGN_OR_RETURN(std::string arch_name, f.GetString("general.architecture"));
+  HParams hp;
+  hp.arch = FindArch(arch_name);
+  if (!hp.arch) {
+    return Unimplemented("architecture '" + arch_name + "' is not supported (supported: " +
+                         SupportedArchList() + ")");
+  }
+  const std::string p = arch_name + ".";
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "block_count", true, &hp.n_layer));
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "embedding_length", true, &hp.n_embd));
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "feed_forward_length", true, &hp.n_ff));
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.head_count", true, &hp.n_head));
+  hp.n_head_kv = hp.n_head;
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.head_count_kv", false, &hp.n_head_kv));
+  hp.n_ctx_train = 2048;
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "context_length", false, &hp.n_ctx_train));
+  if (hp.n_head <= 0 || hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_ff <= 0) {
+    return DataLoss("model metadata has a zero block_count, embedding_length, "
+                    "feed_forward_length or head_count");
+  }
+  hp.head_dim = hp.n_embd / hp.n_head;
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.key_length", false, &hp.head_dim));
+  int value_length = hp.head_dim;
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.value_length", false, &value_length));
+  if (value_length != hp.head_dim) {
+    return Unimplemented("attention.value_length != key_length is not supported");
+  }
+  hp.rot_dim = hp.head_dim;
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "rope.dimension_count", false, &hp.rot_dim));
+  hp.rope_base = hp.arch->default_rope_base;
+  STET_RETURN_IF_ERROR(ReadDouble(f, p + "rope.freq_base", &hp.rope_base));
+  double eps = 1e-5;
+  STET_RETURN_IF_ERROR(ReadDouble(f, p + "attention.layer_norm_rms_epsilon", &eps));
+  hp.rms_eps = static_cast<float>(eps);
+
+  if (const gguf::MetaValue* st = f.Find(p + "rope.scaling.type")) {
+    auto type = st->AsString();
+    if (!type) return DataLoss("'" + p + "rope.scaling.type' must be a string");
+    if (*type == "linear") {
+      STET_RETURN_IF_ERROR(ReadDouble(f, p + "rope.scaling.factor", &hp.rope_linear_factor));
+      if (!(hp.rope_linear_factor >= 1.0)) return DataLoss("rope.scaling.factor must be >= 1");
+    } else if (*type != "none") {
+      return Unimplemented("rope scaling type '" + std::string(*type) +
+                           "' is not supported (supported: none, linear, llama3 via rope_freqs)");
+    }
+  }
+
+  if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0) {
+    return DataLoss("head_count (" + std::to_string(hp.n_head) +
+                    ") must be a positive multiple of head_count_kv (" +
+                    std::to_string(hp.n_head_kv) + ")");
+  }
+  if (hp.head_dim <= 0 || hp.head_dim % 2 != 0 || hp.head_dim > 1024) {
+    return DataLoss("head dimension " + std::to_string(hp.head_dim) + " must be even, in [2, 1024]");
+  }
+  if (hp.rot_dim <= 0 || hp.rot_dim > hp.head_dim || hp.rot_dim % 2 != 0) {
+    return DataLoss("rope.dimension_count " + std::to_string(hp.rot_dim) +
+                    " must be even and at most the head dimension " + std::to_string(hp.head_dim));
+  }
+  if (!(hp.rope_base > 1.0) || !(hp.rms_eps > 0.0f)) {
+    return DataLoss("rope.freq_base must be > 1 and layer_norm_rms_epsilon > 0");
+  }
+  return hp;
+}
+
+}  // namespace stet

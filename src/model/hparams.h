@@ -1,0 +1,36 @@
+// Hyper-parameters of a decoder-only model, read from GGUF metadata with the
+// conventional defaults, and validated so later code can trust them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "format/gguf.h"
+#include "model/arch.h"
+
+namespace stet {
+
+struct HParams {
+  const ArchSpec* arch = nullptr;
+  int n_layer = 0;
+  int n_embd = 0;        // model width
+  int n_head = 0;        // query heads
+  int n_head_kv = 0;     // key/value heads (GQA when < n_head)
+  int head_dim = 0;      // per-head width (key_length)
+  int n_ff = 0;          // FFN hidden width
+  int n_vocab = 0;       // rows of token_embd
+  int n_ctx_train = 0;   // context length the model was trained with
+  int rot_dim = 0;       // RoPE dimensions per head (rope.dimension_count)
+  double rope_base = 10000.0;
+  double rope_linear_factor = 1.0;  // rope.scaling.type == linear: positions / factor
+  float rms_eps = 1e-5f;
+
+  int q_dim() const { return n_head * head_dim; }
+  int kv_dim() const { return n_head_kv * head_dim; }
+};
+
+// Reads and validates; unsupported architectures get an error listing the supported ones.
+Result<HParams> ReadHParams(const gguf::GgufFile& file);
+
+}  // namespace stet

@@ -1,0 +1,137 @@
+#include "model/model.h"
+
+#include "base/progress.h"
+#include "numerics/dequant.h"
+
+namespace stet {
+
+namespace {
+
+std::string DimsString(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Finds a tensor and checks its dims (innermost first, as GGUF stores them).
+Result<const gguf::TensorInfo*> Find(const gguf::GgufFile& f, const std::string& name,
+                                     std::vector<int64_t> dims, bool required = true) {
+  const gguf::TensorInfo* t = f.FindTensor(name);
+  if (!t) {
+    if (!required) return static_cast<const gguf::TensorInfo*>(nullptr);
+    return DataLoss("model lacks tensor '" + name + "'");
+  }
+  if (t->dims != dims) {
+    return DataLoss("tensor '" + name + "' has shape " + DimsString(t->dims) + ", expected " +
+                    DimsString(dims));
+  }
+  if (!DTypeSupported(t->type)) {
+    return Unimplemented("tensor '" + name + "' has type " + DTypeName(t->type) +
+                         ", which stet cannot compute with (supported: " + SupportedDTypeList() +
+                         ")");
+  }
+  return t;
+}
+
+Result<kernels::WeightView> Matrix(const gguf::GgufFile& f, const std::string& name, int64_t rows,
+                                   int64_t cols) {
+  STET_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(f, name, {cols, rows}));
+  kernels::WeightView w;
+  w.type = t->type;
+  w.rows = rows;
+  w.cols = cols;
+  w.data = t->data;
+  w.row_bytes = RowBytes(t->type, cols);
+  return w;
+}
+
+// Small vectors (norms, biases) are converted to float once at load.
+Result<std::vector<float>> Vector(const gguf::GgufFile& f, const std::string& name, int64_t n,
+                                  bool required = true) {
+  STET_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(f, name, {n}, required));
+  std::vector<float> v;
+  if (!t) return v;
+  v.resize(n);
+  STET_RETURN_IF_ERROR(DequantizeRow(t->type, t->data, n, v.data()));
+  return v;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool progress) {
+  STET_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::Open(path));
+  return FromGguf(std::move(file), progress);
+}
+
+Result<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<gguf::GgufFile> file,
+                                               bool progress) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::move(file);
+  STET_ASSIGN_OR_RETURN(m->hp_, ReadHParams(*m->file_));
+  STET_RETURN_IF_ERROR(m->LoadWeights(progress));
+  return m;
+}
+
+Status Model::LoadWeights(bool progress) {
+  const gguf::GgufFile& f = *file_;
+  HParams& hp = hp_;
+  const gguf::TensorInfo* embd = f.FindTensor("token_embd.weight");
+  if (!embd) return DataLoss("model lacks tensor 'token_embd.weight'");
+  if (embd->dims.size() != 2 || embd->dims[0] != hp.n_embd || embd->dims[1] <= 0 ||
+      embd->dims[1] > (1 << 24)) {
+    return DataLoss("tensor 'token_embd.weight' has shape " + DimsString(embd->dims) +
+                    ", expected [" + std::to_string(hp.n_embd) + ", n_vocab]");
+  }
+  hp.n_vocab = static_cast<int>(embd->dims[1]);
+  STET_ASSIGN_OR_RETURN(w_.token_embd, Matrix(f, "token_embd.weight", hp.n_vocab, hp.n_embd));
+  STET_ASSIGN_OR_RETURN(w_.output_norm, Vector(f, "output_norm.weight", hp.n_embd));
+  if (f.FindTensor("output.weight")) {
+    STET_ASSIGN_OR_RETURN(w_.output, Matrix(f, "output.weight", hp.n_vocab, hp.n_embd));
+  } else {
+    w_.output = w_.token_embd;
+    w_.tied_output = true;
+  }
+  STET_ASSIGN_OR_RETURN(w_.rope_freq_factors,
+                        Vector(f, "rope_freqs.weight", hp.rot_dim / 2, /*required=*/false));
+
+  ProgressBar bar("loading", hp.n_layer);
+  w_.layers.resize(hp.n_layer);
+  for (int l = 0; l < hp.n_layer; ++l) {
+    if (progress) bar.Update(l);
+    LayerWeights& L = w_.layers[l];
+    const std::string b = "blk." + std::to_string(l) + ".";
+    STET_ASSIGN_OR_RETURN(L.attn_norm, Vector(f, b + "attn_norm.weight", hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.wq, Matrix(f, b + "attn_q.weight", hp.q_dim(), hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.wk, Matrix(f, b + "attn_k.weight", hp.kv_dim(), hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.wv, Matrix(f, b + "attn_v.weight", hp.kv_dim(), hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.wo, Matrix(f, b + "attn_output.weight", hp.n_embd, hp.q_dim()));
+    if (hp.arch->qkv_bias) {
+      STET_ASSIGN_OR_RETURN(L.bq, Vector(f, b + "attn_q.bias", hp.q_dim()));
+      STET_ASSIGN_OR_RETURN(L.bk, Vector(f, b + "attn_k.bias", hp.kv_dim()));
+      STET_ASSIGN_OR_RETURN(L.bv, Vector(f, b + "attn_v.bias", hp.kv_dim()));
+    }
+    if (hp.arch->qk_norm) {
+      STET_ASSIGN_OR_RETURN(L.q_norm, Vector(f, b + "attn_q_norm.weight", hp.head_dim));
+      STET_ASSIGN_OR_RETURN(L.k_norm, Vector(f, b + "attn_k_norm.weight", hp.head_dim));
+    }
+    STET_ASSIGN_OR_RETURN(L.ffn_norm, Vector(f, b + "ffn_norm.weight", hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.w_gate, Matrix(f, b + "ffn_gate.weight", hp.n_ff, hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.w_up, Matrix(f, b + "ffn_up.weight", hp.n_ff, hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff));
+    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      weight_bytes_ += w->rows * w->row_bytes;
+    // Touch the mapped pages now so the first request does not pay for page faults.
+    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      const volatile uint8_t* p = static_cast<const uint8_t*>(w->data);
+      const int64_t n = w->rows * w->row_bytes;
+      uint8_t sink = 0;
+      for (int64_t i = 0; i < n; i += 4096) sink ^= p[i];
+      (void)sink;
+    }
+  }
+  bar.Finish();
+  weight_bytes_ += w_.output.rows * w_.output.row_bytes;
+  return Status::Ok();
+}
+
+}  // namespace stet

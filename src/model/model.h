@@ -1,0 +1,59 @@
+// A loaded decoder-only transformer: hyper-parameters and weight views into
+// the mapped GGUF file (no copies of the big matrices). Loading validates
+// every tensor's presence, type and shape so the forward pass can trust them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "format/gguf.h"
+#include "kernels/kernels.h"
+#include "model/hparams.h"
+
+namespace stet {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;               // [n_embd]
+  kernels::WeightView wq, wk, wv, wo;         // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
+  std::vector<float> bq, bk, bv;              // qwen2 biases [q_dim], [kv_dim], [kv_dim]; else empty
+  std::vector<float> q_norm, k_norm;          // qwen3 per-head norms [head_dim]; else empty
+  std::vector<float> ffn_norm;                // [n_embd]
+  kernels::WeightView w_gate, w_up, w_down;   // [n_ff, n_embd] x2, [n_embd, n_ff]
+};
+
+struct ModelWeights {
+  kernels::WeightView token_embd;  // [n_vocab, n_embd]: row t is token t's embedding
+  std::vector<float> output_norm;  // [n_embd]
+  kernels::WeightView output;      // [n_vocab, n_embd]; the embedding when tied
+  bool tied_output = false;
+  std::vector<float> rope_freq_factors;  // [rot_dim / 2] (Llama 3.1+ rope_freqs.weight), or empty
+  std::vector<LayerWeights> layers;
+};
+
+class Model {
+ public:
+  // Maps the file and validates it; `progress` draws a bar on a terminal.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, bool progress = false);
+  // For tests and tools that build a GgufFile in memory.
+  static Result<std::unique_ptr<Model>> FromGguf(std::unique_ptr<gguf::GgufFile> file,
+                                                 bool progress = false);
+
+  const HParams& hparams() const { return hp_; }
+  const ModelWeights& weights() const { return w_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  // Bytes of weights read per decoded token (for the bandwidth roofline).
+  int64_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  Model() = default;
+  Status LoadWeights(bool progress);
+
+  std::unique_ptr<gguf::GgufFile> file_;
+  HParams hp_;
+  ModelWeights w_;
+  int64_t weight_bytes_ = 0;
+};
+
+}  // namespace stet
