@@ -20,7 +20,10 @@ Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx)
     : model_(model), pool_(pool), isa_(isa), max_ctx_(max_ctx) {
   const HParams& hp = model.hparams();
   RopeScaling scaling;
-  scaling.linear_factor = hp.rope_linear_factor;
+  if (hp.rope_linear_factor != 1.0) {
+    scaling.kind = RopeScaling::Kind::kLinear;
+    scaling.factor = hp.rope_linear_factor;
+  }
   const auto& ff = model.weights().rope_freq_factors;
   rope_ = std::make_unique<RopeTable>(hp.rot_dim, hp.rope_base, scaling,
                                       ff.empty() ? nullptr : ff.data(), max_ctx);

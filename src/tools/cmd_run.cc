@@ -1,0 +1,169 @@
+#include "tools/cmd_run.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "base/hash.h"
+#include "engine/session.h"
+#include "tokenizer/stream_decoder.h"
+#include "tools/common.h"
+
+namespace stet::tools {
+
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::string prompt;
+  std::string prompt_file;
+  int n_predict = 128;
+  float temp = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  int64_t seed = -1;
+  int threads = 0;
+  int ctx = 4096;
+  int chunk = 256;
+  std::string kv_type = "f16";
+  std::string isa = "auto";
+  bool echo = false;
+  bool logits_hash = false;
+  bool ignore_eos = false;
+  bool no_bos = false;
+  bool no_parse_special = false;
+  bool quiet = false;
+};
+
+int RunRun(const RunArgs& a) {
+  std::string prompt = a.prompt;
+  if (!a.prompt_file.empty()) {
+    std::ifstream f(a.prompt_file, std::ios::binary);
+    if (!f) return ReportError(IoError("cannot read prompt file '" + a.prompt_file + "'"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    prompt = ss.str();
+  }
+  auto isa = ParseIsa(a.isa);
+  if (!isa.ok()) return ReportError(isa.status());
+  DType kv_type;
+  if (a.kv_type == "f16") kv_type = DType::kF16;
+  else if (a.kv_type == "f32") kv_type = DType::kF32;
+  else return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
+
+  auto loaded = LoadModelAndTokenizer(a.model, !a.quiet);
+  if (!loaded.ok()) return ReportError(loaded.status());
+  const Model& model = *loaded->model;
+  const Tokenizer& tok = *loaded->tokenizer;
+
+  std::vector<int32_t> ids = tok.Encode(prompt, !a.no_bos, !a.no_parse_special);
+  if (ids.empty() && tok.bos() >= 0) ids.push_back(tok.bos());  // generate "from nothing"
+
+  SessionOptions so;
+  so.n_ctx = a.ctx;
+  so.kv_type = kv_type;
+  so.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  so.isa = *isa;
+  so.chunk_size = a.chunk;
+  Session session(model, so);
+
+  SamplingParams sp;
+  sp.temperature = a.temp;
+  sp.top_k = a.top_k;
+  sp.top_p = a.top_p;
+  sp.min_p = a.min_p;
+  sp.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
+  if (!a.quiet) {
+    std::fprintf(stderr, "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens\n",
+                 model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), so.n_threads,
+                 static_cast<unsigned long long>(sp.seed), ids.size());
+  }
+  if (a.echo) {
+    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    std::fflush(stdout);
+  }
+  const int max_tokens = a.n_predict < 0 ? session.n_ctx() : a.n_predict;
+  StreamDecoder decoder(tok);
+  // SentencePiece marks word starts with a space; text that begins right after
+  // BOS drops that first space (as SentencePiece's own decoder and llama2.c do).
+  bool strip_space = tok.vocab().add_space_prefix && ids.size() == 1 && ids[0] == tok.bos();
+  GenerateStats stats;
+  Status st = session.Generate(
+      ids, max_tokens, sp,
+      [&](int32_t id) { return !a.ignore_eos && tok.IsEog(id); },
+      [&](int32_t id, float) {
+        if (!a.ignore_eos && tok.IsEog(id)) return true;  // end marker: not printed
+        std::string piece = decoder.Push(id);
+        if (strip_space && !piece.empty()) {
+          if (piece[0] == ' ') piece.erase(0, 1);
+          strip_space = false;
+        }
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      },
+      &stats);
+  const std::string rest = decoder.Flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fflush(stdout);
+  if (!st.ok()) return ReportError(st);
+  if (!a.quiet) {
+    std::fprintf(stderr, "\nstet: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s)\n",
+                 stats.prompt_tokens, stats.prefill_seconds,
+                 stats.prompt_tokens / std::max(1e-9, stats.prefill_seconds), stats.generated_tokens,
+                 stats.decode_seconds, stats.generated_tokens / std::max(1e-9, stats.decode_seconds));
+  }
+  if (a.logits_hash) {
+    const auto& l = session.last_logits();
+    std::fprintf(stderr, "logits-hash: fnv1a64:%016llx\n",
+                 static_cast<unsigned long long>(Fnv1a64(l.data(), l.size() * sizeof(float))));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<RunArgs>();
+  a->model = DefaultModelPath();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Generate text from a prompt. stdout carries exactly the generated text; "
+             "stderr carries progress and speed.");
+  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  cmd->add_option("-p,--prompt", a->prompt, "Prompt text (empty: start from BOS)");
+  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
+  cmd->add_option("-n,--n-predict", a->n_predict, "Tokens to generate (-1: until end of text or context)")
+      ->capture_default_str();
+  cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy (ties to the lower token id)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", a->top_k, "Top-k (0 = off)")->capture_default_str();
+  cmd->add_option("--top-p", a->top_p, "Top-p / nucleus (1 = off)")->capture_default_str();
+  cmd->add_option("--min-p", a->min_p, "Min-p (0 = off)")->capture_default_str();
+  cmd->add_option("-s,--seed", a->seed, "Sampling seed (-1: random, printed on stderr)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores); never changes the output")
+      ->capture_default_str();
+  cmd->add_option("-c,--ctx", a->ctx, "Context length")->capture_default_str();
+  cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
+      ->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar or avx2; never changes the output")
+      ->capture_default_str();
+  cmd->add_flag("--echo", a->echo, "Print the prompt before the generated text");
+  cmd->add_flag("--logits-hash", a->logits_hash,
+                "Print an FNV-1a-64 hash of the final step's logits on stderr");
+  cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-text tokens");
+  cmd->add_flag("--no-bos", a->no_bos, "Do not add BOS even if the model asks for it");
+  cmd->add_flag("--no-parse-special", a->no_parse_special,
+                "Treat special-token text in the prompt as plain text");
+  cmd->add_flag("-q,--quiet", a->quiet, "No progress or speed report on stderr");
+  cmd->callback([a, exit_code] { *exit_code = RunRun(*a); });
+  return cmd;
+}
+
+}  // namespace stet::tools

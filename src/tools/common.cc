@@ -1,0 +1,52 @@
+#include "tools/common.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "tokenizer/vocab.h"
+
+namespace stet::tools {
+
+std::string DefaultModelPath() {
+  if (const char* env = std::getenv("STET_MODEL")) return env;
+  const char* cache = std::getenv("STET_MODEL_CACHE");
+  if (cache) return std::string(cache) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+Result<Loaded> LoadModelAndTokenizer(const std::string& path, bool progress) {
+  Loaded out;
+  STET_ASSIGN_OR_RETURN(out.model, Model::Load(path, progress));
+  STET_ASSIGN_OR_RETURN(VocabData vocab, VocabFromGguf(out.model->file()));
+  STET_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::Create(std::move(vocab)));
+  if (out.tokenizer->n_vocab() != out.model->hparams().n_vocab) {
+    return DataLoss("the tokenizer has " + std::to_string(out.tokenizer->n_vocab()) +
+                    " tokens but the embedding has " +
+                    std::to_string(out.model->hparams().n_vocab) + " rows");
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path) {
+  STET_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::Open(path));
+  STET_ASSIGN_OR_RETURN(VocabData vocab, VocabFromGguf(*file));
+  return Tokenizer::Create(std::move(vocab));
+}
+
+Result<Isa> ParseIsa(const std::string& name) {
+  if (name == "auto") return BestIsa();
+  if (name == "scalar") return Isa::kScalar;
+  if (name == "avx2") {
+    if (!CpuHasAvx2Fma()) return Unimplemented("this CPU lacks AVX2+FMA+F16C");
+    return Isa::kAvx2;
+  }
+  return InvalidArgument("unknown ISA path '" + name + "' (use auto, scalar or avx2)");
+}
+
+int ReportError(const Status& s) {
+  std::fprintf(stderr, "stet: error: %s\n", s.ToString().c_str());
+  return kExitError;
+}
+
+}  // namespace stet::tools

@@ -1,0 +1,35 @@
+// Shared pieces of the `stet` subcommands: resolving the model path (default:
+// SmolLM2-135M-Instruct in the setup cache), loading model + tokenizer with
+// progress on stderr, and turning a Status into a message and exit code.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/cpu_features.h"
+#include "base/status.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace stet::tools {
+
+// Exit codes scripts can rely on.
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;  // the work failed (bad model file, prompt too long, ...)
+constexpr int kExitUsage = 2;  // bad command line
+
+std::string DefaultModelPath();  // $STET_MODEL, else ~/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+Result<Loaded> LoadModelAndTokenizer(const std::string& path, bool progress);
+Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path);
+
+// "auto" | "scalar" | "avx2" -> Isa, erroring for a path this CPU cannot run.
+Result<Isa> ParseIsa(const std::string& name);
+
+int ReportError(const Status& s);  // prints "stet: error: ..." and returns kExitError
+
+}  // namespace stet::tools

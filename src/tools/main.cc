@@ -1,0 +1,27 @@
+// The `stet` command: thin subcommands over the engine. Exit codes: 0 ok,
+// 1 the work failed (message on stderr), 2 bad command line.
+#include <CLI/CLI.hpp>
+
+#include "tools/cmd_run.h"
+#include "tools/cmd_tokenize.h"
+#include "tools/common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"stet — an LLM inference engine whose answers stand: the same request gives "
+               "the same bytes, whatever else the machine is doing."};
+  app.require_subcommand(1);
+  int exit_code = stet::tools::kExitOk;
+  stet::tools::AddRunCommand(app, &exit_code);
+  stet::tools::AddTokenizeCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return stet::tools::kExitUsage;
+  }
+  return exit_code;
+}
