@@ -47,7 +47,9 @@ inline __m256 ExpF8(__m256 x) {
 
 inline __m256 SiluF8(__m256 x) {
   const __m256 neg = _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
-  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), ExpF8(neg)));
+  const __m256 res = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), ExpF8(neg)));
+  const __m256 is_minus_inf = _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+  return _mm256_blendv_ps(res, _mm256_set1_ps(-0.0f), is_minus_inf);
 }
 
 }  // namespace stet
