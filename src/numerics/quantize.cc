@@ -1,0 +1,303 @@
+// Reference quantizers (see quantize.h). q8_0/q4_0/q4_1 reproduce ggml's
+// quantize_row_*_ref bit for bit; the K-quants choose scales by min/max with every
+// stored scale rounded up, so no element is clipped and the error bound is closed-form.
+// Packing of the K-quant scales and high bits follows ggml's layouts exactly.
+#include "numerics/quantize.h"
+
+#include <cstring>
+#include <string>
+
+#include "numerics/half.h"
+
+namespace stet {
+namespace {
+
+bool Finite(float x) { return x - x == 0.0f; }
+float AbsF(float x) { return x < 0.0f ? -x : x; }
+
+// roundf: nearest, ties away from zero; exact for |v| < 2^23.
+int RoundHalfAway(float v) {
+  const float t = static_cast<float>(static_cast<int>(v));  // truncation, exact
+  const float frac = v - t;                                  // exact
+  if (frac >= 0.5f) return static_cast<int>(t) + 1;
+  if (frac <= -0.5f) return static_cast<int>(t) - 1;
+  return static_cast<int>(t);
+}
+
+// Smallest integer >= v, for 0 <= v < 2^23.
+int CeilNonNeg(float v) {
+  const int t = static_cast<int>(v);
+  return static_cast<float>(t) < v ? t + 1 : t;
+}
+
+int Clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// The smallest f16 >= v (v >= 0 finite); false if that is infinite.
+bool F16RoundUp(float v, uint16_t* out) {
+  uint16_t h = F32ToF16(v);
+  if (F16ToF32(h) < v) ++h;  // positive f16 bit patterns are ordered like their values
+  *out = h;
+  return h < 0x7c00;
+}
+
+Status ScaleOverflow(const char* type, int64_t block) {
+  return InvalidArgument(std::string(type) + " block " + std::to_string(block) +
+                         ": scale does not fit in f16 (inputs too large)");
+}
+
+Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) amax = amax > AbsF(x[j]) ? amax : AbsF(x[j]);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = F32ToF16(d);
+    if (y[i].d >= 0x7c00) return ScaleOverflow("q8_0", i);
+    for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<int8_t>(RoundHalfAway(x[j] * id));
+  }
+  return Status::Ok();
+}
+
+Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -8 d.
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (amax < AbsF(x[j])) {
+        amax = AbsF(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = F32ToF16(d);
+    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("q4_0", i);
+    for (int j = 0; j < kQK / 2; ++j) {
+      // Truncating casts as in ggml: x*id + 8.5 lies in [0, 16.5].
+      const int q0 = Clamp(static_cast<int8_t>(x[j] * id + 8.5f), 0, 15);
+      const int q1 = Clamp(static_cast<int8_t>(x[j + kQK / 2] * id + 8.5f), 0, 15);
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+  return Status::Ok();
+}
+
+Status QuantizeQ4_1(const float* x, int64_t nb, BlockQ4_1* y) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float min = x[0], max = x[0];
+    for (int j = 1; j < kQK; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = F32ToF16(d);
+    y[i].m = F32ToF16(min);
+    if ((y[i].d & 0x7fff) >= 0x7c00 || (y[i].m & 0x7fff) >= 0x7c00) {
+      return ScaleOverflow("q4_1", i);
+    }
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int q0 = Clamp(static_cast<int8_t>((x[j] - min) * id + 0.5f), 0, 15);
+      const int q1 = Clamp(static_cast<int8_t>((x[j + kQK / 2] - min) * id + 0.5f), 0, 15);
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+  return Status::Ok();
+}
+
+// Shared by q4_k and q5_k: one super-block of 8 sub-blocks of 32, x = (d*sc)*q - dmin*m
+// with q in [0, levels]. Fills the packed scales, d, dmin and the 256 quants L.
+bool QuantizeKMinMax(const float* x, int levels, uint16_t* d_out, uint16_t* dmin_out,
+                     uint8_t scales[kKScaleSize], uint8_t L[kQKK]) {
+  constexpr int kSub = kQKK / 32;
+  float neg_min[kSub], hi[kSub];
+  float max_neg_min = 0.0f;
+  for (int j = 0; j < kSub; ++j) {
+    float lo = 0.0f, h = x[32 * j];
+    for (int l = 0; l < 32; ++l) {
+      const float v = x[32 * j + l];
+      if (v < lo) lo = v;
+      if (v > h) h = v;
+    }
+    neg_min[j] = -lo;  // >= 0: the format subtracts a non-negative offset
+    hi[j] = h;
+    if (neg_min[j] > max_neg_min) max_neg_min = neg_min[j];
+  }
+  // Mins first, rounded up, so the offset -dmin*m never lies above a sub-block's minimum.
+  uint16_t dmin16;
+  if (!F16RoundUp(max_neg_min / 63.0f, &dmin16)) return false;
+  const float dmin = F16ToF32(dmin16);
+  int lm[kSub];
+  float off[kSub], need[kSub];
+  float max_need = 0.0f;
+  for (int j = 0; j < kSub; ++j) {
+    lm[j] = dmin > 0.0f ? Clamp(CeilNonNeg(neg_min[j] / dmin), 0, 63) : 0;
+    off[j] = dmin * static_cast<float>(lm[j]);
+    need[j] = (hi[j] + off[j]) / static_cast<float>(levels);
+    if (need[j] < 0.0f) need[j] = 0.0f;
+    if (need[j] > max_need) max_need = need[j];
+  }
+  uint16_t d16;
+  if (!F16RoundUp(max_need / 63.0f, &d16)) return false;
+  const float d = F16ToF32(d16);
+  int ls[kSub];
+  for (int j = 0; j < kSub; ++j) {
+    ls[j] = d > 0.0f ? Clamp(CeilNonNeg(need[j] / d), 0, 63) : 0;
+    const float scale = d * static_cast<float>(ls[j]);
+    for (int l = 0; l < 32; ++l) {
+      const int q = scale > 0.0f ? RoundHalfAway((x[32 * j + l] + off[j]) / scale) : 0;
+      L[32 * j + l] = static_cast<uint8_t>(Clamp(q, 0, levels));
+    }
+  }
+  // ggml's get_scale_min_k4 layout: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scale)
+  // and 4-7 (min); sub-blocks 4-7 as nibbles in bytes 8-11 plus 2 high bits each in the
+  // top of bytes 0-3 (scale) and 4-7 (min).
+  std::memset(scales, 0, kKScaleSize);
+  for (int j = 0; j < kSub; ++j) {
+    if (j < 4) {
+      scales[j] = static_cast<uint8_t>(ls[j]);
+      scales[j + 4] = static_cast<uint8_t>(lm[j]);
+    } else {
+      scales[j + 4] = static_cast<uint8_t>((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+      scales[j - 4] |= static_cast<uint8_t>((ls[j] >> 4) << 6);
+      scales[j] |= static_cast<uint8_t>((lm[j] >> 4) << 6);
+    }
+  }
+  *d_out = d16;
+  *dmin_out = dmin16;
+  return true;
+}
+
+Status QuantizeQ4_K(const float* x, int64_t nb, BlockQ4_K* y) {
+  uint8_t L[kQKK];
+  for (int64_t i = 0; i < nb; ++i, x += kQKK) {
+    if (!QuantizeKMinMax(x, 15, &y[i].d, &y[i].dmin, y[i].scales, L)) {
+      return ScaleOverflow("q4_k", i);
+    }
+    // Each 64-element chunk: 32 bytes, low nibble = element l, high = element l + 32.
+    for (int c = 0; c < kQKK / 64; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status QuantizeQ5_K(const float* x, int64_t nb, BlockQ5_K* y) {
+  uint8_t L[kQKK];
+  for (int64_t i = 0; i < nb; ++i, x += kQKK) {
+    if (!QuantizeKMinMax(x, 31, &y[i].d, &y[i].dmin, y[i].scales, L)) {
+      return ScaleOverflow("q5_k", i);
+    }
+    // Low 4 bits as in q4_k; bit 4 of chunk c's elements goes to qh[l], bit 2c (first
+    // 32) or 2c + 1 (second 32).
+    std::memset(y[i].qh, 0, sizeof(y[i].qh));
+    for (int c = 0; c < kQKK / 64; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const int a = L[64 * c + l], b = L[64 * c + 32 + l];
+        y[i].qs[32 * c + l] = static_cast<uint8_t>((a & 0xF) | ((b & 0xF) << 4));
+        y[i].qh[l] |= static_cast<uint8_t>(((a >> 4) << (2 * c)) | ((b >> 4) << (2 * c + 1)));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
+  constexpr int kSub = kQKK / 16;
+  uint8_t L[kQKK];
+  for (int64_t i = 0; i < nb; ++i, x += kQKK) {
+    // x = (d*sc)*q, q in [-32, 31]; only [-31, 31] is used so the scale is symmetric.
+    float need[kSub];
+    float max_need = 0.0f;
+    for (int k = 0; k < kSub; ++k) {
+      float amax = 0.0f;
+      for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
+      need[k] = amax / 31.0f;
+      if (need[k] > max_need) max_need = need[k];
+    }
+    uint16_t d16;
+    if (!F16RoundUp(max_need / 127.0f, &d16)) return ScaleOverflow("q6_k", i);
+    const float d = F16ToF32(d16);
+    y[i].d = d16;
+    for (int k = 0; k < kSub; ++k) {
+      const int sc = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, 127) : 0;
+      y[i].scales[k] = static_cast<int8_t>(sc);
+      const float scale = d * static_cast<float>(sc);
+      for (int l = 0; l < 16; ++l) {
+        const int q = scale > 0.0f ? RoundHalfAway(x[16 * k + l] / scale) : 0;
+        L[16 * k + l] = static_cast<uint8_t>(Clamp(q, -32, 31) + 32);
+      }
+    }
+    // Per 128-element half h: ql[64h + l] holds elements l (low) and l + 64 (high),
+    // ql[64h + 32 + l] elements l + 32 and l + 96; qh[32h + l] their 2-bit tops in order.
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* q = L + 128 * h;
+      uint8_t* ql = y[i].ql + 64 * h;
+      uint8_t* qh = y[i].qh + 32 * h;
+      for (int l = 0; l < 32; ++l) {
+        ql[l] = static_cast<uint8_t>((q[l] & 0xF) | ((q[l + 64] & 0xF) << 4));
+        ql[l + 32] = static_cast<uint8_t>((q[l + 32] & 0xF) | ((q[l + 96] & 0xF) << 4));
+        qh[l] = static_cast<uint8_t>((q[l] >> 4) | ((q[l + 32] >> 4) << 2) |
+                                     ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
+  const auto traits = GetDTypeTraits(static_cast<uint32_t>(type));
+  if (!traits) {
+    return Unimplemented("no quantizer for type id " + std::to_string(static_cast<uint32_t>(type)));
+  }
+  if (n < 0 || n % traits->block_elems != 0) {
+    return InvalidArgument(std::string("row of ") + std::to_string(n) + " elements for " +
+                           traits->name + ": must be a multiple of " +
+                           std::to_string(traits->block_elems));
+  }
+  switch (type) {
+    case DType::kF32:
+      if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return Status::Ok();
+    case DType::kF16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) out[i] = F32ToF16(src[i]);
+      return Status::Ok();
+    }
+    case DType::kBF16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) out[i] = F32ToBF16(src[i]);
+      return Status::Ok();
+    }
+    default:
+      break;
+  }
+  if (!DTypeSupported(type)) {
+    return Unimplemented(std::string("no quantizer for ") + traits->name + " (supported: " +
+                         SupportedDTypeList() + ")");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (!Finite(src[i])) {
+      return InvalidArgument(std::string("cannot quantize a non-finite value to ") + traits->name +
+                             " (element " + std::to_string(i) + ")");
+    }
+  }
+  const int64_t nb = n / traits->block_elems;
+  switch (type) {
+    case DType::kQ8_0: return QuantizeQ8_0(src, nb, static_cast<BlockQ8_0*>(dst));
+    case DType::kQ4_0: return QuantizeQ4_0(src, nb, static_cast<BlockQ4_0*>(dst));
+    case DType::kQ4_1: return QuantizeQ4_1(src, nb, static_cast<BlockQ4_1*>(dst));
+    case DType::kQ4_K: return QuantizeQ4_K(src, nb, static_cast<BlockQ4_K*>(dst));
+    case DType::kQ5_K: return QuantizeQ5_K(src, nb, static_cast<BlockQ5_K*>(dst));
+    case DType::kQ6_K: return QuantizeQ6_K(src, nb, static_cast<BlockQ6_K*>(dst));
+    default:
+      return Unimplemented(std::string("no quantizer for ") + traits->name + " (supported: " +
+                           SupportedDTypeList() + ")");
+  }
+}
+
+}  // namespace stet
