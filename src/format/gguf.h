@@ -53,7 +53,7 @@ class MetaValue {
 
 struct TensorInfo {
   std::string name;
-  DType type = DType::kF32;
+  DType type = DType::kF32;  // any known type; DTypeSupported is checked at model load
   std::vector<int64_t> dims;  // dims[0] is the innermost (contiguous) dimension, as in GGUF
   int64_t n_elements = 0;
   uint64_t offset = 0;        // relative to the start of the tensor data section
@@ -95,7 +95,11 @@ class GgufFile {
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   void* mapping_ = nullptr;  // munmap on destruction when set
-  std::string owned_;        // FromBytes storage
+  // FromBytes storage: a page-aligned copy, so tensor data is aligned as in a mapping.
+  struct AlignedFree {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, AlignedFree> owned_;
   std::vector<std::pair<std::string, MetaValue>> metadata_;
   std::vector<TensorInfo> tensors_;
 };
@@ -104,6 +108,7 @@ class GgufFile {
 // `stet gguf-random`. Keys and tensors are written in insertion order.
 class GgufWriter {
  public:
+  // Setting an existing key replaces its value in place.
   void SetU32(const std::string& key, uint32_t v);
   void SetI32(const std::string& key, int32_t v);
   void SetU64(const std::string& key, uint64_t v);
@@ -113,8 +118,19 @@ class GgufWriter {
   void SetStringArray(const std::string& key, const std::vector<std::string>& v);
   void SetI32Array(const std::string& key, const std::vector<int32_t>& v);
   void SetF32Array(const std::string& key, const std::vector<float>& v);
+  // The remaining value types, for round-trip tests and fuzz seeds.
+  void SetU8(const std::string& key, uint8_t v);
+  void SetI8(const std::string& key, int8_t v);
+  void SetU16(const std::string& key, uint16_t v);
+  void SetI16(const std::string& key, int16_t v);
+  void SetI64(const std::string& key, int64_t v);
+  void SetF64(const std::string& key, double v);
+  // An array of a fixed-size element type (not string/array): n elements whose
+  // little-endian bytes are `le_bytes` (size must be n * element size).
+  void SetRawArray(const std::string& key, ValueType elem, uint64_t n, std::string le_bytes);
   // dims innermost first; bytes.size() must equal the type's row bytes product.
   void AddTensor(const std::string& name, DType type, std::vector<int64_t> dims, std::string bytes);
+  // An explicit general.alignment key (even a wrong one, for tests) is written as set.
   void set_alignment(uint32_t a) { alignment_ = a; }  // also written as general.alignment if != 32
 
   std::string Serialize() const;
@@ -123,6 +139,7 @@ class GgufWriter {
  private:
   struct Kv { std::string key; ValueType type; ValueType array_type; std::string payload; uint64_t n; };
   struct Tensor { std::string name; DType type; std::vector<int64_t> dims; std::string bytes; };
+  void Put(const std::string& key, Kv kv);  // replaces an existing key in place
   std::vector<Kv> kvs_;
   std::vector<Tensor> tensors_;
   uint32_t alignment_ = 32;
