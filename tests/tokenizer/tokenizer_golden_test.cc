@@ -60,6 +60,8 @@ struct GgufVocabCase {
   const char* gguf;     // path relative to the shared dir
 };
 
+void PrintTo(const GgufVocabCase& c, std::ostream* os) { *os << c.vectors << " @ " << c.gguf; }
+
 class GgufVectorsTest : public ::testing::TestWithParam<GgufVocabCase> {};
 
 TEST_P(GgufVectorsTest, MatchesLlamaCpp) {
@@ -94,6 +96,8 @@ struct JsonVocabCase {
   const char* vectors;
   const char* dir;  // tokenizers/<dir>/tokenizer.json(.xz) + tokenizer_config.json
 };
+
+void PrintTo(const JsonVocabCase& c, std::ostream* os) { *os << c.vectors << " @ " << c.dir; }
 
 class JsonVectorsTest : public ::testing::TestWithParam<JsonVocabCase> {};
 
