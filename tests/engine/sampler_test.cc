@@ -1,0 +1,109 @@
+// Sampling is deterministic (rule R7): greedy ties go to the lower id; seeded
+// draws are a pure function of (seed, choice, position); the truncations
+// (top-k, top-p, min-p) keep exactly the candidates they define.
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace stet {
+namespace {
+
+TEST(Sampler, ArgmaxTiesGoToLowerId) {
+  const std::vector<float> l = {0.5f, 2.0f, 1.0f, 2.0f, -1.0f};
+  EXPECT_EQ(Argmax(l.data(), 5), 1);
+  Sampler s;
+  SamplingParams p;
+  p.temperature = 0;
+  EXPECT_EQ(s.Sample(l.data(), 5, p, 0, 0), 1);
+}
+
+TEST(Sampler, LogSoftmaxMatchesDoublePrecision) {
+  const std::vector<float> l = {1.0f, 2.0f, 3.0f, -4.0f, 0.25f};
+  double z = 0;
+  for (float v : l) z += std::exp(static_cast<double>(v));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(LogSoftmaxAt(l.data(), 5, i), l[i] - std::log(z), 1e-6);
+  }
+  const auto top = TopLogprobs(l.data(), 5, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].id, 2);
+  EXPECT_EQ(top[1].id, 1);
+  EXPECT_EQ(top[2].id, 0);
+}
+
+TEST(Sampler, SeededDrawsArePureFunctions) {
+  std::vector<float> l(100);
+  for (int i = 0; i < 100; ++i) l[i] = std::sin(i * 0.7f);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.seed = 1234;
+  Sampler a, b;
+  std::vector<int32_t> first;
+  for (uint64_t pos = 0; pos < 50; ++pos) first.push_back(a.Sample(l.data(), 100, p, 0, pos));
+  // Another sampler, positions visited in reverse: same tokens per position.
+  for (int pos = 49; pos >= 0; --pos) EXPECT_EQ(b.Sample(l.data(), 100, p, 0, pos), first[pos]);
+  // Different seeds or choice indices give different streams.
+  int differ = 0;
+  for (uint64_t pos = 0; pos < 50; ++pos) {
+    differ += a.Sample(l.data(), 100, p, 1, pos) != first[pos];
+  }
+  EXPECT_GT(differ, 10);
+}
+
+TEST(Sampler, TopKKeepsOnlyK) {
+  std::vector<float> l = {5.0f, 4.9f, 4.8f, 0.0f, 0.0f, 0.0f};
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 2;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  Sampler s;
+  for (uint64_t pos = 0; pos < 200; ++pos) {
+    p.seed = pos;
+    const int32_t id = s.Sample(l.data(), 6, p, 0, pos);
+    EXPECT_TRUE(id == 0 || id == 1) << id;
+  }
+}
+
+TEST(Sampler, MinPAndTopPTruncate) {
+  // probabilities ~ [0.6, 0.3, 0.1 * tiny...]
+  std::vector<float> l = {std::log(0.6f), std::log(0.3f), std::log(0.05f), std::log(0.05f)};
+  Sampler s;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.2f;  // keeps p >= 0.12: ids 0, 1
+  std::map<int32_t, int> seen;
+  for (uint64_t pos = 0; pos < 500; ++pos) seen[s.Sample(l.data(), 4, p, 0, pos)]++;
+  EXPECT_EQ(seen.count(2) + seen.count(3), 0u);
+  EXPECT_GT(seen[0], seen[1]);
+  p.min_p = 0.0f;
+  p.top_p = 0.5f;  // the first candidate alone reaches 0.5
+  for (uint64_t pos = 0; pos < 100; ++pos) EXPECT_EQ(s.Sample(l.data(), 4, p, 0, pos), 0);
+}
+
+TEST(Sampler, TemperatureOneFollowsTheDistribution) {
+  std::vector<float> l = {0.0f, std::log(3.0f)};  // p = [0.25, 0.75]
+  Sampler s;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.seed = 7;
+  int ones = 0;
+  const int n = 20000;
+  for (int pos = 0; pos < n; ++pos) ones += s.Sample(l.data(), 2, p, 0, pos);
+  // Binomial(20000, 0.75): sd ~ 61; 5 sd bound.
+  EXPECT_NEAR(ones, 0.75 * n, 5 * 61.3);
+}
+
+}  // namespace
+}  // namespace stet

@@ -1,0 +1,106 @@
+// The forward pass is batch-invariant: a sequence's logits are bitwise equal
+// whatever the prefill chunk size, the thread count, the ISA path, and the
+// other sequences sharing its batches (numerics rules R1–R4). Run on the real
+// stories260K and SmolLM2 models.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "model/forward.h"
+#include "support/test_support.h"
+
+namespace stet {
+namespace {
+
+struct Config {
+  int chunk;
+  int threads;
+  Isa isa;
+  int companions;  // other sequences interleaved into every batch
+};
+
+std::string Describe(const Config& c) {
+  return "chunk=" + std::to_string(c.chunk) + " threads=" + std::to_string(c.threads) +
+         " isa=" + IsaName(c.isa) + " companions=" + std::to_string(c.companions);
+}
+
+// Logits at every position of `prompt` (seq 0), computed under `cfg`.
+std::vector<std::vector<float>> AllLogits(const Model& model, const std::vector<int32_t>& prompt,
+                                          const Config& cfg) {
+  const HParams& hp = model.hparams();
+  ThreadPool pool(cfg.threads);
+  Forward fwd(model, &pool, cfg.isa, 256);
+  KvCache kv(hp, 1 + cfg.companions, 256, DType::kF16);
+  std::vector<std::vector<float>> out;
+  std::vector<int32_t> companion_pos(cfg.companions + 1, 0);
+  for (size_t start = 0; start < prompt.size(); start += cfg.chunk) {
+    std::vector<BatchToken> batch;
+    std::vector<bool> ours;
+    const size_t end = std::min(prompt.size(), start + cfg.chunk);
+    for (size_t i = start; i < end; ++i) {
+      // Companions: other sequences at other positions, before and after ours.
+      for (int c = 1; c <= cfg.companions; ++c) {
+        if ((i + c) % 2 == 0) {
+          const int32_t pos = companion_pos[c]++;
+          batch.push_back({static_cast<int32_t>((7 * c + 3 * pos) % hp.n_vocab), pos, c, c == 1});
+          ours.push_back(false);
+        }
+      }
+      batch.push_back({prompt[i], static_cast<int32_t>(i), 0, true});
+      ours.push_back(true);
+    }
+    std::vector<float> logits;
+    EXPECT_TRUE(fwd.Run(batch, kv, &logits).ok());
+    size_t row = 0;
+    for (size_t b = 0; b < batch.size(); ++b) {
+      if (!batch[b].logits) continue;
+      if (ours[b]) {
+        out.emplace_back(logits.begin() + row * hp.n_vocab, logits.begin() + (row + 1) * hp.n_vocab);
+      }
+      ++row;
+    }
+  }
+  return out;
+}
+
+void ExpectInvariant(const std::string& path, int n_prompt) {
+  STET_REQUIRE_FILE(path);
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < n_prompt; ++i) prompt.push_back((i * 37 + 11) % (*model)->hparams().n_vocab);
+  prompt[0] = 1;
+  const Config base{n_prompt, 1, Isa::kScalar, 0};
+  const auto want = AllLogits(**model, prompt, base);
+  ASSERT_EQ(want.size(), prompt.size());
+  std::vector<Config> configs = {
+      {1, 1, Isa::kScalar, 0}, {7, 2, Isa::kScalar, 0}, {n_prompt, 3, Isa::kScalar, 2},
+      {3, 1, Isa::kScalar, 3},
+  };
+  if (CpuHasAvx2Fma()) {
+    for (Config c : std::vector<Config>{{n_prompt, 1, Isa::kAvx2, 0}, {1, 2, Isa::kAvx2, 0},
+                                        {7, 3, Isa::kAvx2, 2}, {5, 2, Isa::kAvx2, 4}})
+      configs.push_back(c);
+  }
+  for (const Config& c : configs) {
+    const auto got = AllLogits(**model, prompt, c);
+    ASSERT_EQ(got.size(), want.size()) << Describe(c);
+    for (size_t p = 0; p < want.size(); ++p) {
+      ASSERT_EQ(0, std::memcmp(got[p].data(), want[p].data(), want[p].size() * sizeof(float)))
+          << "logits differ at position " << p << " under " << Describe(c) << " vs "
+          << Describe(base);
+    }
+  }
+}
+
+TEST(ForwardInvariance, Stories260K) {
+  ExpectInvariant(testing::SharedDir() + "/models/stories260K/stories260K.gguf", 40);
+}
+
+TEST(ForwardInvariance, SmolLM2Q4_1) {
+  ExpectInvariant(testing::ModelCacheDir() + "/SmolLM2-135M-Instruct.Q4_1.gguf", 12);
+}
+
+}  // namespace
+}  // namespace stet

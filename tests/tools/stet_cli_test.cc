@@ -1,0 +1,108 @@
+// The `stet` command as a user meets it: stdout carries exactly the generated
+// text, stderr the rest; --help works; exit codes are 0 / 1 (work failed) /
+// 2 (bad command line); --threads, --chunk and --isa never change the output.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "support/test_support.h"
+
+namespace stet {
+namespace {
+
+struct Output {
+  int exit_code;
+  std::string out;
+};
+
+// Runs a shell command line; captures stdout, discards stderr unless asked.
+Output Sh(const std::string& args, bool with_stderr = false) {
+  const std::string cmd = std::string(STET_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  Output o{-1, {}};
+  if (!p) return o;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int status = pclose(p);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
+
+TEST(StetCli, HelpAndUsageErrors) {
+  auto h = Sh("--help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("run"), std::string::npos);
+  EXPECT_NE(h.out.find("tokenize"), std::string::npos);
+  auto rh = Sh("run --help");
+  EXPECT_EQ(rh.exit_code, 0);
+  EXPECT_NE(rh.out.find("--temp"), std::string::npos);
+  EXPECT_EQ(Sh("run --no-such-flag").exit_code, 2);
+  EXPECT_EQ(Sh("").exit_code, 2);
+}
+
+TEST(StetCli, MissingOrCorruptModelFailsCleanly) {
+  auto r = Sh("run -m /nonexistent.gguf -p hi", true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("error"), std::string::npos) << r.out;
+  const std::string bad = ::testing::TempDir() + "/bad.gguf";
+  FILE* f = fopen(bad.c_str(), "wb");
+  const char truncated[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 1, 0};  // cut inside tensor_count
+  fwrite(truncated, 1, sizeof truncated, f);
+  fclose(f);
+  r = Sh("run -m " + bad + " -p hi", true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("DataLoss"), std::string::npos) << r.out;
+}
+
+TEST(StetCli, RunPrintsExactlyTheGoldenText) {
+  STET_REQUIRE_FILE(Stories());
+  std::string golden = testing::ReadFileOrDie(testing::SharedDir() +
+                                              "/models/stories260K/golden_greedy_256steps.llama2c_run.txt");
+  if (!golden.empty() && golden.back() == '\n') golden.pop_back();
+  for (const char* opts : {"-t 1", "-t 2 --isa scalar", "-t 3 --chunk 1"}) {
+    auto r = Sh("run -m " + Stories() + " -n 256 --temp 0 " + opts);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out, golden) << opts;
+  }
+}
+
+TEST(StetCli, EchoAndLogitsHash) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("run -m " + Stories() + " -p 'Once upon' -n 8 --temp 0 --echo -q");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("Once upon", 0), 0u) << r.out;
+  // The hash is a fingerprint of the final logits: equal across threads and ISA paths.
+  auto a = Sh("run -m " + Stories() + " -p 'Once upon' -n 8 --temp 0 -q --logits-hash -t 1 --isa scalar", true);
+  auto b = Sh("run -m " + Stories() + " -p 'Once upon' -n 8 --temp 0 -q --logits-hash -t 3", true);
+  EXPECT_NE(a.out.find("logits-hash: fnv1a64:"), std::string::npos) << a.out;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(StetCli, SeededSamplingIsReproducible) {
+  STET_REQUIRE_FILE(Stories());
+  auto a = Sh("run -m " + Stories() + " -p 'Once' -n 40 --temp 1 --seed 5");
+  auto b = Sh("run -m " + Stories() + " -p 'Once' -n 40 --temp 1 --seed 5 -t 2 --chunk 1");
+  auto c = Sh("run -m " + Stories() + " -p 'Once' -n 40 --temp 1 --seed 6");
+  EXPECT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(StetCli, TokenizeIds) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("tokenize -m " + Stories() + " --ids 'Once upon a time'");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "1 403 407 261 378\n");
+  auto t = Sh("tokenize -m " + Stories() + " 'Once'");
+  EXPECT_NE(t.out.find("403 -> ' Once'"), std::string::npos) << t.out;
+}
+
+}  // namespace
+}  // namespace stet
