@@ -57,6 +57,18 @@ TEST(PreTokenizerTest, UnknownNameListsSupported) {
   EXPECT_STREQ(FindPreTokenizer("llama3")->name, "llama-bpe");
 }
 
+TEST(PreTokenizerTest, LongRunsMatchWithoutHittingMatchLimits) {
+  // A resource-limit failure would leave the run as one unmatched gap.
+  const std::string spaces(1 << 20, ' ');
+  EXPECT_EQ(Split("llama-bpe", spaces + "x"), (V{spaces.substr(1), " x"}));
+  const std::string bangs(1 << 20, '!');
+  EXPECT_EQ(Split("gpt-2", "a " + bangs + "\n"), (V{"a", " " + bangs, "\n"}));
+  const std::string letters(1 << 20, 'q');
+  EXPECT_EQ(Split("qwen2", letters), (V{letters}));
+  const std::string upper(1 << 20, 'Q');
+  EXPECT_EQ(Split("gpt-4o", upper), (V{upper}));
+}
+
 TEST(PreTokenizerTest, EverySupportedRegexCompilesAndSplitsLosslessly) {
   std::mt19937 rng(7);
   const std::string names[] = {"default", "gpt-2", "trillion", "llama-bpe", "dbrx", "qwen2",
