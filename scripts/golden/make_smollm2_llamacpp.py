@@ -80,7 +80,19 @@ N_STEPS = 48
 TOP_K_STEP = 5
 TOP_K_FIRST_LOGITS = 20
 
-PROMPTS = [
+# The first three prompts have confident greedy paths: in the float64 reference
+# (make_smollm2_f64.py) the top-2 log-probability gap stays above 0.8 for the
+# first 32 steps, so any engine accurate to ~0.2 must pick the same 32+ tokens
+# (both stet and llama.cpp quantize activations to int8, which moves
+# log-probabilities by up to ~0.17 on this model). The natural-text prompts
+# after them hit true near-ties within a few steps: there the engines may
+# legitimately part ways, and they serve the log-probability comparison.
+CONFIDENT_PROMPTS = [
+    "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,",
+    "a, b, c, d, e, f, g,",
+    "10, 20, 30, 40, 50,",
+]
+PROMPTS = CONFIDENT_PROMPTS + [
     "Once upon a time, there was a little",
     "The capital of France is",
     'def fibonacci(n):\n    """',
@@ -197,6 +209,7 @@ def run_case(llm, prompt):
 
     return {
         "prompt": prompt,
+        "confident": prompt in CONFIDENT_PROMPTS,
         "prompt_ids": prompt_ids,
         "generated_ids": generated,
         "generated_text": llm.detokenize(generated).decode("utf-8", errors="replace"),
