@@ -520,6 +520,9 @@ class Parser {
   Status PlaceTensors() {
     const uint64_t align = f_->alignment_;
     uint64_t data_start = 0;
+    // A file without tensors (a vocab-only GGUF) may end right after its
+    // metadata: llama.cpp writes such files without the trailing padding.
+    if (f_->tensors_.empty() && pos_ <= size_) return Status::Ok();
     if (__builtin_add_overflow(pos_, (align - pos_ % align) % align, &data_start) ||
         data_start > size_) {
       return Err(
