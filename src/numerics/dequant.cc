@@ -1,0 +1,169 @@
+// Row dequantization for f32/f16/bf16/q8_0/q4_0/q4_1/q4_k/q5_k/q6_k. Scalar
+// and plain on purpose: it defines the meaning of each block format (the
+// kernels' accuracy oracle), not a hot path.
+#include "numerics/dequant.h"
+
+#include <cstring>
+#include <string>
+
+#include "numerics/half.h"
+
+namespace stet {
+
+void UnpackScaleMinK4(const uint8_t* q, int j, uint8_t* scale, uint8_t* min) {
+  // Bytes 0..3 hold the low 6 bits of scales 0..3 (top 2 bits: high bits of
+  // scales 4..7); bytes 4..7 the same for mins; bytes 8..11 the low nibbles of
+  // scales 4..7 (low) and mins 4..7 (high).
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+namespace {
+
+void DequantQ8_0(const BlockQ8_0* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < kQK; ++j) y[i * kQK + j] = static_cast<float>(b[i].qs[j]) * d;
+  }
+}
+
+void DequantQ4_0(const BlockQ4_0* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = (b[i].qs[j] & 0x0f) - 8;
+      const int hi = (b[i].qs[j] >> 4) - 8;
+      y[i * kQK + j] = static_cast<float>(lo) * d;
+      y[i * kQK + j + kQK / 2] = static_cast<float>(hi) * d;
+    }
+  }
+}
+
+void DequantQ4_1(const BlockQ4_1* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float m = F16ToF32(b[i].m);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[i * kQK + j] = static_cast<float>(b[i].qs[j] & 0x0f) * d + m;
+      y[i * kQK + j + kQK / 2] = static_cast<float>(b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+// q4_k: four chunks of 64; byte l of chunk c holds element 64c+l (low nibble,
+// sub-block 2c) and 64c+32+l (high nibble, sub-block 2c+1).
+void DequantQ4_K(const BlockQ4_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float dmin = F16ToF32(b[i].dmin);
+    float* out = y + i * kQKK;
+    for (int c = 0; c < 4; ++c) {
+      uint8_t sc0, m0, sc1, m1;
+      UnpackScaleMinK4(b[i].scales, 2 * c, &sc0, &m0);
+      UnpackScaleMinK4(b[i].scales, 2 * c + 1, &sc1, &m1);
+      const float d0 = d * static_cast<float>(sc0), min0 = dmin * static_cast<float>(m0);
+      const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
+      const uint8_t* q = b[i].qs + 32 * c;
+      for (int l = 0; l < 32; ++l) out[64 * c + l] = d0 * static_cast<float>(q[l] & 0x0f) - min0;
+      for (int l = 0; l < 32; ++l) out[64 * c + 32 + l] = d1 * static_cast<float>(q[l] >> 4) - min1;
+    }
+  }
+}
+
+// q5_k: q4_k's layout plus a fifth bit: qh[l] bit 2c is element 64c+l's, bit
+// 2c+1 is element 64c+32+l's.
+void DequantQ5_K(const BlockQ5_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float dmin = F16ToF32(b[i].dmin);
+    float* out = y + i * kQKK;
+    for (int c = 0; c < 4; ++c) {
+      uint8_t sc0, m0, sc1, m1;
+      UnpackScaleMinK4(b[i].scales, 2 * c, &sc0, &m0);
+      UnpackScaleMinK4(b[i].scales, 2 * c + 1, &sc1, &m1);
+      const float d0 = d * static_cast<float>(sc0), min0 = dmin * static_cast<float>(m0);
+      const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
+      const uint8_t* q = b[i].qs + 32 * c;
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (q[l] & 0x0f) | (((b[i].qh[l] >> (2 * c)) & 1) << 4);
+        const int hi = (q[l] >> 4) | (((b[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+        out[64 * c + l] = d0 * static_cast<float>(lo) - min0;
+        out[64 * c + 32 + l] = d1 * static_cast<float>(hi) - min1;
+      }
+    }
+  }
+}
+
+// q6_k: two halves of 128. In half h, element 128h + 32g + l (g = 0..3, l < 32)
+// takes its low nibble from ql[64h + l + 32*(g&1)] (low nibble for g < 2, high
+// for g >= 2), its top two bits from qh[32h + l] bits 2g..2g+1, and its scale
+// from scales[(128h + 32g + l) / 16]; value = d * scale * (q - 32).
+void DequantQ6_K(const BlockQ6_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    float* out = y + i * kQKK;
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = b[i].ql + 64 * h;
+      const uint8_t* qh = b[i].qh + 32 * h;
+      for (int g = 0; g < 4; ++g) {
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t lbyte = ql[l + 32 * (g & 1)];
+          const int low = g < 2 ? (lbyte & 0x0f) : (lbyte >> 4);
+          const int q = (low | (((qh[l] >> (2 * g)) & 3) << 4)) - 32;
+          const int e = 128 * h + 32 * g + l;
+          out[e] = d * static_cast<float>(b[i].scales[e / 16]) * static_cast<float>(q);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status DequantizeRow(DType type, const void* src, int64_t n, float* dst) {
+  const auto traits = GetDTypeTraits(static_cast<uint32_t>(type));
+  if (!traits) {
+    return Unimplemented("cannot dequantize unknown tensor type id " +
+                         std::to_string(static_cast<uint32_t>(type)));
+  }
+  if (!DTypeSupported(type)) {
+    return Unimplemented(std::string("cannot dequantize tensor type ") + traits->name +
+                         " (supported: " + SupportedDTypeList() + ")");
+  }
+  if (n < 0 || n % traits->block_elems != 0) {
+    return InvalidArgument(std::string("row length ") + std::to_string(n) + " is not a multiple of " +
+                           traits->name + "'s block size " + std::to_string(traits->block_elems));
+  }
+  const int64_t nb = n / traits->block_elems;
+  switch (type) {
+    case DType::kF32:
+      if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      break;
+    case DType::kF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(h[i]);
+      break;
+    }
+    case DType::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = BF16ToF32(h[i]);
+      break;
+    }
+    case DType::kQ8_0: DequantQ8_0(static_cast<const BlockQ8_0*>(src), nb, dst); break;
+    case DType::kQ4_0: DequantQ4_0(static_cast<const BlockQ4_0*>(src), nb, dst); break;
+    case DType::kQ4_1: DequantQ4_1(static_cast<const BlockQ4_1*>(src), nb, dst); break;
+    case DType::kQ4_K: DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst); break;
+    case DType::kQ5_K: DequantQ5_K(static_cast<const BlockQ5_K*>(src), nb, dst); break;
+    case DType::kQ6_K: DequantQ6_K(static_cast<const BlockQ6_K*>(src), nb, dst); break;
+    default:
+      return Internal(std::string("DequantizeRow: no case for supported type ") + traits->name);
+  }
+  return Status::Ok();
+}
+
+}  // namespace stet

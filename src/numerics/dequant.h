@@ -1,0 +1,24 @@
+// Dequantization of one row of any supported weight type to float, in exactly
+// ggml's block formats (layouts in dtype.h). The reference for what a stored
+// weight *means*: kernel accuracy tests compare against float64 math on these
+// values, and the loader uses it for embeddings. Pinned by dequant_test.cc.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "numerics/dtype.h"
+
+namespace stet {
+
+// Writes n floats to dst from n elements of `type` at src. Each value is
+// computed with ggml's float expression order (e.g. q4_k: (d*sc)*q - dmin*m),
+// so results equal ggml's dequantize_row_* bit for bit. InvalidArgument if n is
+// not a multiple of the type's block size; Unimplemented for other types.
+Status DequantizeRow(DType type, const void* src, int64_t n, float* dst);
+
+// The 6-bit scale and min of sub-block j (0..7) of a q4_k / q5_k super-block,
+// unpacked from its 12 packed bytes (ggml's get_scale_min_k4 layout).
+void UnpackScaleMinK4(const uint8_t* packed, int j, uint8_t* scale, uint8_t* min);
+
+}  // namespace stet
