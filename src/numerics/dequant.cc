@@ -136,8 +136,9 @@ Status DequantizeRow(DType type, const void* src, int64_t n, float* dst) {
                          " (supported: " + SupportedDTypeList() + ")");
   }
   if (n < 0 || n % traits->block_elems != 0) {
-    return InvalidArgument(std::string("row length ") + std::to_string(n) + " is not a multiple of " +
-                           traits->name + "'s block size " + std::to_string(traits->block_elems));
+    return InvalidArgument(std::string("row length ") + std::to_string(n) +
+                           " is not a multiple of " + traits->name + "'s block size " +
+                           std::to_string(traits->block_elems));
   }
   const int64_t nb = n / traits->block_elems;
   switch (type) {
@@ -154,12 +155,24 @@ Status DequantizeRow(DType type, const void* src, int64_t n, float* dst) {
       for (int64_t i = 0; i < n; ++i) dst[i] = BF16ToF32(h[i]);
       break;
     }
-    case DType::kQ8_0: DequantQ8_0(static_cast<const BlockQ8_0*>(src), nb, dst); break;
-    case DType::kQ4_0: DequantQ4_0(static_cast<const BlockQ4_0*>(src), nb, dst); break;
-    case DType::kQ4_1: DequantQ4_1(static_cast<const BlockQ4_1*>(src), nb, dst); break;
-    case DType::kQ4_K: DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst); break;
-    case DType::kQ5_K: DequantQ5_K(static_cast<const BlockQ5_K*>(src), nb, dst); break;
-    case DType::kQ6_K: DequantQ6_K(static_cast<const BlockQ6_K*>(src), nb, dst); break;
+    case DType::kQ8_0:
+      DequantQ8_0(static_cast<const BlockQ8_0*>(src), nb, dst);
+      break;
+    case DType::kQ4_0:
+      DequantQ4_0(static_cast<const BlockQ4_0*>(src), nb, dst);
+      break;
+    case DType::kQ4_1:
+      DequantQ4_1(static_cast<const BlockQ4_1*>(src), nb, dst);
+      break;
+    case DType::kQ4_K:
+      DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst);
+      break;
+    case DType::kQ5_K:
+      DequantQ5_K(static_cast<const BlockQ5_K*>(src), nb, dst);
+      break;
+    case DType::kQ6_K:
+      DequantQ6_K(static_cast<const BlockQ6_K*>(src), nb, dst);
+      break;
     default:
       return Internal(std::string("DequantizeRow: no case for supported type ") + traits->name);
   }

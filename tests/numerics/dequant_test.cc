@@ -67,8 +67,8 @@ TEST(Dequant, Q4_0) {
   for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>(i | ((15 - i) << 4));
   const auto y = Deq(DType::kQ4_0, &b, 32);
   for (int i = 0; i < 16; ++i) {
-    EXPECT_EQ(y[i], (i - 8) * 0.25f) << i;              // low nibble: element i
-    EXPECT_EQ(y[16 + i], (15 - i - 8) * 0.25f) << i;    // high nibble: element i + 16
+    EXPECT_EQ(y[i], (i - 8) * 0.25f) << i;            // low nibble: element i
+    EXPECT_EQ(y[16 + i], (15 - i - 8) * 0.25f) << i;  // high nibble: element i + 16
   }
   EXPECT_EQ(y[0], -2.0f);
   EXPECT_EQ(y[16], 1.75f);
@@ -133,7 +133,8 @@ TEST(Dequant, Q4_K) {
   b.d = H(0.5f);
   b.dmin = H(0.25f);
   PackScaleMin(kSc, kMn, b.scales);
-  for (int i = 0; i < 128; ++i) b.qs[i] = static_cast<uint8_t>((i % 16) | ((15 - (i * 3) % 16) << 4));
+  for (int i = 0; i < 128; ++i)
+    b.qs[i] = static_cast<uint8_t>((i % 16) | ((15 - (i * 3) % 16) << 4));
   const auto y = Deq(DType::kQ4_K, &b, 256);
   for (int e = 0; e < 256; ++e) {
     const int c = e / 64, l = e % 64;
@@ -204,10 +205,10 @@ TEST(Dequant, Q6_K) {
   c.scales[4] = 3;
   c.scales[6] = 5;
   const auto z = Deq(DType::kQ6_K, &c, 256);
-  EXPECT_EQ(z[0], 2.0f * (1 - 32));    // low nibble 1, bits 00
-  EXPECT_EQ(z[32], -1.0f * (16 - 32)); // ql[32] low 0, bits 01
-  EXPECT_EQ(z[64], 3.0f * (34 - 32));  // high nibble 2, bits 10
-  EXPECT_EQ(z[96], 5.0f * (48 - 32));  // ql[32] high 0, bits 11
+  EXPECT_EQ(z[0], 2.0f * (1 - 32));     // low nibble 1, bits 00
+  EXPECT_EQ(z[32], -1.0f * (16 - 32));  // ql[32] low 0, bits 01
+  EXPECT_EQ(z[64], 3.0f * (34 - 32));   // high nibble 2, bits 10
+  EXPECT_EQ(z[96], 5.0f * (48 - 32));   // ql[32] high 0, bits 11
 }
 
 TEST(Dequant, UnsupportedTypesAreUnimplemented) {

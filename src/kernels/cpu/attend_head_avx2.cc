@@ -1,0 +1,171 @@
+// AVX2 AttendHead. Numerics, as ref/attend_head.cc and bit-equal to it: s_t =
+// Dot8(q, k_t) * scale (four positions in flight, each its own 8-lane chain);
+// max; e_t = ExpF8(s_t - max) (ExpF for the tail); denominator = 8-lane sum of
+// e_t, lane t%8; out[d] = fma(e_t, v_t[d], out[d]) for t = 0, 1, ..., then / den.
+// Depends on n_kv and head_dim only (attend_head_test.cc).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/cpu/avx2_util.h"
+#include "kernels/internal.h"
+#include "numerics/math_avx2.h"
+
+namespace stet::kernels::avx2 {
+
+namespace {
+
+// Eight K/V values from element j of a row (f32 or f16), widened exactly.
+template <DType T>
+inline __m256 Load8(const uint8_t* row, int j) {
+  if constexpr (T == DType::kF32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + j);
+  } else {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j)));
+  }
+}
+
+// The last n < 8 values from element j, zero-padded.
+template <DType T>
+inline __m256 LoadTail(const uint8_t* row, int j, int n) {
+  constexpr int kBytes = T == DType::kF32 ? 4 : 2;
+  alignas(32) uint8_t tmp[32] = {};
+  std::memcpy(tmp, row + j * kBytes, static_cast<size_t>(n) * kBytes);
+  return Load8<T>(tmp, 0);
+}
+
+template <DType T, int NT>
+inline void Scores(const float* q, const uint8_t* k, int64_t stride, int head_dim, float scale,
+                   float* s) {
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  int j = 0;
+  for (; j + 8 <= head_dim; j += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + j);
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_fmadd_ps(qv, Load8<T>(k + t * stride, j), acc[t]);
+  }
+  if (j < head_dim) {
+    const __m256i mask = TailMask(head_dim - j);
+    const __m256 qv = _mm256_maskload_ps(q + j, mask);
+    for (int t = 0; t < NT; ++t) {
+      const __m256 next = _mm256_fmadd_ps(qv, LoadTail<T>(k + t * stride, j, head_dim - j), acc[t]);
+      acc[t] = _mm256_blendv_ps(acc[t], next, _mm256_castsi256_ps(mask));
+    }
+  }
+  for (int t = 0; t < NT; ++t) s[t] = CombineLanes8(acc[t]) * scale;
+}
+
+// out[j0 .. j0 + 8*NV) (the last vector may be partial: `last` real lanes).
+template <DType T, int NV>
+inline void Accumulate(const uint8_t* v, int64_t stride, int64_t n_kv, const float* e, int j0,
+                       int last, float denominator, float* out) {
+  __m256 acc[NV];
+  for (int i = 0; i < NV; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t t = 0; t < n_kv; ++t) {
+    const __m256 et = _mm256_set1_ps(e[t]);
+    const uint8_t* vt = v + t * stride;
+    for (int i = 0; i < NV; ++i) {
+      const bool partial = i == NV - 1 && last < 8;
+      const __m256 vv = partial ? LoadTail<T>(vt, j0 + 8 * i, last) : Load8<T>(vt, j0 + 8 * i);
+      acc[i] = _mm256_fmadd_ps(et, vv, acc[i]);
+    }
+  }
+  const __m256 den = _mm256_set1_ps(denominator);
+  for (int i = 0; i < NV; ++i) {
+    const __m256 r = _mm256_div_ps(acc[i], den);
+    if (i == NV - 1 && last < 8) {
+      _mm256_maskstore_ps(out + j0 + 8 * i, TailMask(last), r);
+    } else {
+      _mm256_storeu_ps(out + j0 + 8 * i, r);
+    }
+  }
+}
+
+template <DType T>
+void Attend(const float* q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_kv,
+            int head_dim, float scale, float* out, float* scratch) {
+  int64_t t = 0;
+  for (; t + 4 <= n_kv; t += 4)
+    Scores<T, 4>(q, k + t * stride, stride, head_dim, scale, scratch + t);
+  for (; t < n_kv; ++t) Scores<T, 1>(q, k + t * stride, stride, head_dim, scale, scratch + t);
+
+  float mx = -INFINITY;
+  for (t = 0; t < n_kv; ++t) mx = scratch[t] > mx ? scratch[t] : mx;
+  const __m256 mxv = _mm256_set1_ps(mx);
+  __m256 den = _mm256_setzero_ps();
+  for (t = 0; t + 8 <= n_kv; t += 8) {
+    const __m256 e = ExpF8(_mm256_sub_ps(_mm256_loadu_ps(scratch + t), mxv));
+    _mm256_storeu_ps(scratch + t, e);
+    den = _mm256_add_ps(den, e);
+  }
+  if (t < n_kv) {
+    for (int64_t u = t; u < n_kv; ++u) scratch[u] = ExpF(scratch[u] - mx);
+    const __m256i mask = TailMask(n_kv - t);
+    const __m256 next = _mm256_add_ps(den, _mm256_maskload_ps(scratch + t, mask));
+    den = _mm256_blendv_ps(den, next, _mm256_castsi256_ps(mask));
+  }
+  const float denominator = CombineLanes8(den);
+
+  // Chunks of up to 8 vectors (64 dims) stay in registers across all t.
+  int j0 = 0;
+  while (j0 < head_dim) {
+    const int rest = head_dim - j0;
+    if (rest >= 64) {
+      Accumulate<T, 8>(v, stride, n_kv, scratch, j0, 8, denominator, out);
+      j0 += 64;
+      continue;
+    }
+    const int nv = (rest + 7) / 8, last = rest - 8 * (nv - 1);
+    switch (nv) {
+      case 1:
+        Accumulate<T, 1>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+      case 2:
+        Accumulate<T, 2>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+      case 3:
+        Accumulate<T, 3>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+      case 4:
+        Accumulate<T, 4>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+      case 5:
+        Accumulate<T, 5>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+      case 6:
+        Accumulate<T, 6>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+      case 7:
+        Accumulate<T, 7>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+      default:
+        Accumulate<T, 8>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        break;
+    }
+    j0 = head_dim;
+  }
+}
+
+}  // namespace
+
+void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
+                int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
+                float* scratch) {
+  STET_CHECK(n_kv > 0);
+  const auto* kb = static_cast<const uint8_t*>(k);
+  const auto* vb = static_cast<const uint8_t*>(v);
+  switch (kv_type) {
+    case DType::kF32:
+      Attend<DType::kF32>(q, kb, vb, kv_stride_bytes, n_kv, head_dim, scale, out, scratch);
+      break;
+    case DType::kF16:
+      Attend<DType::kF16>(q, kb, vb, kv_stride_bytes, n_kv, head_dim, scale, out, scratch);
+      break;
+    default:
+      STET_CHECK_MSG(false, "AttendHead: the KV cache stores f32 or f16");
+  }
+}
+
+}  // namespace stet::kernels::avx2

@@ -1,0 +1,62 @@
+// Scalar reference MatMul for f32/f16/bf16 weights: the oracle the AVX2 path
+// must equal bit for bit. Numerics: per output the canonical 8-lane sum (element
+// k -> lane k%8, fma in increasing k, fixed lane tree); depends on w.cols only,
+// never on m, the row range or threads (matmul_test.cc pins all three).
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/internal.h"
+#include "numerics/half.h"
+
+namespace stet::kernels::ref {
+
+namespace {
+
+template <typename Load>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1, Load load) {
+  const WeightView& w = *a.w;
+  const int64_t k = w.cols;
+  for (int64_t i = 0; i < a.m; ++i) {
+    const float* x = a.x + i * k;
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
+      float lanes[kLanes] = {};
+      for (int64_t j = 0; j < k; ++j)
+        lanes[j % kLanes] = std::fma(load(row, j), x[j], lanes[j % kLanes]);
+      a.y[i * w.rows + r] = CombineLanes(lanes);
+    }
+  }
+}
+
+}  // namespace
+
+void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.w->type) {
+    case DType::kF32:
+      Rows(a, r0, r1, [](const uint8_t* row, int64_t j) {
+        float v;
+        std::memcpy(&v, row + 4 * j, 4);
+        return v;
+      });
+      break;
+    case DType::kF16:
+      Rows(a, r0, r1, [](const uint8_t* row, int64_t j) {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * j, 2);
+        return F16ToF32(h);
+      });
+      break;
+    case DType::kBF16:
+      Rows(a, r0, r1, [](const uint8_t* row, int64_t j) {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * j, 2);
+        return BF16ToF32(h);
+      });
+      break;
+    default:
+      STET_CHECK_MSG(false, "MatMulFloatRows: not a float weight type");
+  }
+}
+
+}  // namespace stet::kernels::ref

@@ -1,0 +1,82 @@
+// Scalar reference MatMul for q8_0/q4_0/q4_1 weights on 32-block quantized
+// activations. Numerics: block b's exact int32 dot goes to lane b%8 as
+// lane = fma(dw*dx, float(isum), lane) (q4_1 then lane = fma(mw, dx*float(sum qx), lane));
+// fixed lane tree; depends on w.cols only (matmul_test.cc).
+#include <cmath>
+#include <type_traits>
+
+#include "base/check.h"
+#include "kernels/internal.h"
+#include "numerics/half.h"
+
+namespace stet::kernels::ref {
+
+namespace {
+
+// Exact integer dot of one weight block with 32 activation q's.
+inline int32_t BlockDot(const BlockQ8_0& b, const int8_t* q) {
+  int32_t s = 0;
+  for (int i = 0; i < kQK; ++i) s += static_cast<int32_t>(b.qs[i]) * q[i];
+  return s;
+}
+inline int32_t BlockDot(const BlockQ4_0& b, const int8_t* q) {
+  int32_t s = 0;
+  for (int i = 0; i < kQK / 2; ++i) {
+    s += ((b.qs[i] & 0x0f) - 8) * q[i];
+    s += ((b.qs[i] >> 4) - 8) * q[i + kQK / 2];
+  }
+  return s;
+}
+inline int32_t BlockDot(const BlockQ4_1& b, const int8_t* q) {
+  int32_t s = 0;
+  for (int i = 0; i < kQK / 2; ++i) {
+    s += (b.qs[i] & 0x0f) * q[i];
+    s += (b.qs[i] >> 4) * q[i + kQK / 2];
+  }
+  return s;
+}
+
+template <typename Block>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  const WeightView& w = *a.w;
+  const ActQ8& act = *a.a8;
+  for (int64_t i = 0; i < a.m; ++i) {
+    const int8_t* qx = act.qs + i * act.nb_pad * kQK;
+    const float* dx = act.d + i * act.nb_pad;
+    const float* sx = act.s + i * act.nb_pad;
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks =
+          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
+      float lanes[kLanes] = {};
+      for (int64_t b = 0; b < act.nb; ++b) {
+        float& lane = lanes[b % kLanes];
+        const int32_t isum = BlockDot(blocks[b], qx + b * kQK);
+        lane = std::fma(F16ToF32(blocks[b].d) * dx[b], static_cast<float>(isum), lane);
+        if constexpr (std::is_same_v<Block, BlockQ4_1>) {
+          lane = std::fma(F16ToF32(blocks[b].m), sx[b], lane);
+        }
+      }
+      a.y[i * w.rows + r] = CombineLanes(lanes);
+    }
+  }
+}
+
+}  // namespace
+
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.w->type) {
+    case DType::kQ8_0:
+      Rows<BlockQ8_0>(a, r0, r1);
+      break;
+    case DType::kQ4_0:
+      Rows<BlockQ4_0>(a, r0, r1);
+      break;
+    case DType::kQ4_1:
+      Rows<BlockQ4_1>(a, r0, r1);
+      break;
+    default:
+      STET_CHECK_MSG(false, "MatMulQ8Rows: not a 32-block weight type");
+  }
+}
+
+}  // namespace stet::kernels::ref

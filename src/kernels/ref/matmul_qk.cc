@@ -1,0 +1,117 @@
+// Scalar reference MatMul for q4_k/q5_k/q6_k weights on 256-superblock
+// quantized activations. Numerics: superblock b's exact int32 sums go to lane
+// b%8: lane = fma(d*dx, float(isum), lane), then for q4_k/q5_k
+// lane = fma(-(dmin*dx), float(msum), lane); fixed lane tree; depends on w.cols only
+// (matmul_test.cc).
+#include <cmath>
+#include <type_traits>
+
+#include "base/check.h"
+#include "kernels/internal.h"
+#include "numerics/dequant.h"
+#include "numerics/half.h"
+
+namespace stet::kernels::ref {
+
+namespace {
+
+// isum = sum_j sc_j * sum_{e in j} q_e*qx_e; msum = sum_j m_j * sum_{e in j} qx_e.
+void SuperDot(const BlockQ4_K& b, const int8_t* qx, int32_t* isum, int32_t* msum) {
+  int32_t is = 0, ms = 0;
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, mn;
+    UnpackScaleMinK4(b.scales, j, &sc, &mn);
+    int32_t dot = 0, sx = 0;
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t byte = b.qs[32 * (j / 2) + l];
+      const int q = (j % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
+      dot += q * qx[32 * j + l];
+      sx += qx[32 * j + l];
+    }
+    is += sc * dot;
+    ms += mn * sx;
+  }
+  *isum = is;
+  *msum = ms;
+}
+
+void SuperDot(const BlockQ5_K& b, const int8_t* qx, int32_t* isum, int32_t* msum) {
+  int32_t is = 0, ms = 0;
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, mn;
+    UnpackScaleMinK4(b.scales, j, &sc, &mn);
+    int32_t dot = 0, sx = 0;
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t byte = b.qs[32 * (j / 2) + l];
+      const int low = (j % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
+      const int q = low | (((b.qh[l] >> j) & 1) << 4);
+      dot += q * qx[32 * j + l];
+      sx += qx[32 * j + l];
+    }
+    is += sc * dot;
+    ms += mn * sx;
+  }
+  *isum = is;
+  *msum = ms;
+}
+
+// isum = sum_e scales[e/16] * (q_e - 32) * qx_e.
+int32_t SuperDot(const BlockQ6_K& b, const int8_t* qx) {
+  int32_t is = 0;
+  for (int e = 0; e < kQKK; ++e) {
+    const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+    const uint8_t lbyte = b.ql[64 * h + l + 32 * (g & 1)];
+    const int low = g < 2 ? (lbyte & 0x0f) : (lbyte >> 4);
+    const int q = (low | (((b.qh[32 * h + l] >> (2 * g)) & 3) << 4)) - 32;
+    is += b.scales[e / 16] * q * qx[e];
+  }
+  return is;
+}
+
+template <typename Block>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  const WeightView& w = *a.w;
+  const ActQ8K& act = *a.a8k;
+  for (int64_t i = 0; i < a.m; ++i) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks =
+          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
+      float lanes[kLanes] = {};
+      for (int64_t b = 0; b < act.nsb; ++b) {
+        float& lane = lanes[b % kLanes];
+        const int8_t* qx = act.qs + i * act.k + b * kQKK;
+        const float dx = act.d[i * act.nsb + b];
+        if constexpr (std::is_same_v<Block, BlockQ6_K>) {
+          const int32_t isum = SuperDot(blocks[b], qx);
+          lane = std::fma(F16ToF32(blocks[b].d) * dx, static_cast<float>(isum), lane);
+        } else {
+          int32_t isum, msum;
+          SuperDot(blocks[b], qx, &isum, &msum);
+          lane = std::fma(F16ToF32(blocks[b].d) * dx, static_cast<float>(isum), lane);
+          lane = std::fma(-(F16ToF32(blocks[b].dmin) * dx), static_cast<float>(msum), lane);
+        }
+      }
+      a.y[i * w.rows + r] = CombineLanes(lanes);
+    }
+  }
+}
+
+}  // namespace
+
+void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.w->type) {
+    case DType::kQ4_K:
+      Rows<BlockQ4_K>(a, r0, r1);
+      break;
+    case DType::kQ5_K:
+      Rows<BlockQ5_K>(a, r0, r1);
+      break;
+    case DType::kQ6_K:
+      Rows<BlockQ6_K>(a, r0, r1);
+      break;
+    default:
+      STET_CHECK_MSG(false, "MatMulQKRows: not a K-quant weight type");
+  }
+}
+
+}  // namespace stet::kernels::ref

@@ -1,0 +1,78 @@
+// Scalar activation quantization (rule R6: per row, per block along K, never
+// across rows). The AVX2 twin (cpu/quantize_act_avx2.cc) must equal it bit for
+// bit. Numerics: amax exact, d = amax/127 (IEEE div), q = nearbyint(x*(1/d)) ties
+// to even, integer sums exact; depends on the row alone (quantize_act_test.cc).
+#include <cmath>
+#include <cstring>
+
+#include "kernels/internal.h"
+
+namespace stet::kernels::ref {
+
+namespace {
+
+// Clamps to [-127, 127], nan -> -127 (the SIMD path does the same), so |q| <= 127
+// always: the q8_0 dot's sign trick needs that. Ordinary inputs never reach the
+// clamp (|x * id| <= 127 up to one rounding); only a block whose amax is below
+// ~4e-37 (1/d overflows to inf) or holds nan does.
+inline int8_t RoundToInt8(float t) {
+  const float r = std::nearbyint(t);
+  if (!(r >= -127.0f)) return -127;
+  if (r > 127.0f) return 127;
+  return static_cast<int8_t>(r);
+}
+
+// Quantizes n values; returns d.
+float QuantizeBlock(const float* x, int n, int8_t* q) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    amax = a > amax ? a : amax;
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int i = 0; i < n; ++i) q[i] = RoundToInt8(x[i] * id);
+  return d;
+}
+
+}  // namespace
+
+void QuantizeActQ8(const float* x, ActQ8* a) {
+  for (int64_t r = 0; r < a->m; ++r) {
+    const float* xr = x + r * a->k;
+    int8_t* qs = a->qs + r * a->nb_pad * kQK;
+    float* d = a->d + r * a->nb_pad;
+    float* s = a->s + r * a->nb_pad;
+    int32_t* qsum = a->qsum + r * a->nb_pad;
+    for (int64_t b = 0; b < a->nb; ++b) {
+      d[b] = QuantizeBlock(xr + b * kQK, kQK, qs + b * kQK);
+      int32_t sum = 0;
+      for (int i = 0; i < kQK; ++i) sum += qs[b * kQK + i];
+      qsum[b] = sum;
+      s[b] = d[b] * static_cast<float>(sum);
+    }
+    for (int64_t b = a->nb; b < a->nb_pad; ++b) {
+      std::memset(qs + b * kQK, 0, kQK);
+      d[b] = 0.0f;
+      s[b] = 0.0f;
+      qsum[b] = 0;
+    }
+  }
+}
+
+void QuantizeActQ8K(const float* x, ActQ8K* a) {
+  for (int64_t r = 0; r < a->m; ++r) {
+    for (int64_t b = 0; b < a->nsb; ++b) {
+      const int64_t sb = r * a->nsb + b;
+      int8_t* q = a->qs + r * a->k + b * kQKK;
+      a->d[sb] = QuantizeBlock(x + r * a->k + b * kQKK, kQKK, q);
+      for (int g = 0; g < kQKK / 16; ++g) {
+        int sum = 0;
+        for (int i = 0; i < 16; ++i) sum += q[16 * g + i];
+        a->bsums[sb * 16 + g] = static_cast<int16_t>(sum);
+      }
+    }
+  }
+}
+
+}  // namespace stet::kernels::ref

@@ -1,0 +1,177 @@
+// AttendHead over n_kv = 1..300 with f32 and f16 caches: AVX2 == scalar bit for
+// bit; the result depends only on positions [0, n_kv) (not on what lies beyond,
+// nor on the stride/layout of the cache) — what makes decode and prefill agree
+// (R2, R3); and it is within a bound derived from the score and softmax error
+// of a float64 attention over the stored K/V.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/kernels.h"
+
+namespace stet::kernels {
+namespace {
+
+// A cache of `cap` positions, each row holding n_heads heads of head_dim.
+struct Cache {
+  DType type;
+  int head_dim, n_heads;
+  int64_t cap;
+  std::vector<uint8_t> k, v;
+  int64_t stride() const { return static_cast<int64_t>(n_heads) * head_dim * elem(); }
+  int elem() const { return type == DType::kF32 ? 4 : 2; }
+  const uint8_t* kh(int h) const { return k.data() + static_cast<int64_t>(h) * head_dim * elem(); }
+  const uint8_t* vh(int h) const { return v.data() + static_cast<int64_t>(h) * head_dim * elem(); }
+  // The stored value (what attention reads) as float.
+  float At(const std::vector<uint8_t>& buf, int64_t t, int h, int j) const {
+    const uint8_t* p =
+        buf.data() + t * stride() + (static_cast<int64_t>(h) * head_dim + j) * elem();
+    if (type == DType::kF32) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    uint16_t b;
+    std::memcpy(&b, p, 2);
+    return F16ToF32(b);
+  }
+};
+
+Cache MakeCache(std::mt19937& rng, DType type, int head_dim, int n_heads, int64_t cap) {
+  Cache c{type, head_dim, n_heads, cap, {}, {}};
+  const int64_t n = cap * n_heads * head_dim;
+  c.k.resize(static_cast<size_t>(n * c.elem()));
+  c.v.resize(static_cast<size_t>(n * c.elem()));
+  const auto kf = testing::RandomFloats(rng, n, -2.0f, 2.0f);
+  const auto vf = testing::RandomFloats(rng, n, -2.0f, 2.0f);
+  StoreRow(kf.data(), n, type, c.k.data(), Isa::kScalar);
+  StoreRow(vf.data(), n, type, c.v.data(), Isa::kScalar);
+  return c;
+}
+
+std::vector<float> Attend(const Cache& c, int h, const std::vector<float>& q, int64_t n_kv,
+                          float scale, Isa isa) {
+  std::vector<float> out(c.head_dim, -5.0f), scratch(static_cast<size_t>(n_kv));
+  AttendHead(q.data(), c.kh(h), c.vh(h), c.type, c.stride(), n_kv, c.head_dim, scale, out.data(),
+             scratch.data(), isa);
+  return out;
+}
+
+class AttendHeadTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(AttendHeadTest, Avx2EqualsScalar) {
+  STET_REQUIRE_AVX2();
+  std::mt19937 rng(71);
+  for (int head_dim : {64, 128, 80, 13, 8, 1}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 300);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    for (int64_t n_kv = 1; n_kv <= 300; ++n_kv) {
+      if (head_dim < 64 && n_kv % 7 != 0 && n_kv > 20) continue;  // fewer odd shapes
+      const auto q = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+      const int h = static_cast<int>(n_kv % 2);
+      const auto s = Attend(c, h, q, n_kv, scale, Isa::kScalar);
+      const auto a = Attend(c, h, q, n_kv, scale, Isa::kAvx2);
+      ASSERT_TRUE(testing::SameBits(s.data(), a.data(), head_dim))
+          << "head_dim=" << head_dim << " n_kv=" << n_kv;
+    }
+  }
+}
+
+TEST_P(AttendHeadTest, DependsOnlyOnTheFirstNkvPositions) {
+  std::mt19937 rng(72);
+  const int head_dim = 64;
+  Cache c = MakeCache(rng, GetParam(), head_dim, 3, 120);
+  const auto q = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+    if (isa == Isa::kAvx2 && !CpuHasAvx2Fma()) continue;
+    for (int64_t n_kv : {1, 7, 8, 9, 33, 100}) {
+      const auto before = Attend(c, 1, q, n_kv, 0.125f, isa);
+      // Scribble over everything past n_kv and over the other heads.
+      Cache d = c;
+      const int64_t from = n_kv * d.stride();
+      std::fill(d.k.begin() + from, d.k.end(), 0x7b);
+      std::fill(d.v.begin() + from, d.v.end(), 0x3c);
+      for (int64_t t = 0; t < n_kv; ++t) {
+        std::fill_n(d.k.begin() + t * d.stride(), head_dim * d.elem(), 0x55);
+        std::fill_n(d.v.begin() + t * d.stride() + 2 * head_dim * d.elem(), head_dim * d.elem(),
+                    0x55);
+      }
+      const auto after = Attend(d, 1, q, n_kv, 0.125f, isa);
+      ASSERT_TRUE(testing::SameBits(before.data(), after.data(), head_dim)) << n_kv;
+      // The same head copied into a single-head cache (another stride) agrees.
+      Cache e{c.type, head_dim, 1, n_kv, {}, {}};
+      for (int64_t t = 0; t < n_kv; ++t) {
+        e.k.insert(e.k.end(), c.kh(1) + t * c.stride(),
+                   c.kh(1) + t * c.stride() + head_dim * c.elem());
+        e.v.insert(e.v.end(), c.vh(1) + t * c.stride(),
+                   c.vh(1) + t * c.stride() + head_dim * c.elem());
+      }
+      const auto single = Attend(e, 0, q, n_kv, 0.125f, isa);
+      ASSERT_TRUE(testing::SameBits(before.data(), single.data(), head_dim)) << n_kv;
+    }
+  }
+}
+
+// Error model: each score carries |scale| * gamma(hd/8 + 3) * sum|q k| + u|s|
+// (the final *scale), and s - max one more u|s - max|; a max shift common to
+// all t cancels in the softmax. ExpF adds 4u relative. A relative error eta on
+// every weight moves out by at most 2 eta * sum p|v|; the 8-lane denominator,
+// the n_kv sequential fmas and the division add gamma(n_kv + n_kv/8 + 4).
+TEST_P(AttendHeadTest, AccuracyAgainstFloat64) {
+  std::mt19937 rng(73);
+  for (int head_dim : {64, 128, 13}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 1, 300);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    for (int64_t n_kv : {1, 2, 9, 64, 257, 300}) {
+      const auto q = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+      std::vector<double> s(n_kv), mag(n_kv);
+      double mx = -INFINITY;
+      for (int64_t t = 0; t < n_kv; ++t) {
+        double dot = 0, abs = 0;
+        for (int j = 0; j < head_dim; ++j) {
+          const double p = static_cast<double>(q[j]) * c.At(c.k, t, 0, j);
+          dot += p;
+          abs += std::fabs(p);
+        }
+        s[t] = dot * scale;
+        mag[t] = abs * std::fabs(scale);
+        mx = std::max(mx, s[t]);
+      }
+      double eta = 0, den = 0;
+      std::vector<double> e(n_kv);
+      for (int64_t t = 0; t < n_kv; ++t) {
+        const double err = testing::Gamma((head_dim + 7) / 8 + 3) * mag[t] +
+                           testing::kU * std::fabs(s[t]) + testing::kU * std::fabs(s[t] - mx);
+        eta = std::max(eta, std::expm1(err) + 4 * testing::kU * std::exp(err));
+        e[t] = std::exp(s[t] - mx);
+        den += e[t];
+      }
+      const double rel = 2.05 * eta + testing::Gamma(n_kv + n_kv / 8.0 + 5);
+      for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+        if (isa == Isa::kAvx2 && !CpuHasAvx2Fma()) continue;
+        const auto out = Attend(c, 0, q, n_kv, scale, isa);
+        for (int j = 0; j < head_dim; ++j) {
+          double exact = 0, abs = 0;
+          for (int64_t t = 0; t < n_kv; ++t) {
+            exact += e[t] / den * c.At(c.v, t, 0, j);
+            abs += e[t] / den * std::fabs(c.At(c.v, t, 0, j));
+          }
+          EXPECT_LE(std::fabs(out[j] - exact), rel * abs)
+              << "head_dim=" << head_dim << " n_kv=" << n_kv << " j=" << j;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KvTypes, AttendHeadTest, ::testing::Values(DType::kF32, DType::kF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(DTypeName(info.param));
+                         });
+
+}  // namespace
+}  // namespace stet::kernels
