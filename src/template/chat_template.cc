@@ -1,0 +1,136 @@
+// The public face of the template engine: turns the internal TemplateError
+// (and allocation failures) into stet::Status, so no exception leaves the
+// layer, and builds the render context the way transformers does.
+#include "template/chat_template.h"
+
+#include <new>
+
+#include "template/interpreter.h"
+#include "template/parser.h"
+
+namespace stet {
+
+struct ChatTemplate::Compiled {
+  std::string source;
+  std::vector<tmpl::NodePtr> body;
+};
+
+namespace {
+
+Status ToStatus(const tmpl::TemplateError& e) {
+  std::string where = e.line > 0 ? "chat template line " + std::to_string(e.line) + ", column " +
+                                       std::to_string(e.column) + ": "
+                                 : "chat template: ";
+  std::string msg = where + tmpl::ErrorKindName(e.kind) + ": " + e.message;
+  if (e.kind == tmpl::ErrorKind::kLimit) return ResourceExhausted(std::move(msg));
+  return InvalidArgument(std::move(msg));
+}
+
+}  // namespace
+
+Result<ChatTemplate> ChatTemplate::Parse(std::string_view source) {
+  try {
+    auto compiled = std::make_shared<Compiled>();
+    compiled->source = std::string(source);
+    compiled->body = tmpl::Parse(source, tmpl::LexerOptions{});
+    return ChatTemplate(std::move(compiled));
+  } catch (const tmpl::TemplateError& e) {
+    return ToStatus(e);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("chat template: out of memory while parsing");
+  }
+}
+
+const std::string& ChatTemplate::source() const { return compiled_->source; }
+
+template <typename Json>
+Result<std::string> ChatTemplate::RenderImpl(const Json& context, const ChatTemplateOptions& options) const {
+  if (!context.is_object()) {
+    return InvalidArgument(std::string("chat template context must be a JSON object, got ") + context.type_name());
+  }
+  tmpl::Limits limits;
+  limits.now_unix = options.now_unix;
+  limits.max_output_bytes = options.max_output_bytes;
+  limits.max_work_bytes = options.max_work_bytes;
+  limits.max_loop_iterations = options.max_loop_iterations;
+  limits.max_call_depth = options.max_call_depth;
+  limits.max_eval_depth = options.max_eval_depth;
+  try {
+    tmpl::Interpreter interp(limits, tmpl::FromJson(context));
+    return interp.Run(compiled_->body);
+  } catch (const tmpl::TemplateError& e) {
+    return ToStatus(e);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("chat template: out of memory while rendering");
+  } catch (const std::length_error&) {
+    return ResourceExhausted("chat template: a value grew too large while rendering");
+  }
+}
+
+Result<std::string> ChatTemplate::Render(const nlohmann::json& context, const ChatTemplateOptions& options) const {
+  return RenderImpl(context, options);
+}
+
+Result<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context,
+                                         const ChatTemplateOptions& options) const {
+  return RenderImpl(context, options);
+}
+
+namespace {
+
+template <typename Json>
+Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Json& tools, bool add_generation_prompt,
+                          const std::string& bos_token, const std::string& eos_token, const Json& extra,
+                          const ChatTemplateOptions& options) {
+  if (!extra.is_null() && !extra.is_object()) {
+    return InvalidArgument(std::string("chat template extra kwargs must be an object, got ") + extra.type_name());
+  }
+  Json context = Json::object();
+  context["messages"] = messages;
+  context["tools"] = tools;
+  context["documents"] = nullptr;
+  context["add_generation_prompt"] = add_generation_prompt;
+  context["bos_token"] = bos_token;
+  context["eos_token"] = eos_token;
+  if (extra.is_object()) {
+    for (auto it = extra.begin(); it != extra.end(); ++it) context[it.key()] = it.value();
+  }
+  STET_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::Parse(tmpl));
+  return t.Render(context, options);
+}
+
+}  // namespace
+
+Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::ordered_json& messages,
+                                      const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                                      const std::string& bos_token, const std::string& eos_token,
+                                      const nlohmann::ordered_json& extra, const ChatTemplateOptions& options) {
+  return Apply(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token, extra, options);
+}
+
+Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::json& messages,
+                                      const nlohmann::json& tools, bool add_generation_prompt,
+                                      const std::string& bos_token, const std::string& eos_token,
+                                      const nlohmann::json& extra) {
+  return Apply(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token, extra, ChatTemplateOptions{});
+}
+
+}  // namespace stet
+
+namespace stet::tmpl {
+
+const char* ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kSyntax: return "TemplateSyntaxError";
+    case ErrorKind::kUndefined: return "UndefinedError";
+    case ErrorKind::kType: return "TypeError";
+    case ErrorKind::kValue: return "ValueError";
+    case ErrorKind::kRuntime: return "TemplateRuntimeError";
+    case ErrorKind::kSecurity: return "SecurityError";
+    case ErrorKind::kRaised: return "raise_exception";
+    case ErrorKind::kLimit: return "LimitExceeded";
+  }
+  return "TemplateError";
+}
+
+}  // namespace stet::tmpl

@@ -1,0 +1,402 @@
+// Python semantics of Value: str(), repr(), truthiness, ==, <, iteration and
+// len(). Recursive walks (repr, ==) stop at kMaxValueDepth so a cyclic
+// namespace cannot overflow the stack.
+#include "template/value.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "template/pyformat.h"
+#include "template/unicode.h"
+
+namespace stet::tmpl {
+namespace {
+
+constexpr int kMaxValueDepth = 200;
+
+void CheckDepth(int depth) {
+  if (depth > kMaxValueDepth) Throw(ErrorKind::kLimit, "value nested deeper than 200 levels");
+}
+
+void ReprInto(const Value& v, std::string& out, int depth);
+
+void ReprSeq(const ListData& l, std::string& out, int depth) {
+  if (!l.repr.empty()) {
+    out += l.repr;
+    return;
+  }
+  if (l.kind == SeqKind::kIterator) {
+    out += "<" + l.type_name + " object>";
+    return;
+  }
+  if (l.kind == SeqKind::kView) out += l.type_name + "(";
+  bool tuple = l.kind == SeqKind::kTuple;
+  out += tuple ? '(' : '[';
+  for (size_t i = 0; i < l.items.size(); ++i) {
+    if (i) out += ", ";
+    ReprInto(l.items[i], out, depth + 1);
+  }
+  if (tuple && l.items.size() == 1) out += ',';
+  out += tuple ? ')' : ']';
+  if (l.kind == SeqKind::kView) out += ')';
+}
+
+void ReprInto(const Value& v, std::string& out, int depth) {
+  CheckDepth(depth);
+  switch (v.kind()) {
+    case Kind::kString:
+      if (v.is_markup()) {
+        out += "Markup(" + PyStrRepr(v.str()) + ")";
+      } else {
+        out += PyStrRepr(v.str());
+      }
+      return;
+    case Kind::kList:
+      ReprSeq(v.list(), out, depth);
+      return;
+    case Kind::kDict: {
+      out += '{';
+      bool first = true;
+      for (const auto& [k, val] : v.dict().entries) {
+        if (!first) out += ", ";
+        first = false;
+        ReprInto(k, out, depth + 1);
+        out += ": ";
+        ReprInto(val, out, depth + 1);
+      }
+      out += '}';
+      return;
+    }
+    case Kind::kUndefined:
+      out += "Undefined";
+      return;
+    default:
+      out += ToStr(v);
+  }
+}
+
+bool EqualsAt(const Value& a, const Value& b, int depth) {
+  CheckDepth(depth);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.float_value() == b.float_value();
+    return a.int_value() == b.int_value();
+  }
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Kind::kUndefined:
+    case Kind::kNone:
+      return true;
+    case Kind::kString:
+      return a.str() == b.str();
+    case Kind::kList: {
+      const ListData& x = a.list();
+      const ListData& y = b.list();
+      if (x.kind == SeqKind::kIterator || y.kind == SeqKind::kIterator) return &x == &y;
+      if (x.type_name != y.type_name) return false;
+      if (x.kind != y.kind || x.items.size() != y.items.size()) return false;
+      for (size_t i = 0; i < x.items.size(); ++i) {
+        if (!EqualsAt(x.items[i], y.items[i], depth + 1)) return false;
+      }
+      return true;
+    }
+    case Kind::kDict: {
+      const DictData& x = a.dict();
+      const DictData& y = b.dict();
+      if (x.entries.size() != y.entries.size()) return false;
+      for (const auto& [k, v] : x.entries) {
+        const Value* other = y.Find(k);
+        if (other == nullptr || !EqualsAt(v, *other, depth + 1)) return false;
+      }
+      return true;
+    }
+    case Kind::kObject:
+      return a.object() == b.object();
+    default:
+      return false;
+  }
+}
+
+[[noreturn]] void NotOrderable(const Value& a, const Value& b) {
+  Throw(ErrorKind::kType, "'<' not supported between instances of '" + TypeName(a) + "' and '" +
+                              TypeName(b) + "'");
+}
+
+bool LessAt(const Value& a, const Value& b, int depth) {
+  CheckDepth(depth);
+  if (a.is_undefined()) FailUndefined(a);
+  if (b.is_undefined()) FailUndefined(b);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.float_value() < b.float_value();
+    return a.int_value() < b.int_value();
+  }
+  if (a.is_string() && b.is_string()) return a.str() < b.str();
+  if (a.is_list() && b.is_list() && a.list().kind == b.list().kind &&
+      a.list().kind != SeqKind::kIterator) {
+    const auto& x = a.list().items;
+    const auto& y = b.list().items;
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (!EqualsAt(x[i], y[i], depth + 1)) return LessAt(x[i], y[i], depth + 1);
+    }
+    return x.size() < y.size();
+  }
+  NotOrderable(a, b);
+}
+
+}  // namespace
+
+Value Object::Call(Interpreter&, CallArgs&) const {
+  Throw(ErrorKind::kType, "'" + TypeName() + "' object is not callable");
+}
+
+std::optional<Value> Object::GetAttr(std::string_view) const { return std::nullopt; }
+
+const Value* DictData::FindStr(std::string_view key) const {
+  auto it = str_index_.find(key);
+  return it == str_index_.end() ? nullptr : &entries[it->second].second;
+}
+
+const Value* DictData::Find(const Value& key) const {
+  if (key.is_string()) return FindStr(key.str());
+  for (const auto& [k, v] : entries) {
+    if (!k.is_string() && Equals(k, key)) return &v;
+  }
+  return nullptr;
+}
+
+void DictData::Set(Value key, Value value) {
+  if (key.is_string()) {
+    auto it = str_index_.find(key.str());
+    if (it != str_index_.end()) {
+      entries[it->second].second = std::move(value);
+      return;
+    }
+    str_index_.emplace(key.str(), entries.size());
+    entries.emplace_back(std::move(key), std::move(value));
+    return;
+  }
+  for (auto& [k, v] : entries) {
+    if (!k.is_string() && Equals(k, key)) {
+      v = std::move(value);
+      return;
+    }
+  }
+  entries.emplace_back(std::move(key), std::move(value));
+}
+
+Value Value::Undefined(std::string message, bool security) {
+  Value v(Kind::kUndefined);
+  auto d = std::make_shared<UndefinedData>();
+  d->message = std::move(message);
+  d->security = security;
+  v.heap_ = std::move(d);
+  return v;
+}
+
+Value Value::Str(std::string s, bool markup) {
+  Value v(Kind::kString);
+  v.markup_ = markup;
+  v.heap_ = std::make_shared<StringData>(std::move(s));
+  return v;
+}
+
+Value Value::List(std::vector<Value> items, SeqKind kind) {
+  Value v(Kind::kList);
+  auto d = std::make_shared<ListData>();
+  d->items = std::move(items);
+  d->kind = kind;
+  v.heap_ = std::move(d);
+  return v;
+}
+
+Value Value::Special(std::vector<Value> items, SeqKind kind, std::string type_name, std::string repr) {
+  Value v = List(std::move(items), kind);
+  auto& d = static_cast<ListData&>(*v.heap_);
+  d.type_name = std::move(type_name);
+  d.repr = std::move(repr);
+  return v;
+}
+
+Value Value::Dict(std::shared_ptr<DictData> d) {
+  Value v(Kind::kDict);
+  v.heap_ = std::move(d);
+  return v;
+}
+
+Value Value::Obj(std::shared_ptr<Object> o) {
+  Value v(Kind::kObject);
+  v.heap_ = std::move(o);
+  return v;
+}
+
+std::string Value::undefined_message() const {
+  if (heap_ == nullptr) return "value is undefined";
+  return static_cast<const UndefinedData&>(*heap_).message;
+}
+
+bool Value::undefined_security() const {
+  return heap_ != nullptr && static_cast<const UndefinedData&>(*heap_).security;
+}
+
+void FailUndefined(const Value& v) {
+  Throw(v.undefined_security() ? ErrorKind::kSecurity : ErrorKind::kUndefined,
+        v.undefined_message());
+}
+
+std::string TypeName(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return v.is_markup() ? "Markup" : "str";
+    case Kind::kList: {
+      const ListData& l = v.list();
+      if (l.kind == SeqKind::kTuple) return "tuple";
+      if (l.kind == SeqKind::kList) return "list";
+      return l.type_name;
+    }
+    case Kind::kDict:
+      return "dict";
+    case Kind::kObject:
+      return v.object()->TypeName();
+  }
+  return "object";
+}
+
+std::string ObjectTypeRepr(const Value& v) {
+  if (v.is_none()) return "None";
+  return TypeName(v) + " object";
+}
+
+bool Truthy(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kUndefined:
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return v.bool_value();
+    case Kind::kInt:
+      return v.int_value() != 0;
+    case Kind::kFloat:
+      return v.float_value() != 0.0;
+    case Kind::kString:
+      return !v.str().empty();
+    case Kind::kList:
+      return v.list().kind == SeqKind::kIterator || !v.list().items.empty();
+    case Kind::kDict:
+      return !v.dict().entries.empty();
+    case Kind::kObject:
+      return true;
+  }
+  return false;
+}
+
+std::string ToStr(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kUndefined:
+      return "";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return v.bool_value() ? "True" : "False";
+    case Kind::kInt:
+      return std::to_string(v.int_value());
+    case Kind::kFloat:
+      return PyFloatRepr(v.float_value());
+    case Kind::kString:
+      return v.str();
+    case Kind::kObject:
+      return v.object()->Repr();
+    default:
+      return Repr(v);
+  }
+}
+
+std::string Repr(const Value& v) {
+  std::string out;
+  ReprInto(v, out, 0);
+  return out;
+}
+
+bool Equals(const Value& a, const Value& b) { return EqualsAt(a, b, 0); }
+bool LessThan(const Value& a, const Value& b) { return LessAt(a, b, 0); }
+
+std::vector<Value> Iterate(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kUndefined:
+      return {};
+    case Kind::kList: {
+      const ListData& l = v.list();
+      if (l.kind != SeqKind::kIterator) return l.items;
+      std::vector<Value> rest(l.items.begin() + static_cast<std::ptrdiff_t>(std::min(l.next, l.items.size())),
+                              l.items.end());
+      l.next = l.items.size();
+      return rest;
+    }
+    case Kind::kDict: {
+      std::vector<Value> keys;
+      keys.reserve(v.dict().entries.size());
+      for (const auto& e : v.dict().entries) keys.push_back(e.first);
+      return keys;
+    }
+    case Kind::kString: {
+      std::vector<Value> chars;
+      const std::string& s = v.str();
+      if (IsAscii(s)) {
+        for (char c : s) chars.push_back(Value::Str(std::string(1, c), v.is_markup()));
+      } else {
+        for (char32_t c : DecodeUtf8(s)) {
+          std::string one;
+          AppendUtf8(one, c);
+          chars.push_back(Value::Str(std::move(one), v.is_markup()));
+        }
+      }
+      return chars;
+    }
+    default:
+      Throw(ErrorKind::kType, "'" + TypeName(v) + "' object is not iterable");
+  }
+}
+
+std::optional<Value> NextItem(const Value& v) {
+  if (v.is_list()) {
+    const ListData& l = v.list();
+    size_t i = l.kind == SeqKind::kIterator ? l.next : 0;
+    if (i >= l.items.size()) return std::nullopt;
+    if (l.kind == SeqKind::kIterator) ++l.next;
+    return l.items[i];
+  }
+  if (v.is_dict()) {
+    if (v.dict().entries.empty()) return std::nullopt;
+    return v.dict().entries.front().first;
+  }
+  std::vector<Value> items = Iterate(v);
+  if (items.empty()) return std::nullopt;
+  return items.front();
+}
+
+int64_t Length(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kUndefined:
+      return 0;
+    case Kind::kString:
+      return static_cast<int64_t>(CodepointCount(v.str()));
+    case Kind::kList:
+      if (v.list().kind == SeqKind::kIterator) break;
+      return static_cast<int64_t>(v.list().items.size());
+    case Kind::kDict:
+      return static_cast<int64_t>(v.dict().entries.size());
+    default:
+      break;
+  }
+  Throw(ErrorKind::kType, "object of type '" + TypeName(v) + "' has no len()");
+}
+
+}  // namespace stet::tmpl
