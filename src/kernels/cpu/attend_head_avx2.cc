@@ -40,20 +40,24 @@ template <DType T, int NT>
 inline void Scores(const float* q, const uint8_t* k, int64_t stride, int head_dim, float scale,
                    float* s) {
   __m256 acc[NT];
+  STET_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   int j = 0;
   for (; j + 8 <= head_dim; j += 8) {
     const __m256 qv = _mm256_loadu_ps(q + j);
+    STET_UNROLL
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_fmadd_ps(qv, Load8<T>(k + t * stride, j), acc[t]);
   }
   if (j < head_dim) {
     const __m256i mask = TailMask(head_dim - j);
     const __m256 qv = _mm256_maskload_ps(q + j, mask);
+    STET_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m256 next = _mm256_fmadd_ps(qv, LoadTail<T>(k + t * stride, j, head_dim - j), acc[t]);
       acc[t] = _mm256_blendv_ps(acc[t], next, _mm256_castsi256_ps(mask));
     }
   }
+  STET_UNROLL
   for (int t = 0; t < NT; ++t) s[t] = CombineLanes8(acc[t]) * scale;
 }
 
@@ -62,10 +66,12 @@ template <DType T, int NV>
 inline void Accumulate(const uint8_t* v, int64_t stride, int64_t n_kv, const float* e, int j0,
                        int last, float denominator, float* out) {
   __m256 acc[NV];
+  STET_UNROLL
   for (int i = 0; i < NV; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t t = 0; t < n_kv; ++t) {
     const __m256 et = _mm256_set1_ps(e[t]);
     const uint8_t* vt = v + t * stride;
+    STET_UNROLL
     for (int i = 0; i < NV; ++i) {
       const bool partial = i == NV - 1 && last < 8;
       const __m256 vv = partial ? LoadTail<T>(vt, j0 + 8 * i, last) : Load8<T>(vt, j0 + 8 * i);
@@ -73,6 +79,7 @@ inline void Accumulate(const uint8_t* v, int64_t stride, int64_t n_kv, const flo
     }
   }
   const __m256 den = _mm256_set1_ps(denominator);
+  STET_UNROLL
   for (int i = 0; i < NV; ++i) {
     const __m256 r = _mm256_div_ps(acc[i], den);
     if (i == NV - 1 && last < 8) {

@@ -7,6 +7,11 @@
 
 #include <cstdint>
 
+// Fully unrolls a loop over a small compile-time count (tile rows, lanes), so
+// arrays of vectors indexed by it live in registers. GCC at -O2 would keep them
+// in memory otherwise.
+#define STET_UNROLL _Pragma("GCC unroll 16")
+
 namespace stet::kernels::avx2 {
 
 // The fixed lane tree of internal.h's CombineLanes, on a vector:

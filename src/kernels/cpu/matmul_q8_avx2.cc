@@ -106,50 +106,64 @@ template <typename K, int RN, int RM, bool kTail>
 inline void Group(const typename K::Block* const* wb, const ActQ8& act, int64_t i0, int64_t g,
                   __m256 (&acc)[RM][RN], int valid) {
   __m256i h4[2][RM][RN];
+  STET_UNROLL
   for (int half = 0; half < 2; ++half) {
     if (kTail && 4 * half >= valid) {
-      for (int i = 0; i < RM; ++i)
-        for (int n = 0; n < RN; ++n) h4[half][i][n] = _mm256_setzero_si256();
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) STET_UNROLL
+      for (int n = 0; n < RN; ++n) h4[half][i][n] = _mm256_setzero_si256();
       continue;
     }
     __m256i h2[2][RM][RN];
+    STET_UNROLL
     for (int pair = 0; pair < 2; ++pair) {
       if (kTail && 4 * half + 2 * pair >= valid) {
-        for (int i = 0; i < RM; ++i)
-          for (int n = 0; n < RN; ++n) h2[pair][i][n] = _mm256_setzero_si256();
+        STET_UNROLL
+        for (int i = 0; i < RM; ++i) STET_UNROLL
+        for (int n = 0; n < RN; ++n) h2[pair][i][n] = _mm256_setzero_si256();
         continue;
       }
       __m256i v[2][RM][RN];
+      STET_UNROLL
       for (int e = 0; e < 2; ++e) {
         const int blk = 4 * half + 2 * pair + e;
         if (kTail && blk >= valid) {
-          for (int i = 0; i < RM; ++i)
-            for (int n = 0; n < RN; ++n) v[e][i][n] = _mm256_setzero_si256();
+          STET_UNROLL
+          for (int i = 0; i < RM; ++i) STET_UNROLL
+          for (int n = 0; n < RN; ++n) v[e][i][n] = _mm256_setzero_si256();
           continue;
         }
         typename K::W wq[RN];
+        STET_UNROLL
         for (int n = 0; n < RN; ++n) wq[n] = K::Unpack(wb[n][blk]);
+        STET_UNROLL
         for (int i = 0; i < RM; ++i) {
           const int8_t* xq = act.qs + ((i0 + i) * act.nb_pad + g * 8 + blk) * kQK;
           const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+          STET_UNROLL
           for (int n = 0; n < RN; ++n) v[e][i][n] = K::Dot(wq[n], xv);
         }
       }
-      for (int i = 0; i < RM; ++i)
-        for (int n = 0; n < RN; ++n) h2[pair][i][n] = _mm256_hadd_epi32(v[0][i][n], v[1][i][n]);
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) STET_UNROLL
+      for (int n = 0; n < RN; ++n) h2[pair][i][n] = _mm256_hadd_epi32(v[0][i][n], v[1][i][n]);
     }
-    for (int i = 0; i < RM; ++i)
-      for (int n = 0; n < RN; ++n) h4[half][i][n] = _mm256_hadd_epi32(h2[0][i][n], h2[1][i][n]);
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) STET_UNROLL
+    for (int n = 0; n < RN; ++n) h4[half][i][n] = _mm256_hadd_epi32(h2[0][i][n], h2[1][i][n]);
   }
   const __m256i valid_mask = kTail ? TailMask(valid) : _mm256_set1_epi32(-1);
   __m256 dw[RN], mw[RN];
+  STET_UNROLL
   for (int n = 0; n < RN; ++n) {
     HeadHalves(BlockHeads8<typename K::Block, kTail>(wb[n], valid), &dw[n],
                K::kMin ? &mw[n] : nullptr);
   }
+  STET_UNROLL
   for (int i = 0; i < RM; ++i) {
     const int64_t blk0 = (i0 + i) * act.nb_pad + g * 8;
     const __m256 dx = _mm256_loadu_ps(act.d + blk0);
+    STET_UNROLL
     for (int n = 0; n < RN; ++n) {
       // Lanes 0..3 hold blocks 0..3 (from h4[0]), lanes 4..7 blocks 4..7.
       const __m256i lo = _mm256_permute2x128_si256(h4[0][i][n], h4[1][i][n], 0x20);
@@ -182,27 +196,33 @@ template <typename K, int RN, int RM>
 void Tile(const uint8_t* w, int64_t w_stride, const ActQ8& act, int64_t i0, float* y, int64_t ldy) {
   using Block = typename K::Block;
   __m256 acc[RM][RN];
-  for (int i = 0; i < RM; ++i)
-    for (int n = 0; n < RN; ++n) acc[i][n] = _mm256_setzero_ps();
+  STET_UNROLL
+  for (int i = 0; i < RM; ++i) STET_UNROLL
+  for (int n = 0; n < RN; ++n) acc[i][n] = _mm256_setzero_ps();
   const int64_t n_full = act.nb / 8;
   const Block* wb[RN];
+  STET_UNROLL
   for (int n = 0; n < RN; ++n) wb[n] = reinterpret_cast<const Block*>(w + n * w_stride);
   for (int64_t g = 0; g < n_full; ++g) {
     Group<K, RN, RM, false>(wb, act, i0, g, acc, 8);
+    STET_UNROLL
     for (int n = 0; n < RN; ++n) wb[n] += 8;
   }
   const int rest = static_cast<int>(act.nb - 8 * n_full);
   if (rest > 0) TailGroup<K, RN, RM>(wb, act, i0, n_full, acc, rest);
-  for (int i = 0; i < RM; ++i)
-    for (int n = 0; n < RN; ++n) y[i * ldy + n] = CombineLanes8(acc[i][n]);
+  STET_UNROLL
+  for (int i = 0; i < RM; ++i) STET_UNROLL
+  for (int n = 0; n < RN; ++n) y[i * ldy + n] = CombineLanes8(acc[i][n]);
 }
 
 // Tile shapes: decode (m == 1) reads each activation block once for kDecodeRN
 // weight rows; prefill reuses each unpacked weight block for kRM activation rows.
 // Measured on Zen 4 (576x1536 and 1536x576 q4_1/q8_0): 2/2x2 beat 1, 4 and 1x4, 4x1.
-constexpr int kDecodeRN = 2;
+// Measured on Zen 4 (576x1536 and 1536x576, q4_1/q8_0/q4_0): decode 4 rows per
+// activation load beat 1 and 2; prefill 2x4 beat 2x2, 3x2, 1x4 and 4x1.
+constexpr int kDecodeRN = 4;
 constexpr int kRN = 2;
-constexpr int kRM = 2;
+constexpr int kRM = 4;
 
 template <typename K, int RN>
 void RowTile(const MatMulArgs& a, const uint8_t* w, int64_t r) {

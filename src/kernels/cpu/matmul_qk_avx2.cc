@@ -47,6 +47,7 @@ struct UnpackedK4 {
 inline void UnpackCommonK4(const uint8_t* scales, UnpackedK4* u) {
   uint8_t sc[8], mn[8];
   UnpackScalesK4(scales, sc, mn);
+  STET_UNROLL
   for (int j = 0; j < 8; ++j) u->scale16[j] = _mm256_set1_epi16(sc[j]);
   uint64_t m64;
   std::memcpy(&m64, mn, 8);
@@ -57,6 +58,7 @@ inline void UnpackCommonK4(const uint8_t* scales, UnpackedK4* u) {
 inline void Unpack(const BlockQ4_K& b, UnpackedK4* u) {
   UnpackCommonK4(b.scales, u);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
+  STET_UNROLL
   for (int c = 0; c < 4; ++c) {
     const __m256i raw = Load256(b.qs + 32 * c);
     u->q[2 * c] = _mm256_and_si256(raw, low4);
@@ -74,6 +76,7 @@ inline void Unpack(const BlockQ5_K& b, UnpackedK4* u) {
   // Sub-block j's fifth bit is bit j of qh[l]; 16-bit shifts are safe because
   // the mask keeps only bit 0 of each byte before moving it to bit 4.
   __m256i h = hbits;
+  STET_UNROLL
   for (int c = 0; c < 4; ++c) {
     const __m256i raw = Load256(b.qs + 32 * c);
     const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(h, one), 4);
@@ -90,6 +93,7 @@ inline void Unpack(const BlockQ5_K& b, UnpackedK4* u) {
 inline void SuperDot(const UnpackedK4& u, const int8_t* qx, const int16_t* bsums, int32_t* isum,
                      int32_t* msum) {
   __m256i acc = _mm256_setzero_si256();
+  STET_UNROLL
   for (int j = 0; j < 8; ++j) {
     const __m256i p = _mm256_maddubs_epi16(u.q[j], Load256(qx + 32 * j));
     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, u.scale16[j]));
@@ -110,6 +114,7 @@ struct UnpackedK6 {
 inline void Unpack(const BlockQ6_K& b, UnpackedK6* u) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i two = _mm256_set1_epi8(3);
+  STET_UNROLL
   for (int h = 0; h < 2; ++h) {
     const __m256i a = Load256(b.ql + 64 * h);
     const __m256i bq = Load256(b.ql + 64 * h + 32);
@@ -125,6 +130,7 @@ inline void Unpack(const BlockQ6_K& b, UnpackedK6* u) {
   }
   const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
   u->all_scales16 = _mm256_cvtepi8_epi16(sc8);
+  STET_UNROLL
   for (int g = 0; g < 8; ++g) {
     const __m128i pattern = _mm_setr_epi8(
         static_cast<char>(2 * g), static_cast<char>(2 * g), static_cast<char>(2 * g),
@@ -141,6 +147,7 @@ inline void Unpack(const BlockQ6_K& b, UnpackedK6* u) {
 // isum = sum_j sc_j * <q_j - 32, x_j> = sum_j sc_j <q_j, x_j> - 32 sum_j sc_j bsum_j.
 inline int32_t SuperDot(const UnpackedK6& u, const int8_t* qx, const int16_t* bsums) {
   __m256i acc = _mm256_setzero_si256();
+  STET_UNROLL
   for (int g = 0; g < 8; ++g) {
     const __m256i p = _mm256_maddubs_epi16(u.q[g], Load256(qx + 32 * g));
     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, u.scale16[g]));
@@ -157,6 +164,7 @@ void RowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0) {
     if constexpr (std::is_same_v<Block, BlockQ6_K>) {
       UnpackedK6 u;
       Unpack(row[b], &u);
+      STET_UNROLL
       for (int i = 0; i < RM; ++i) {
         const int64_t sb = (i0 + i) * act.nsb + b;
         const int32_t isum = SuperDot(u, act.qs + (i0 + i) * act.k + b * kQKK, act.bsums + sb * 16);
@@ -166,6 +174,7 @@ void RowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0) {
     } else {
       UnpackedK4 u;
       Unpack(row[b], &u);
+      STET_UNROLL
       for (int i = 0; i < RM; ++i) {
         const int64_t sb = (i0 + i) * act.nsb + b;
         int32_t isum, msum;
@@ -176,6 +185,7 @@ void RowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0) {
       }
     }
   }
+  STET_UNROLL
   for (int i = 0; i < RM; ++i) a.y[(i0 + i) * a.w->rows + r] = CombineLanes(lanes[i]);
 }
 

@@ -32,6 +32,7 @@ inline float ScaleFromMax(float amax, float* id) {
 // of the first and second 16 q's.
 inline void Quantize32(const float* x, __m256 id, int8_t* q, int32_t* sum_lo, int32_t* sum_hi) {
   __m256i v[4];
+  STET_UNROLL
   for (int j = 0; j < 4; ++j) {
     const __m256 t = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), id);
     __m256 r = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
