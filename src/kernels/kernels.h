@@ -12,7 +12,12 @@
 //    b's exact int32 dot goes to lane b % 8: lane = fma(dw*dx, float(isum), lane)
 //    (q4_1 adds lane = fma(mw, dx*float(sum q), lane)); same lane tree.
 //  * K-quants (q4_k/q5_k/q6_k): the activation is quantized per 256-superblock;
-//    super-block b's exact int32 sums go to lane b % 8 the same way.
+//    super-block b's exact int32 sums go to lane b % 8 the same way:
+//    isum = sum_j scale_j * <q_j, qx_j> (q6_k: with q - 32) and
+//    lane = fma(d*dx, float(isum), lane); q4_k/q5_k then add their mins as
+//    lane = fma(-(dmin*dx), float(sum_j min_j * sum qx_j), lane).
+//  * Activation q's are clamped to [-127, 127] (only reachable for nan or a
+//    block whose amax is below ~4e-37, where 1/d overflows).
 #pragma once
 
 #include <cstdint>
