@@ -1,6 +1,7 @@
 #include "model/forward.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "base/check.h"
 #include "numerics/dequant.h"
@@ -16,8 +17,8 @@ void Grow(std::vector<float>& v, size_t n) {
 
 }  // namespace
 
-Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx)
-    : model_(model), pool_(pool), isa_(isa), max_ctx_(max_ctx) {
+Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx, NumericsMode mode)
+    : model_(model), pool_(pool), isa_(isa), max_ctx_(max_ctx), mode_(mode) {
   const HParams& hp = model.hparams();
   RopeScaling scaling;
   if (hp.rope_linear_factor != 1.0) {
@@ -32,7 +33,7 @@ Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx)
 
 Forward::~Forward() = default;
 
-Status Forward::Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vector<float>* logits) {
+Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vector<float>* logits) {
   const HParams& hp = model_.hparams();
   const ModelWeights& w = model_.weights();
   const int64_t m = static_cast<int64_t>(batch.size());
@@ -41,11 +42,12 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vect
     if (t.token < 0 || t.token >= hp.n_vocab)
       return InvalidArgument("token id " + std::to_string(t.token) + " is outside the vocabulary [0, " +
                              std::to_string(hp.n_vocab) + ")");
-    if (t.pos < 0 || t.pos >= kv.n_ctx() || t.pos >= max_ctx_)
+    if (t.pos < 0 || t.pos >= max_ctx_)
       return InvalidArgument("position " + std::to_string(t.pos) + " is outside the context (" +
-                             std::to_string(std::min(kv.n_ctx(), max_ctx_)) + ")");
-    if (t.seq < 0 || t.seq >= kv.n_seq())
-      return InvalidArgument("sequence slot " + std::to_string(t.seq) + " does not exist");
+                             std::to_string(max_ctx_) + ")");
+    if (!kv.Has(t.seq, t.pos))
+      return InvalidArgument("sequence slot " + std::to_string(t.seq) + " has no KV storage for position " +
+                             std::to_string(t.pos));
   }
   const int64_t d = hp.n_embd;
   Grow(x_, m * d);
@@ -67,9 +69,9 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vect
     const LayerWeights& L = w.layers[l];
     // Attention block.
     kernels::RmsNorm(x_.data(), L.attn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
-    kernels::MatMul(L.wq, xn_.data(), m, q_.data(), pool_, isa_);
-    kernels::MatMul(L.wk, xn_.data(), m, k_.data(), pool_, isa_);
-    kernels::MatMul(L.wv, xn_.data(), m, v_.data(), pool_, isa_);
+    MatMul(L.wq, xn_.data(), m, q_.data());
+    MatMul(L.wk, xn_.data(), m, k_.data());
+    MatMul(L.wv, xn_.data(), m, v_.data());
     if (!L.bq.empty()) {
       for (int64_t i = 0; i < m; ++i) {
         kernels::Add(&q_[i * hp.q_dim()], L.bq.data(), hp.q_dim(), &q_[i * hp.q_dim()], isa_);
@@ -97,15 +99,15 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vect
                         kv.V(l, batch[i].seq, batch[i].pos), isa_);
     }
     Attention(batch, l, kv);
-    kernels::MatMul(L.wo, attn_.data(), m, xn_.data(), pool_, isa_);
+    MatMul(L.wo, attn_.data(), m, xn_.data());
     kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
 
     // Feed-forward block (SwiGLU).
     kernels::RmsNorm(x_.data(), L.ffn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
-    kernels::MatMul(L.w_gate, xn_.data(), m, ff_gate_.data(), pool_, isa_);
-    kernels::MatMul(L.w_up, xn_.data(), m, ff_up_.data(), pool_, isa_);
+    MatMul(L.w_gate, xn_.data(), m, ff_gate_.data());
+    MatMul(L.w_up, xn_.data(), m, ff_up_.data());
     kernels::SwiGlu(ff_gate_.data(), ff_up_.data(), m * hp.n_ff, ff_gate_.data(), isa_);
-    kernels::MatMul(L.w_down, ff_gate_.data(), m, xn_.data(), pool_, isa_);
+    MatMul(L.w_down, ff_gate_.data(), m, xn_.data());
     kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
   }
 
@@ -119,18 +121,50 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vect
   if (n_out > 0) {
     const size_t base = logits->size();
     logits->resize(base + n_out * hp.n_vocab);
-    kernels::MatMul(w.output, xn_.data(), n_out, logits->data() + base, pool_, isa_);
+    MatMul(w.output, xn_.data(), n_out, logits->data() + base);
   }
   return Status::Ok();
 }
 
-void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvCache& kv) {
+void Forward::MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y) {
+  if (mode_ == NumericsMode::kAdaptive) {
+    kernels::MatMulAdaptive(w, x, m, y, pool_, isa_);
+  } else {
+    kernels::MatMul(w, x, m, y, pool_, isa_);
+  }
+}
+
+void Forward::Gather(const std::vector<BatchToken>& batch, int layer, KvStore& kv) {
+  gathered_.clear();
+  for (const BatchToken& t : batch) {
+    GatheredSeq* g = nullptr;
+    for (auto& x : gathered_) if (x.seq == t.seq) g = &x;
+    if (!g) {
+      gathered_.push_back({t.seq, {}, {}});
+      g = &gathered_.back();
+    }
+    const size_t need = static_cast<size_t>(t.pos + 1) * kv.row_bytes();
+    if (g->k.size() < need) {
+      const int64_t from = static_cast<int64_t>(g->k.size() / kv.row_bytes());
+      g->k.resize(need);
+      g->v.resize(need);
+      for (int64_t p = from; p <= t.pos; ++p) {
+        std::memcpy(&g->k[p * kv.row_bytes()], kv.K(layer, t.seq, static_cast<int>(p)), kv.row_bytes());
+        std::memcpy(&g->v[p * kv.row_bytes()], kv.V(layer, t.seq, static_cast<int>(p)), kv.row_bytes());
+      }
+    }
+  }
+}
+
+void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv) {
   const HParams& hp = model_.hparams();
   const int64_t m = static_cast<int64_t>(batch.size());
   const int64_t n_tasks = m * hp.n_head;
   const int group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   const int64_t elem = kv.type() == DType::kF32 ? 4 : 2;
+  const bool strided = kv.KBase(layer, batch[0].seq) != nullptr;
+  if (!strided) Gather(batch, layer, kv);
   auto work = [&](int thread) {
     int64_t b, e;
     PartitionRange(n_tasks, 1, thread, pool_ ? pool_->size() : 1, &b, &e);
@@ -142,10 +176,19 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvCache
       const BatchToken& t = batch[i];
       const int64_t n_kv = t.pos + 1;
       Grow(scratch, n_kv);
-      const uint8_t* k0 = kv.K(layer, t.seq, 0) + kvh * hp.head_dim * elem;
-      const uint8_t* v0 = kv.V(layer, t.seq, 0) + kvh * hp.head_dim * elem;
-      kernels::AttendHead(&q_[i * hp.q_dim() + h * hp.head_dim], k0, v0, kv.type(), kv.row_bytes(),
-                          n_kv, hp.head_dim, scale, &attn_[i * hp.q_dim() + h * hp.head_dim],
+      const uint8_t *k0, *v0;
+      if (strided) {
+        k0 = kv.KBase(layer, t.seq);
+        v0 = kv.VBase(layer, t.seq);
+      } else {
+        const GatheredSeq* g = nullptr;
+        for (const auto& x : gathered_) if (x.seq == t.seq) g = &x;
+        k0 = g->k.data();
+        v0 = g->v.data();
+      }
+      kernels::AttendHead(&q_[i * hp.q_dim() + h * hp.head_dim], k0 + kvh * hp.head_dim * elem,
+                          v0 + kvh * hp.head_dim * elem, kv.type(), kv.row_bytes(), n_kv,
+                          hp.head_dim, scale, &attn_[i * hp.q_dim() + h * hp.head_dim],
                           scratch.data(), isa_);
     }
   };

@@ -11,6 +11,7 @@
 #include "base/cpu_features.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "kernels/adaptive.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 
@@ -20,15 +21,17 @@ class RopeTable;
 
 struct BatchToken {
   int32_t token = 0;   // token id, < n_vocab
-  int32_t pos = 0;     // absolute position in its sequence, < kv.n_ctx()
-  int32_t seq = 0;     // sequence slot in the KV cache, < kv.n_seq()
+  int32_t pos = 0;     // absolute position in its sequence (kv.Has(seq, pos))
+  int32_t seq = 0;     // sequence slot in the KV store
   bool logits = false; // whether to produce this token's logits
 };
 
 class Forward {
  public:
   // pool may be null (one thread). max_ctx bounds positions (RoPE table size).
-  Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx);
+  // kAdaptive is the batch-variant mode (R8), for measurement and demonstration.
+  Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx,
+          NumericsMode mode = NumericsMode::kInvariant);
   ~Forward();
 
   // Runs the batch. Tokens of one sequence must appear in increasing position
@@ -36,21 +39,32 @@ class Forward {
   // the cache (or earlier in this batch). Appends n_vocab logits per token with
   // logits=true to *logits, in batch order. Errors: InvalidArgument for an
   // out-of-range token, position or sequence slot.
-  Status Run(const std::vector<BatchToken>& batch, KvCache& kv, std::vector<float>* logits);
+  Status Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vector<float>* logits);
 
   Isa isa() const { return isa_; }
+  NumericsMode mode() const { return mode_; }
 
  private:
-  void Attention(const std::vector<BatchToken>& batch, int layer, KvCache& kv);
+  void MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y);
+  void Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv);
+  // For stores without a fixed stride: copies rows [0, n) of (layer, seq) into
+  // gathered_ (exact byte copies, so the numbers are the same as in place).
+  void Gather(const std::vector<BatchToken>& batch, int layer, KvStore& kv);
 
   const Model& model_;
   ThreadPool* pool_;
   Isa isa_;
   int max_ctx_;
+  NumericsMode mode_;
   std::unique_ptr<RopeTable> rope_;
   // Workspace, grown on demand and then reused (no allocation in steady state).
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+  struct GatheredSeq {
+    int seq;
+    std::vector<uint8_t> k, v;  // [n_rows, row_bytes]
+  };
+  std::vector<GatheredSeq> gathered_;
 };
 
 }  // namespace stet

@@ -1,8 +1,8 @@
-// Key/value cache: for each layer, sequence slot and absolute position, one K
-// row and one V row of kv_dim elements in the storage type (f32 or f16). The
-// forward pass writes a token's K/V here before any attention reads them, and
-// attention reads only from here (rule R3), so a cache hit and a recompute see
-// the same rounded values.
+// Key/value storage for the forward pass. For each layer, sequence slot and
+// absolute position there is one K row and one V row of kv_dim elements in the
+// storage type (f32 or f16). The forward pass writes a token's K/V before any
+// attention reads them, and attention reads only from here (rule R3), so a
+// prefix-cache hit and a recompute see the same rounded values.
 #pragma once
 
 #include <cstdint>
@@ -14,23 +14,44 @@
 
 namespace stet {
 
-class KvCache {
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+  virtual DType type() const = 0;
+  virtual int64_t row_bytes() const = 0;  // kv_dim elements of type()
+  // Whether (seq, pos) has storage (slot exists, position within its capacity).
+  virtual bool Has(int seq, int pos) const = 0;
+  virtual uint8_t* K(int layer, int seq, int pos) = 0;
+  virtual uint8_t* V(int layer, int seq, int pos) = 0;
+  // When positions 0.. of (layer, seq) lie at a fixed stride of row_bytes(),
+  // their first row; else nullptr and the forward pass gathers them.
+  virtual const uint8_t* KBase(int layer, int seq) { return nullptr; }
+  virtual const uint8_t* VBase(int layer, int seq) { return nullptr; }
+};
+
+// One contiguous region per (layer, slot): simple and gather-free; used by
+// single-sequence sessions and tests.
+class KvCache : public KvStore {
  public:
   KvCache(const HParams& hp, int n_seq, int n_ctx, DType type);
 
-  DType type() const { return type_; }
+  DType type() const override { return type_; }
+  int64_t row_bytes() const override { return row_bytes_; }
+  bool Has(int seq, int pos) const override {
+    return seq >= 0 && seq < n_seq_ && pos >= 0 && pos < n_ctx_;
+  }
+  uint8_t* K(int layer, int seq, int pos) override { return k_.data() + Offset(layer, seq, pos); }
+  uint8_t* V(int layer, int seq, int pos) override { return v_.data() + Offset(layer, seq, pos); }
+  const uint8_t* KBase(int layer, int seq) override { return K(layer, seq, 0); }
+  const uint8_t* VBase(int layer, int seq) override { return V(layer, seq, 0); }
+
   int n_seq() const { return n_seq_; }
   int n_ctx() const { return n_ctx_; }
-  int64_t row_bytes() const { return row_bytes_; }
   int64_t size_bytes() const { return static_cast<int64_t>(k_.size() + v_.size()); }
-
-  uint8_t* K(int layer, int seq, int pos) { return k_.data() + Offset(layer, seq, pos); }
-  uint8_t* V(int layer, int seq, int pos) { return v_.data() + Offset(layer, seq, pos); }
 
  private:
   int64_t Offset(int layer, int seq, int pos) const {
-    STET_CHECK(layer >= 0 && layer < n_layer_ && seq >= 0 && seq < n_seq_ && pos >= 0 &&
-               pos < n_ctx_);
+    STET_CHECK(layer >= 0 && layer < n_layer_ && Has(seq, pos));
     return ((static_cast<int64_t>(layer) * n_seq_ + seq) * n_ctx_ + pos) * row_bytes_;
   }
 

@@ -2,6 +2,7 @@
 
 #include "base/progress.h"
 #include "numerics/dequant.h"
+#include "numerics/rope_table.h"
 
 namespace stet {
 
@@ -93,6 +94,17 @@ Status Model::LoadWeights(bool progress) {
   }
   STET_ASSIGN_OR_RETURN(w_.rope_freq_factors,
                         Vector(f, "rope_freqs.weight", hp.rot_dim / 2, /*required=*/false));
+
+  {
+    RopeScaling scaling;
+    if (hp.rope_linear_factor != 1.0) {
+      scaling.kind = RopeScaling::Kind::kLinear;
+      scaling.factor = hp.rope_linear_factor;
+    }
+    const auto& ff = w_.rope_freq_factors;
+    STET_RETURN_IF_ERROR(ValidateRope(hp.rot_dim, hp.rope_base, scaling,
+                                      ff.empty() ? nullptr : ff.data(), hp.n_ctx_train));
+  }
 
   ProgressBar bar("loading", hp.n_layer);
   w_.layers.resize(hp.n_layer);

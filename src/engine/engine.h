@@ -1,0 +1,115 @@
+// The serving engine: many requests in flight, joining and leaving between
+// steps (continuous batching), chunked prefill under a per-step token budget,
+// a paged KV cache with a prefix cache, and preemption by recompute when KV
+// blocks run out. Every output is bitwise identical to the same request run
+// alone (tests/engine/invariance_test.cc), because every kernel is
+// batch-invariant and sampling is keyed by (seed, choice, position).
+//
+// Thread-safe: Submit and Cancel may be called from any thread; events are
+// delivered on the engine's own thread, in order per choice.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/fingerprint.h"
+#include "engine/request.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace stet {
+
+struct EngineOptions {
+  int n_ctx = 4096;               // positions per sequence (clamped to the model's training length)
+  DType kv_type = DType::kF16;    // KV storage; part of the fingerprint
+  int n_threads = 1;              // never changes results (R2)
+  Isa isa = Isa::kScalar;         // never changes results (R4)
+  NumericsMode numerics = NumericsMode::kInvariant;
+  int block_size = 16;            // KV positions per block
+  int n_kv_blocks = 0;            // 0: enough for max_seqs sequences of n_ctx/4 positions, at least n_ctx
+  int max_seqs = 64;              // sequences in flight (KV slots)
+  int max_batch_tokens = 512;     // tokens per forward step (decode first, then prefill chunks)
+  int chunk_size = 256;           // prefill tokens per sequence per step; never changes results
+  bool prefix_cache = true;
+};
+
+struct EngineStats {
+  int waiting = 0;                // sequences queued (not yet or no longer holding KV)
+  int running = 0;                // sequences holding KV
+  int kv_blocks_used = 0;
+  int kv_blocks_total = 0;
+  int64_t prefix_lookup_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prompt_tokens = 0;      // computed prompt positions (cache hits excluded)
+  int64_t generated_tokens = 0;
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+  int64_t requests_finished = 0;
+};
+
+class Engine {
+ public:
+  using Callback = std::function<void(const RequestEvent&)>;
+
+  // Takes ownership of the model and tokenizer; computes the model's SHA-256
+  // for the fingerprint; starts the engine thread.
+  static Result<std::unique_ptr<Engine>> Create(std::unique_ptr<Model> model,
+                                                std::unique_ptr<Tokenizer> tokenizer,
+                                                const EngineOptions& opts);
+  ~Engine();  // cancels what is in flight (events: kFinished/kCancelled) and joins
+
+  struct Submitted {
+    uint64_t id;
+    uint64_t seed;  // the seed in use (generated when the request had none)
+  };
+  // Validates and enqueues. Errors (no event is sent then): InvalidArgument for
+  // malformed parameters or out-of-vocabulary ids; ResourceExhausted for a
+  // prompt that cannot fit the context or the whole KV cache.
+  Result<Submitted> Submit(RequestParams params, Callback on_event);
+  // Stops a request at the next step and frees its KV; its choices finish with kCancelled.
+  void Cancel(uint64_t id);
+
+  // Runs a request to completion on the calling thread's behalf (blocks).
+  struct Completion {
+    uint64_t seed = 0;
+    std::vector<std::vector<TokenOut>> tokens;  // per choice
+    std::vector<std::string> text;              // per choice
+    std::vector<FinishReason> finish;           // per choice
+    std::vector<TokenOut> prompt_tokens;        // with prompt_logprobs
+    int cached_prompt_tokens = 0;
+  };
+  Result<Completion> Generate(RequestParams params);
+
+  EngineStats stats() const;
+  const std::string& fingerprint() const { return fingerprint_; }
+  const std::string& fingerprint_descriptor() const { return fingerprint_descriptor_; }
+  const std::string& model_sha256() const { return model_sha256_; }
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const EngineOptions& options() const { return opts_; }
+  int n_ctx() const { return n_ctx_; }
+
+ private:
+  struct Impl;
+  Engine() = default;
+  void Loop();
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  EngineOptions opts_;
+  int n_ctx_ = 0;
+  std::string model_sha256_, fingerprint_, fingerprint_descriptor_;
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+};
+
+}  // namespace stet

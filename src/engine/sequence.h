@@ -1,0 +1,45 @@
+// Engine-internal state of one choice of one request while it is in flight.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/text_stream.h"
+
+namespace stet::engine_internal {
+
+struct RequestState {
+  uint64_t id = 0;
+  RequestParams params;
+  uint64_t seed = 0;
+  Engine::Callback callback;
+  std::atomic<bool> cancelled{false};
+  uint64_t arrival = 0;  // FCFS order
+};
+
+struct Sequence {
+  std::shared_ptr<RequestState> req;
+  int choice = 0;
+  std::vector<int32_t> tokens;   // prompt, then generated
+  int n_prompt = 0;
+  int max_new = 0;               // generation limit (max_tokens clamped to the context)
+  int n_generated = 0;
+  int n_computed = 0;            // positions whose KV is in the cache
+  int slot = -1;                 // KV slot while running
+  std::vector<int32_t> blocks;   // block table (position / block_size)
+  std::vector<uint64_t> hashes;  // chain hashes of the leading full blocks published/acquired
+  int cached_prompt_tokens = 0;  // prompt positions served by the prefix cache (first admission)
+  bool admitted_once = false;
+  bool prompt_scored = false;    // kPromptScored sent
+  std::vector<TokenOut> prompt_scores;
+  std::unique_ptr<TextStream> text;
+  std::unordered_map<int32_t, int> out_counts;  // generated-token counts (penalties)
+  bool finished = false;
+  uint64_t arrival() const { return req->arrival * 1024 + static_cast<uint64_t>(choice); }
+};
+
+}  // namespace stet::engine_internal

@@ -1,0 +1,31 @@
+// The adaptive (batch-variant) numerics mode, rule R8: what ordinary engines
+// do, kept in the same binary so the price of invariance can be measured and
+// its absence demonstrated. It is the ONLY code allowed to break R1–R2, and a
+// fingerprint that uses it says "adaptive".
+//
+// MatMulAdaptive picks its reduction strategy from the batch shape, as common
+// CPU/GPU libraries do: for few rows (m < kAdaptiveSplitRows, i.e. decode) it
+// splits K across the pool's threads and adds the partial sums (split-K, so the
+// order depends on the thread count and on m); for larger batches it uses the
+// canonical kernel. A request's logits therefore change with what it is
+// batched with.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace stet {
+
+enum class NumericsMode { kInvariant, kAdaptive };
+const char* NumericsModeName(NumericsMode m);
+
+namespace kernels {
+
+constexpr int64_t kAdaptiveSplitRows = 4;
+
+void MatMulAdaptive(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool,
+                    Isa isa);
+
+}  // namespace kernels
+}  // namespace stet

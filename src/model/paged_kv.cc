@@ -1,0 +1,27 @@
+#include "model/paged_kv.h"
+
+namespace stet {
+
+PagedKvCache::PagedKvCache(const HParams& hp, int n_blocks, int block_size, int n_slots, DType type)
+    : type_(type), n_layer_(hp.n_layer), n_blocks_(n_blocks), block_size_(block_size) {
+  STET_CHECK(type == DType::kF32 || type == DType::kF16);
+  STET_CHECK(n_blocks > 0 && block_size > 0 && n_slots > 0);
+  row_bytes_ = static_cast<int64_t>(hp.kv_dim()) * (type == DType::kF32 ? 4 : 2);
+  const size_t total = static_cast<size_t>(n_layer_) * n_blocks_ * block_size_ * row_bytes_;
+  k_.assign(total, 0);
+  v_.assign(total, 0);
+  tables_.resize(n_slots);
+}
+
+bool PagedKvCache::Has(int seq, int pos) const {
+  if (seq < 0 || seq >= static_cast<int>(tables_.size()) || pos < 0) return false;
+  return static_cast<size_t>(pos / block_size_) < tables_[seq].size();
+}
+
+void PagedKvCache::SetBlockTable(int seq, std::vector<int32_t> blocks) {
+  STET_CHECK(seq >= 0 && seq < static_cast<int>(tables_.size()));
+  for (int32_t b : blocks) STET_CHECK(b >= 0 && b < n_blocks_);
+  tables_[seq] = std::move(blocks);
+}
+
+}  // namespace stet

@@ -1,0 +1,49 @@
+// Paged KV storage: a pool of fixed-size blocks (block_size positions each,
+// all layers), and per sequence slot a block table mapping position / block_size
+// to a block. Blocks can be shared between slots (prefix cache); who owns and
+// frees them is the engine's business (engine/block_manager.h). The numbers a
+// block holds do not depend on which slot or batch computed them (R1–R3).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/kv_cache.h"
+
+namespace stet {
+
+class PagedKvCache : public KvStore {
+ public:
+  PagedKvCache(const HParams& hp, int n_blocks, int block_size, int n_slots, DType type);
+
+  DType type() const override { return type_; }
+  int64_t row_bytes() const override { return row_bytes_; }
+  bool Has(int seq, int pos) const override;
+  uint8_t* K(int layer, int seq, int pos) override { return Row(k_, layer, seq, pos); }
+  uint8_t* V(int layer, int seq, int pos) override { return Row(v_, layer, seq, pos); }
+
+  int n_blocks() const { return n_blocks_; }
+  int block_size() const { return block_size_; }
+  int n_slots() const { return static_cast<int>(tables_.size()); }
+  int64_t size_bytes() const { return static_cast<int64_t>(k_.size() + v_.size()); }
+
+  // The blocks backing slot `seq`, in position order.
+  void SetBlockTable(int seq, std::vector<int32_t> blocks);
+  const std::vector<int32_t>& block_table(int seq) const { return tables_[seq]; }
+
+ private:
+  uint8_t* Row(std::vector<uint8_t>& pool, int layer, int seq, int pos) {
+    STET_CHECK(Has(seq, pos) && layer >= 0 && layer < n_layer_);
+    const int64_t block = tables_[seq][pos / block_size_];
+    return pool.data() + ((static_cast<int64_t>(layer) * n_blocks_ + block) * block_size_ +
+                          pos % block_size_) * row_bytes_;
+  }
+
+  DType type_;
+  int n_layer_, n_blocks_, block_size_;
+  int64_t row_bytes_;
+  std::vector<std::vector<int32_t>> tables_;
+  std::vector<uint8_t> k_, v_;
+};
+
+}  // namespace stet

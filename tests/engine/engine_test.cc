@@ -1,0 +1,198 @@
+// The serving engine's behaviour: completions, n > 1, stop strings and ids,
+// max_tokens, scoring, cancellation, errors, the fingerprint, and that the
+// prefix cache and preemption never change a result.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "support/test_support.h"
+#include "tokenizer/vocab.h"
+
+namespace stet {
+namespace {
+
+std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
+
+std::unique_ptr<Engine> MakeEngine(const std::string& path, EngineOptions o = {}) {
+  auto m = Model::Load(path);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  auto v = VocabFromGguf((*m)->file());
+  EXPECT_TRUE(v.ok());
+  auto t = Tokenizer::Create(std::move(*v));
+  EXPECT_TRUE(t.ok());
+  auto e = Engine::Create(std::move(*m), std::move(*t), o);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return std::move(*e);
+}
+
+RequestParams Greedy(std::vector<int32_t> prompt, int n) {
+  RequestParams p;
+  p.prompt = std::move(prompt);
+  p.max_tokens = n;
+  p.temperature = 0;
+  return p;
+}
+
+std::vector<int32_t> Ids(const std::vector<TokenOut>& t) {
+  std::vector<int32_t> out;
+  for (const auto& x : t) out.push_back(x.id);
+  return out;
+}
+
+TEST(Engine, GreedyMatchesTheGoldenFromBos) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  auto c = e->Generate(Greedy({1}, 40));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const std::vector<int32_t> want = {403, 407, 261, 378, 432, 383, 286, 261, 376, 298};
+  const auto got = Ids(c->tokens[0]);
+  ASSERT_EQ(got.size(), 40u);
+  EXPECT_EQ(std::vector<int32_t>(got.begin(), got.begin() + 10), want);
+  EXPECT_EQ(c->finish[0], FinishReason::kLength);
+  EXPECT_EQ(c->text[0].rfind(" Once upon a time", 0), 0u) << c->text[0];
+}
+
+TEST(Engine, ChoicesAreIndependentStreamsAndSeedsReplay) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  RequestParams p = Greedy({1, 403}, 30);
+  p.temperature = 1.0f;
+  p.n = 3;
+  p.seed = 99;
+  auto a = e->Generate(p);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->seed, 99u);
+  EXPECT_NE(Ids(a->tokens[0]), Ids(a->tokens[1]));
+  auto b = e->Generate(p);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(Ids(a->tokens[c]), Ids(b->tokens[c]));
+  p.seed.reset();
+  auto r = e->Generate(p);
+  ASSERT_TRUE(r.ok());
+  p.seed = r->seed;  // the reported seed replays the run
+  auto r2 = e->Generate(p);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(Ids(r->tokens[c]), Ids(r2->tokens[c]));
+}
+
+TEST(Engine, StopStringsAcrossTokensAndStopIds) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  auto full = e->Generate(Greedy({1}, 60));
+  ASSERT_TRUE(full.ok());
+  const std::string text = full->text[0];
+  // A stop string that starts inside one token and ends in another.
+  const size_t at = text.find("Lily");
+  ASSERT_NE(at, std::string::npos);
+  RequestParams p = Greedy({1}, 60);
+  p.stop = {"ily"};
+  auto s = e->Generate(p);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->finish[0], FinishReason::kStop);
+  EXPECT_EQ(s->text[0], text.substr(0, at + 1));
+  // A stop id ends the choice at that token.
+  RequestParams q = Greedy({1}, 60);
+  q.stop_ids = {full->tokens[0][5].id};
+  auto t = e->Generate(q);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->finish[0], FinishReason::kStop);
+  EXPECT_EQ(t->tokens[0].size(), 6u);
+}
+
+TEST(Engine, ScoringEqualsGenerationLogprobsBitwise) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  RequestParams p = Greedy({1, 403, 407}, 24);
+  p.temperature = 0.9f;
+  p.seed = 5;
+  p.top_logprobs = 3;
+  auto g = e->Generate(p);
+  ASSERT_TRUE(g.ok());
+  RequestParams s;
+  s.prompt = p.prompt;
+  for (const auto& t : g->tokens[0]) s.prompt.push_back(t.id);
+  s.max_tokens = 0;
+  s.prompt_logprobs = true;
+  s.top_logprobs = 3;
+  auto sc = e->Generate(s);
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_EQ(sc->prompt_tokens.size(), s.prompt.size());
+  for (size_t i = 0; i < g->tokens[0].size(); ++i) {
+    const TokenOut& gen = g->tokens[0][i];
+    const TokenOut& scored = sc->prompt_tokens[p.prompt.size() + i];
+    ASSERT_EQ(scored.id, gen.id);
+    EXPECT_EQ(std::memcmp(&scored.logprob, &gen.logprob, sizeof(float)), 0) << "token " << i;
+    ASSERT_EQ(scored.top.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(scored.top[k].id, gen.top[k].id);
+      EXPECT_EQ(std::memcmp(&scored.top[k].logprob, &gen.top[k].logprob, sizeof(float)), 0);
+    }
+  }
+}
+
+TEST(Engine, RejectsBadRequestsClearly) {
+  STET_REQUIRE_FILE(Stories());
+  EngineOptions o;
+  o.n_ctx = 64;
+  auto e = MakeEngine(Stories(), o);
+  auto bad = [&](RequestParams p) { return e->Submit(std::move(p), nullptr).status(); };
+  EXPECT_EQ(bad(Greedy({}, 4)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad(Greedy({1, 99999}, 4)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad(Greedy(std::vector<int32_t>(64, 5), 4)).code(), StatusCode::kResourceExhausted);
+  RequestParams p = Greedy({1}, 4);
+  p.top_logprobs = 21;
+  EXPECT_EQ(bad(p).code(), StatusCode::kInvalidArgument);
+  p = Greedy({1}, 4);
+  p.temperature = -1;
+  EXPECT_EQ(bad(p).code(), StatusCode::kInvalidArgument);
+  // max_tokens beyond the context: clamped, finishes with "length".
+  auto c = e->Generate(Greedy({1, 2, 3}, 1000));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->tokens[0].size(), 61u);
+  EXPECT_EQ(c->finish[0], FinishReason::kLength);
+}
+
+TEST(Engine, CancelFreesTheKvCache) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  std::atomic<int> tokens{0};
+  std::atomic<bool> done{false};
+  FinishReason why = FinishReason::kNone;
+  RequestParams p = Greedy({1}, 100000);
+  p.ignore_eos = true;
+  auto sub = e->Submit(p, [&](const RequestEvent& ev) {
+    if (ev.kind == RequestEvent::Kind::kToken) ++tokens;
+    if (ev.kind == RequestEvent::Kind::kFinished) {
+      why = ev.finish;
+      done = true;
+    }
+  });
+  ASSERT_TRUE(sub.ok());
+  while (tokens < 5) std::this_thread::yield();
+  EXPECT_GT(e->stats().kv_blocks_used, 0);
+  e->Cancel(sub->id);
+  while (!done) std::this_thread::yield();
+  EXPECT_EQ(why, FinishReason::kCancelled);
+  // Cached (published) blocks are evictable, so nothing stays referenced.
+  for (int i = 0; i < 100 && e->stats().running > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(e->stats().running, 0);
+}
+
+TEST(Engine, FingerprintNamesEverythingThatChangesBits) {
+  STET_REQUIRE_FILE(Stories());
+  EngineOptions f16, f32, adaptive, threads;
+  f32.kv_type = DType::kF32;
+  adaptive.numerics = NumericsMode::kAdaptive;
+  threads.n_threads = 3;
+  auto a = MakeEngine(Stories(), f16), b = MakeEngine(Stories(), f32),
+       c = MakeEngine(Stories(), adaptive), d = MakeEngine(Stories(), threads);
+  EXPECT_EQ(a->fingerprint(), d->fingerprint());  // threads never change bits
+  EXPECT_NE(a->fingerprint(), b->fingerprint());
+  EXPECT_NE(a->fingerprint(), c->fingerprint());
+  EXPECT_NE(c->fingerprint().find("adaptive"), std::string::npos);
+  EXPECT_NE(a->fingerprint_descriptor().find("270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace stet

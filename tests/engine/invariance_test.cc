@@ -1,0 +1,238 @@
+// The contract, tested: under randomized load — 1 to 64 concurrent requests
+// arriving at random times, prompt lengths 1..80 with shared prefixes (cold,
+// warm and partial prefix-cache hits), chunk sizes 1/7/64/whole, KV caches small
+// enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
+// temperature sampling — every choice's tokens, logprobs, top-logprobs and the
+// hash of every step's full logits are bitwise equal to the same request run
+// alone on a cold engine. Scoring parity is asserted on the same runs.
+// STET_INVARIANCE_SEED=S reruns one scenario; STET_INVARIANCE_SCENARIOS=N scales.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "engine/engine.h"
+#include "support/test_support.h"
+#include "tokenizer/vocab.h"
+
+namespace stet {
+namespace {
+
+struct Config {
+  int threads;
+  Isa isa;
+  int chunk;
+  int block_size;
+  int n_kv_blocks;  // 0: default
+  int max_batch_tokens;
+  bool prefix_cache;
+  std::string Describe() const {
+    return "threads=" + std::to_string(threads) + " isa=" + IsaName(isa) + " chunk=" + std::to_string(chunk) +
+           " block=" + std::to_string(block_size) + " kv_blocks=" + std::to_string(n_kv_blocks) +
+           " batch_tokens=" + std::to_string(max_batch_tokens) + " prefix_cache=" + (prefix_cache ? "on" : "off");
+  }
+};
+
+std::unique_ptr<Engine> MakeEngine(const std::string& path, const Config& c) {
+  auto m = Model::Load(path);
+  if (!m.ok()) return nullptr;
+  auto v = VocabFromGguf((*m)->file());
+  if (!v.ok()) return nullptr;
+  auto t = Tokenizer::Create(std::move(*v));
+  if (!t.ok()) return nullptr;
+  EngineOptions o;
+  o.n_ctx = 160;
+  o.n_threads = c.threads;
+  o.isa = c.isa;
+  o.chunk_size = c.chunk;
+  o.block_size = c.block_size;
+  o.n_kv_blocks = c.n_kv_blocks;
+  o.max_batch_tokens = c.max_batch_tokens;
+  o.prefix_cache = c.prefix_cache;
+  auto e = Engine::Create(std::move(*m), std::move(*t), o);
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+struct Outcome {
+  std::vector<std::vector<TokenOut>> tokens;
+  std::vector<std::string> text;
+  std::vector<FinishReason> finish;
+};
+
+std::string Key(const RequestParams& p) {
+  std::string k;
+  for (int32_t t : p.prompt) k += std::to_string(t) + ",";
+  return k + "|" + std::to_string(p.max_tokens) + "|" + std::to_string(p.n) + "|" +
+         std::to_string(p.temperature) + "|" + std::to_string(p.seed.value_or(0));
+}
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// "" when equal, else where they differ.
+std::string Compare(const Outcome& got, const Outcome& want) {
+  if (got.tokens.size() != want.tokens.size()) return "choice count";
+  for (size_t c = 0; c < want.tokens.size(); ++c) {
+    if (got.finish[c] != want.finish[c]) return "finish reason of choice " + std::to_string(c);
+    if (got.text[c] != want.text[c]) return "text of choice " + std::to_string(c);
+    if (got.tokens[c].size() != want.tokens[c].size()) return "token count of choice " + std::to_string(c);
+    for (size_t i = 0; i < want.tokens[c].size(); ++i) {
+      const TokenOut &g = got.tokens[c][i], &w = want.tokens[c][i];
+      const std::string at = " at choice " + std::to_string(c) + " step " + std::to_string(i);
+      if (g.logits_hash != w.logits_hash) return "logits" + at;
+      if (g.id != w.id) return "token" + at;
+      if (!SameBits(g.logprob, w.logprob)) return "logprob" + at;
+      if (g.top.size() != w.top.size()) return "top count" + at;
+      for (size_t k = 0; k < w.top.size(); ++k) {
+        if (g.top[k].id != w.top[k].id || !SameBits(g.top[k].logprob, w.top[k].logprob)) return "top logprobs" + at;
+      }
+    }
+  }
+  return "";
+}
+
+class Fixture {
+ public:
+  explicit Fixture(std::string path) : path_(std::move(path)) {
+    solo_ = MakeEngine(path_, {1, BestIsa(), 4096, 16, 0, 4096, false});
+    const std::vector<Config> configs = {
+        {1, Isa::kScalar, 1, 4, 0, 64, true},   {2, BestIsa(), 7, 16, 0, 512, true},
+        {3, BestIsa(), 64, 16, 24, 96, true},   {2, Isa::kScalar, 4096, 8, 0, 4096, false},
+        {3, BestIsa(), 7, 4, 0, 16, true},      {1, BestIsa(), 64, 16, 14, 512, true},
+        {2, BestIsa(), 1, 8, 40, 32, true},
+    };
+    for (const Config& c : configs) engines_.push_back({c, MakeEngine(path_, c)});
+  }
+  bool ok() const {
+    if (!solo_) return false;
+    for (const auto& e : engines_) if (!e.second) return false;
+    return true;
+  }
+  const Engine& solo() const { return *solo_; }
+
+  const Outcome& Solo(const RequestParams& p) {
+    const std::string k = Key(p);
+    auto it = solo_cache_.find(k);
+    if (it != solo_cache_.end()) return it->second;
+    auto c = solo_->Generate(p);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    Outcome o{c->tokens, c->text, c->finish};
+    return solo_cache_[k] = o;
+  }
+
+  // One scenario; returns failures as reproducer lines.
+  void Run(uint64_t seed, int max_requests, int* scenarios_run) {
+    std::mt19937_64 rng(seed);
+    auto& [cfg, eng] = engines_[rng() % engines_.size()];
+    const int n_vocab = eng->model().hparams().n_vocab;
+    const int n_req = 1 + static_cast<int>(rng() % max_requests);
+    // A pool of shared prefixes makes prefix-cache hits (warm, partial) likely.
+    std::vector<std::vector<int32_t>> prefixes;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<int32_t> p(1 + rng() % 40);
+      for (auto& t : p) t = 1 + static_cast<int32_t>(rng() % (n_vocab - 1));
+      prefixes.push_back(p);
+    }
+    std::vector<RequestParams> reqs(n_req);
+    for (auto& r : reqs) {
+      if (rng() % 3 != 0) r.prompt = prefixes[rng() % prefixes.size()];
+      const int extra = static_cast<int>(rng() % 40);
+      for (int i = 0; i < extra || r.prompt.empty(); ++i) r.prompt.push_back(1 + static_cast<int32_t>(rng() % (n_vocab - 1)));
+      r.max_tokens = 1 + static_cast<int>(rng() % 24);
+      r.n = rng() % 4 == 0 ? 2 : 1;
+      r.temperature = rng() % 2 ? 0.0f : 0.8f;
+      r.seed = rng() % 1000;
+      r.top_logprobs = 3;
+      r.ignore_eos = true;
+      r.logits_hash = true;
+    }
+    std::vector<Outcome> got(n_req);
+    std::vector<std::atomic<int>> open(n_req);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < n_req; ++i) {
+      got[i].tokens.resize(reqs[i].n);
+      got[i].text.resize(reqs[i].n);
+      got[i].finish.resize(reqs[i].n);
+    }
+    std::mutex mu;
+    for (int i = 0; i < n_req; ++i) {
+      if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+      open[i] = reqs[i].n;
+      auto sub = eng->Submit(reqs[i], [&, i](const RequestEvent& ev) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (ev.kind == RequestEvent::Kind::kToken) {
+          got[i].tokens[ev.choice].push_back(ev.token);
+          got[i].text[ev.choice] += ev.text_delta;
+        } else if (ev.kind == RequestEvent::Kind::kFinished) {
+          got[i].text[ev.choice] += ev.text_delta;
+          got[i].finish[ev.choice] = ev.finish;
+          --open[i];
+        }
+      });
+      ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    }
+    for (int i = 0; i < n_req; ++i) {
+      while (open[i] > 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ++*scenarios_run;
+    for (int i = 0; i < n_req; ++i) {
+      const std::string diff = Compare(got[i], Solo(reqs[i]));
+      EXPECT_EQ(diff, "") << "reproduce: STET_INVARIANCE_SEED=" << seed << " model=" << path_ << " "
+                          << cfg.Describe() << " requests=" << n_req << " request " << i
+                          << " prompt_len=" << reqs[i].prompt.size() << " differs from its solo run in " << diff;
+    }
+    // Scoring parity on the first request: teacher-forced logprobs equal the sampled ones.
+    RequestParams s;
+    s.prompt = reqs[0].prompt;
+    for (const auto& t : got[0].tokens[0]) s.prompt.push_back(t.id);
+    if (static_cast<int>(s.prompt.size()) < eng->n_ctx()) {
+      s.max_tokens = 0;
+      s.prompt_logprobs = true;
+      s.top_logprobs = 3;
+      auto sc = eng->Generate(s);
+      ASSERT_TRUE(sc.ok());
+      for (size_t j = 0; j < got[0].tokens[0].size(); ++j) {
+        const TokenOut& scored = sc->prompt_tokens[reqs[0].prompt.size() + j];
+        EXPECT_TRUE(SameBits(scored.logprob, got[0].tokens[0][j].logprob))
+            << "scoring parity: STET_INVARIANCE_SEED=" << seed << " step " << j;
+      }
+    }
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<Engine> solo_;
+  std::vector<std::pair<Config, std::unique_ptr<Engine>>> engines_;
+  std::map<std::string, Outcome> solo_cache_;
+};
+
+int Scenarios(int dflt) {
+  const char* env = std::getenv("STET_INVARIANCE_SCENARIOS");
+  return env ? std::atoi(env) : dflt;
+}
+
+void RunSuite(const std::string& path, int n, int max_requests, uint64_t salt) {
+  STET_REQUIRE_FILE(path);
+  Fixture f(path);
+  ASSERT_TRUE(f.ok());
+  int run = 0;
+  if (const char* one = std::getenv("STET_INVARIANCE_SEED")) {
+    f.Run(std::strtoull(one, nullptr, 10), max_requests, &run);
+    return;
+  }
+  for (int i = 0; i < n && !::testing::Test::HasFailure(); ++i) f.Run(salt * 1000003 + i, max_requests, &run);
+  std::printf("[ invariance ] %s: %d scenarios\n", path.substr(path.rfind('/') + 1).c_str(), run);
+}
+
+TEST(Invariance, Stories260K) {
+  RunSuite(testing::SharedDir() + "/models/stories260K/stories260K.gguf", Scenarios(120), 64, 1);
+}
+TEST(Invariance, Qwen2) { RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen2.gguf", Scenarios(30), 32, 2); }
+TEST(Invariance, Qwen3) { RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen3.gguf", Scenarios(30), 32, 3); }
+TEST(Invariance, Llama3Q8_0) {
+  RunSuite(testing::SourceDir() + "/tests/golden/arch/llama-q8_0.gguf", Scenarios(30), 32, 4);
+}
+
+}  // namespace
+}  // namespace stet
