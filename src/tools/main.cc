@@ -2,6 +2,9 @@
 // 1 the work failed (message on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
+#include "tools/cmd_drift.h"
+#include "tools/cmd_eval.h"
+#include "tools/cmd_probe.h"
 #include "tools/cmd_run.h"
 #include "tools/cmd_tokenize.h"
 #include "tools/common.h"
@@ -13,6 +16,9 @@ int main(int argc, char** argv) {
   int exit_code = stet::tools::kExitOk;
   stet::tools::AddRunCommand(app, &exit_code);
   stet::tools::AddTokenizeCommand(app, &exit_code);
+  stet::tools::AddProbeCommand(app, &exit_code);
+  stet::tools::AddEvalCommand(app, &exit_code);
+  stet::tools::AddDriftCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

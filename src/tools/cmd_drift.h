@@ -1,0 +1,12 @@
+// `stet drift`: logprob fingerprints of a fixed prompt set, compared with a
+// saved baseline or a second endpoint. Exit codes: 0 within the threshold (or
+// capture only), 1 over the threshold, 2 error — for cron and CI.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stet::tools {
+
+CLI::App* AddDriftCommand(CLI::App& app, int* exit_code);
+
+}  // namespace stet::tools

@@ -1,0 +1,12 @@
+// `stet eval` (repeated-run evaluation with confidence intervals) and
+// `stet eval compare A.json B.json` (paired A/B). Exit codes: 0 done, 2 error
+// (including any failed request; results are still written).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stet::tools {
+
+CLI::App* AddEvalCommand(CLI::App& app, int* exit_code);
+
+}  // namespace stet::tools

@@ -1,0 +1,11 @@
+// `stet probe`: is an OpenAI-compatible endpoint deterministic under load?
+// Exit codes: 0 deterministic, 1 divergence found, 2 error (or a void probe).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stet::tools {
+
+CLI::App* AddProbeCommand(CLI::App& app, int* exit_code);
+
+}  // namespace stet::tools
