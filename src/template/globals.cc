@@ -6,6 +6,7 @@
 #include <locale.h>
 #include <time.h>
 
+#include <algorithm>
 #include <map>
 
 #include "template/builtins.h"
@@ -63,14 +64,18 @@ void FillDict(DictData& d, const CallArgs& args, const char* fn) {
 
 class CyclerObj : public Object {
  public:
-  explicit CyclerObj(std::vector<Value> items) : items_(std::move(items)) {}
+  explicit CyclerObj(std::vector<Value> items) : items_(std::move(items)) {
+    uint32_t deepest = 0;
+    for (const Value& v : items_) deepest = std::max(deepest, v.nesting());
+    nesting = CheckedNesting(deepest);
+  }
   std::string TypeName() const override { return "Cycler"; }
   std::optional<Value> GetAttr(std::string_view name) const override {
     if (name == "current") return items_[pos_];
     if (name == "next" || name == "reset") {
-      const CyclerObj* self = this;
+      auto self = std::static_pointer_cast<const CyclerObj>(shared_from_this());
       bool next = name == "next";
-      return Value::Obj(std::make_shared<NativeFunction>(std::string(name), [self, next](Interpreter&, CallArgs&) {
+      auto fn = std::make_shared<NativeFunction>(std::string(name), [self, next](Interpreter&, CallArgs&) {
         if (!next) {
           self->pos_ = 0;
           return Value::None();
@@ -78,7 +83,9 @@ class CyclerObj : public Object {
         Value v = self->items_[self->pos_];
         self->pos_ = (self->pos_ + 1) % self->items_.size();
         return v;
-      }));
+      });
+      fn->nesting = CheckedNesting(nesting);
+      return Value::Obj(fn);
     }
     return std::nullopt;
   }

@@ -13,7 +13,11 @@ namespace {
 
 class LoopObj : public Object {
  public:
-  LoopObj(std::shared_ptr<const std::vector<Value>> items) : items_(std::move(items)) {}
+  explicit LoopObj(std::shared_ptr<const std::vector<Value>> items) : items_(std::move(items)) {
+    uint32_t deepest = 0;
+    for (const Value& v : *items_) deepest = std::max(deepest, v.nesting());
+    nesting = CheckedNesting(deepest);
+  }
   std::string TypeName() const override { return "LoopContext"; }
   std::string Repr() const override {
     return "<LoopContext " + std::to_string(index0_ + 1) + "/" + std::to_string(items_->size()) + ">";
@@ -47,14 +51,17 @@ class LoopObj : public Object {
       }));
     }
     if (name == "changed") {
-      const LoopObj* self = this;
-      return Value::Obj(std::make_shared<NativeFunction>("changed", [self](Interpreter&, CallArgs& a) {
+      auto self = std::static_pointer_cast<const LoopObj>(shared_from_this());
+      auto fn = std::make_shared<NativeFunction>("changed", [self](Interpreter&, CallArgs& a) {
         Value now = Value::List(a.positional);
         if (self->has_last_ && Equals(now, self->last_changed_)) return Value::Bool(false);
+        self->nesting = std::max(self->nesting, CheckedNesting(now.nesting()));
         self->last_changed_ = now;
         self->has_last_ = true;
         return Value::Bool(true);
-      }));
+      });
+      fn->nesting = CheckedNesting(nesting);
+      return Value::Obj(fn);
     }
     return std::nullopt;
   }
@@ -117,10 +124,11 @@ class MacroObj : public Object {
     Value caller;
     bool have_caller = false;
     for (auto& [k, v] : args.keyword) {
+      // As in Jinja, a keyword naming a parameter already filled by position
+      // is a leftover keyword argument.
       auto it = std::find(params.begin(), params.end(), k);
-      if (it != params.end()) {
-        size_t i = static_cast<size_t>(it - params.begin());
-        if (bound[i]) Throw(ErrorKind::kType, "macro '" + name_ + "' got multiple values for argument '" + k + "'");
+      size_t i = static_cast<size_t>(it - params.begin());
+      if (it != params.end() && !bound[i]) {
         scope->Set(k, v);
         bound[i] = true;
       } else if (k == "caller" && (def_->flags & kUsesCaller)) {

@@ -47,7 +47,9 @@ class NativeFunction : public Object {
 // `"a,b".split` before it is called.
 class BoundMethod : public Object {
  public:
-  BoundMethod(Value self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
+  BoundMethod(Value self, std::string name) : self_(std::move(self)), name_(std::move(name)) {
+    nesting = CheckedNesting(self_.nesting());
+  }
   std::string TypeName() const override { return "builtin_function_or_method"; }
   std::string Repr() const override {
     return "<built-in method " + name_ + " of " + stet::tmpl::TypeName(self_) + " object>";

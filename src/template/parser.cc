@@ -122,6 +122,14 @@ class Parser {
   // Parses until a block tag named in `end_tags` (left as the current token).
   std::vector<NodePtr> Subparse(const std::vector<std::string_view>& end_tags) {
     DepthGuard guard(this);
+    if (!end_tags.empty()) end_stack_.emplace_back(end_tags.begin(), end_tags.end());
+    struct Pop {
+      Parser* p;
+      bool active;
+      ~Pop() {
+        if (active) p->end_stack_.pop_back();
+      }
+    } pop{this, !end_tags.empty()};
     std::vector<NodePtr> body;
     while (Cur().type != TokType::kEof) {
       const Token& t = Cur();
@@ -156,14 +164,32 @@ class Parser {
     Expect(TokType::kBlockEnd, "end of statement block");
     std::vector<NodePtr> body = Subparse(end_tags);
     if (Cur().type == TokType::kEof) {
-      std::string expected;
-      for (auto tag : end_tags) expected += (expected.empty() ? "'" : " or '") + std::string(tag) + "'";
-      std::string open = tag_stack_.empty() ? "" : tag_stack_.back();
-      Fail(Cur(), "Unexpected end of template. Jinja was looking for the following tags: " + expected +
-                      ". The innermost block that needs to be closed is '" + open + "'.");
+      end_stack_.emplace_back(end_tags.begin(), end_tags.end());
+      FailUnknownTag(nullptr, Cur());
     }
     if (drop) Next();
     return body;
+  }
+
+  // Jinja's _fail_ut_eof: an unknown tag (name) or the end of the template (null).
+  [[noreturn]] void FailUnknownTag(const std::string* name, const Token& at) {
+    std::string msg = name ? "Encountered unknown tag '" + *name + "'." : "Unexpected end of template.";
+    if (!end_stack_.empty()) {
+      std::string looking;
+      for (const std::string& tag : end_stack_.back()) looking += (looking.empty() ? "'" : " or '") + tag + "'";
+      bool expected = false;
+      for (const auto& tags : end_stack_) {
+        expected = expected || (name && std::find(tags.begin(), tags.end(), *name) != tags.end());
+      }
+      if (expected) {
+        msg += " You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for " +
+               looking + ".";
+      } else {
+        msg += " Jinja was looking for the following tags: " + looking + ".";
+      }
+    }
+    if (!tag_stack_.empty()) msg += " The innermost block that needs to be closed is '" + tag_stack_.back() + "'.";
+    Fail(at, msg);
   }
 
   void ParseStatement(std::vector<NodePtr>& out) {
@@ -216,9 +242,8 @@ class Parser {
     } else if (OneOf(tag, {"extends", "include", "import", "from"})) {
       Fail(t, "'" + tag + "' needs a template loader, which chat templates do not have");
     } else {
-      std::string msg = "Encountered unknown tag '" + tag + "'.";
-      if (tag == "do") msg += " Jinja was looking for the 'do' extension, which transformers does not load.";
-      Fail(t, msg);
+      tag_stack_.pop_back();
+      FailUnknownTag(&tag, t);
     }
     tag_stack_.pop_back();
   }
@@ -743,6 +768,8 @@ class Parser {
 
   NodePtr ParseCall(NodePtr callee) {
     NodePtr n = Make(NodeKind::kCall, Cur());
+    n->line = callee->line;  // report calls where the callee is written
+    n->column = callee->column;
     n->a = std::move(callee);
     ParseCallArgs(*n);
     return n;
@@ -853,6 +880,7 @@ class Parser {
   int depth_ = 0;
   int loop_depth_ = 0;
   std::vector<std::string> tag_stack_;
+  std::vector<std::vector<std::string>> end_stack_;
 };
 
 }  // namespace

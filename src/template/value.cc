@@ -41,8 +41,16 @@ void ReprSeq(const ListData& l, std::string& out, int depth) {
   if (l.kind == SeqKind::kView) out += ')';
 }
 
+// Objects print through Repr() again (a namespace holding itself), so the
+// depth of nested reprs is counted per thread, not per call.
+thread_local int repr_depth = 0;
+
 void ReprInto(const Value& v, std::string& out, int depth) {
-  CheckDepth(depth);
+  struct Guard {
+    Guard() { ++repr_depth; }
+    ~Guard() { --repr_depth; }
+  } guard;
+  CheckDepth(std::max(depth, repr_depth));
   switch (v.kind()) {
     case Kind::kString:
       if (v.is_markup()) {
@@ -199,9 +207,19 @@ Value Value::Str(std::string s, bool markup) {
   return v;
 }
 
+uint32_t CheckedNesting(uint32_t deepest_child) {
+  if (deepest_child + 1 > kMaxNesting) {
+    Throw(ErrorKind::kLimit, "value nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
+  return deepest_child + 1;
+}
+
 Value Value::List(std::vector<Value> items, SeqKind kind) {
   Value v(Kind::kList);
+  uint32_t deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.nesting());
   auto d = std::make_shared<ListData>();
+  d->nesting = CheckedNesting(deepest);
   d->items = std::move(items);
   d->kind = kind;
   v.heap_ = std::move(d);
@@ -217,6 +235,9 @@ Value Value::Special(std::vector<Value> items, SeqKind kind, std::string type_na
 }
 
 Value Value::Dict(std::shared_ptr<DictData> d) {
+  uint32_t deepest = 0;
+  for (const auto& [k, val] : d->entries) deepest = std::max({deepest, k.nesting(), val.nesting()});
+  d->nesting = CheckedNesting(deepest);
   Value v(Kind::kDict);
   v.heap_ = std::move(d);
   return v;

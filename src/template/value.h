@@ -44,7 +44,14 @@ enum class SeqKind : uint8_t {
 
 struct HeapData {
   virtual ~HeapData() = default;
+  // Containers: 1 + the deepest nested container. Capped (kMaxNesting) so that
+  // freeing a value can never recurse deep enough to exhaust the stack.
+  mutable uint32_t nesting = 1;
 };
+
+inline constexpr uint32_t kMaxNesting = 1000;
+// 1 + deepest_child, or a kLimit error beyond kMaxNesting.
+uint32_t CheckedNesting(uint32_t deepest_child);
 
 struct StringData : HeapData {
   explicit StringData(std::string v) : s(std::move(v)) {}
@@ -86,8 +93,9 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keyword;
 };
 
-// Namespaces, loop contexts, macros, builtins and bound methods.
-class Object : public HeapData {
+// Namespaces, loop contexts, macros, builtins and bound methods. Always
+// created by make_shared, so methods can hand out owning references to self.
+class Object : public HeapData, public std::enable_shared_from_this<Object> {
  public:
   virtual std::string TypeName() const = 0;
   virtual std::string Repr() const { return "<" + TypeName() + " object>"; }
@@ -154,6 +162,7 @@ class Value {
   Object* object() const { return static_cast<Object*>(heap_.get()); }
   // Python's `is` for heap values: the same object.
   const void* identity() const { return heap_.get(); }
+  uint32_t nesting() const { return (is_list() || is_dict() || is_object()) ? heap_->nesting : 0; }
   // The message an UndefinedError would carry.
   std::string undefined_message() const;
   bool undefined_security() const;
