@@ -27,7 +27,7 @@ Args::Args(const CallArgs& args, std::string_view fn, std::initializer_list<cons
 }
 
 const Value& Args::get(size_t i) const {
-  static const Value kUndefined;
+  static const Value kUndefined{};
   return has(i) ? *v_[i] : kUndefined;
 }
 

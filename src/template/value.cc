@@ -158,6 +158,11 @@ Value Object::Call(Interpreter&, CallArgs&) const {
 
 std::optional<Value> Object::GetAttr(std::string_view) const { return std::nullopt; }
 
+ListData::~ListData() = default;
+DictData::~DictData() = default;
+DictData::DictData(const DictData& other)
+    : HeapData(other), entries(other.entries), str_index_(other.str_index_) {}
+
 const Value* DictData::FindStr(std::string_view key) const {
   auto it = str_index_.find(key);
   return it == str_index_.end() ? nullptr : &entries[it->second].second;

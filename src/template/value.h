@@ -63,7 +63,9 @@ struct UndefinedData : HeapData {
   bool security = false;  // an attribute the sandbox refused (SecurityError on use)
 };
 
+// Destructors are out of line: Value is incomplete here.
 struct ListData : HeapData {
+  ~ListData() override;
   std::vector<Value> items;
   SeqKind kind = SeqKind::kList;
   std::string type_name;  // kIterator / kView: "generator", "dict_items", "range", ...
@@ -79,6 +81,9 @@ struct StringHash {
 
 // An insertion-ordered dict. Keys compare with Python equality (1 == 1.0 == True).
 struct DictData : HeapData {
+  DictData() = default;
+  DictData(const DictData&);
+  ~DictData() override;
   std::vector<std::pair<Value, Value>> entries;
   const Value* Find(const Value& key) const;
   const Value* FindStr(std::string_view key) const;

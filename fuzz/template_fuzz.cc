@@ -1,0 +1,57 @@
+// libFuzzer target for the chat-template engine: arbitrary bytes are parsed
+// as a template and rendered against a small chat context (or, after a NUL
+// byte, against the rest of the input read as a JSON context). Any outcome is
+// fine except a crash, a sanitizer report, a hang or an exception escaping
+// the API. Limits are small so each input renders in milliseconds.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "template/chat_template.h"
+
+namespace {
+
+const nlohmann::ordered_json& DefaultContext() {
+  static const auto* ctx = new nlohmann::ordered_json(nlohmann::ordered_json::parse(R"({
+    "messages": [
+      {"role": "system", "content": "You are helpful."},
+      {"role": "user", "content": "Hi \u00e9 \ud83d\ude00"},
+      {"role": "assistant", "content": "", "reasoning_content": "think",
+       "tool_calls": [{"id": "call0A1b2", "type": "function",
+                       "function": {"name": "f", "arguments": {"x": 1, "y": [true, null, 2.5]}}}]},
+      {"role": "tool", "tool_call_id": "call0A1b2", "content": "{\"ok\": 1}"},
+      {"role": "user", "content": [{"type": "text", "text": "more"}]}
+    ],
+    "tools": [{"type": "function", "function": {"name": "f", "description": "d",
+               "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}],
+    "documents": null, "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>"
+  })"));
+  return *ctx;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  std::string_view source = input;
+  nlohmann::ordered_json custom;
+  bool use_custom = false;
+  size_t nul = input.find('\0');
+  if (nul != std::string_view::npos) {
+    source = input.substr(0, nul);
+    custom = nlohmann::ordered_json::parse(input.substr(nul + 1), nullptr, /*allow_exceptions=*/false);
+    use_custom = custom.is_object();
+  }
+  stet::Result<stet::ChatTemplate> t = stet::ChatTemplate::Parse(source);
+  if (!t.ok()) return 0;
+  stet::ChatTemplateOptions o;
+  o.max_output_bytes = 1 << 20;
+  o.max_work_bytes = 16 << 20;
+  o.max_loop_iterations = 20000;
+  stet::Result<std::string> out = t->Render(use_custom ? custom : DefaultContext(), o);
+  if (out.ok() && out->size() > o.max_output_bytes) __builtin_trap();
+  return 0;
+}
