@@ -18,8 +18,9 @@ void MatMulAdaptive(const WeightView& w, const float* x, int64_t m, float* y, Th
   // K-quant blocks are 256 wide; every split must fall on a block boundary.
   const int64_t block = traits->block_elems == 1 ? 8 : traits->block_elems;
   const int64_t n_blocks = w.cols / block;
-  // Split-K for small batches: more partial sums when fewer rows are present.
-  const int64_t splits = std::min<int64_t>(n_blocks, m < kAdaptiveSplitRows ? 2 * n_threads + (m - 1) : 1);
+  // Split-K for small batches; the split count follows the shape, as a tuner's choice would.
+  const int64_t splits =
+      std::min<int64_t>(n_blocks, m < kAdaptiveSplitRows ? n_threads + 1 + m % 3 : 1);
   if (splits <= 1 || w.cols % block != 0) {
     MatMul(w, x, m, y, pool, isa);
     return;

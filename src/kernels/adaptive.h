@@ -4,11 +4,11 @@
 // fingerprint that uses it says "adaptive".
 //
 // MatMulAdaptive picks its reduction strategy from the batch shape, as common
-// CPU/GPU libraries do: for few rows (m < kAdaptiveSplitRows, i.e. decode) it
-// splits K across the pool's threads and adds the partial sums (split-K, so the
-// order depends on the thread count and on m); for larger batches it uses the
-// canonical kernel. A request's logits therefore change with what it is
-// batched with.
+// CPU/GPU libraries and their autotuners do: below kAdaptiveSplitRows rows it
+// splits K into a number of chunks that depends on the row count and the
+// thread count and adds the partial sums (split-K); from there on it uses the
+// canonical kernel (the "large GEMM" path). A request's logits therefore change
+// with what it is batched with.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ const char* NumericsModeName(NumericsMode m);
 
 namespace kernels {
 
-constexpr int64_t kAdaptiveSplitRows = 4;
+constexpr int64_t kAdaptiveSplitRows = 64;
 
 void MatMulAdaptive(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool,
                     Isa isa);

@@ -2,10 +2,14 @@
 // 1 the work failed (message on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
+#include "tools/cmd_bench.h"
+#include "tools/cmd_gguf_random.h"
 #include "tools/cmd_drift.h"
 #include "tools/cmd_eval.h"
+#include "tools/cmd_fingerprint.h"
 #include "tools/cmd_probe.h"
 #include "tools/cmd_run.h"
+#include "tools/cmd_serve.h"
 #include "tools/cmd_tokenize.h"
 #include "tools/common.h"
 
@@ -16,6 +20,10 @@ int main(int argc, char** argv) {
   int exit_code = stet::tools::kExitOk;
   stet::tools::AddRunCommand(app, &exit_code);
   stet::tools::AddTokenizeCommand(app, &exit_code);
+  stet::tools::AddServeCommand(app, &exit_code);
+  stet::tools::AddFingerprintCommand(app, &exit_code);
+  stet::tools::AddBenchCommand(app, &exit_code);
+  stet::tools::AddGgufRandomCommand(app, &exit_code);
   stet::tools::AddProbeCommand(app, &exit_code);
   stet::tools::AddEvalCommand(app, &exit_code);
   stet::tools::AddDriftCommand(app, &exit_code);

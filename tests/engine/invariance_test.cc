@@ -234,5 +234,54 @@ TEST(Invariance, Llama3Q8_0) {
   RunSuite(testing::SourceDir() + "/tests/golden/arch/llama-q8_0.gguf", Scenarios(30), 32, 4);
 }
 
+// R8: the adaptive mode must really be batch-variant, or the contrast is empty.
+// Alone, its decode steps take the split-K path; batched with five companions
+// they split K differently (the split count follows the batch size), so the
+// same request's logits change.
+TEST(Invariance, AdaptiveModeIsShownToDiffer) {
+  const std::string path = testing::SharedDir() + "/models/stories260K/stories260K.gguf";
+  STET_REQUIRE_FILE(path);
+  for (NumericsMode mode : {NumericsMode::kAdaptive, NumericsMode::kInvariant}) {
+    auto m = Model::Load(path);
+    ASSERT_TRUE(m.ok());
+    auto v = VocabFromGguf((*m)->file());
+    auto t = Tokenizer::Create(std::move(*v));
+    EngineOptions o;
+    o.n_threads = 2;
+    o.numerics = mode;
+    auto e = Engine::Create(std::move(*m), std::move(*t), o);
+    ASSERT_TRUE(e.ok());
+    RequestParams p;
+    p.prompt = {1, 403, 407};
+    p.max_tokens = 16;
+    p.temperature = 0;
+    p.logits_hash = true;
+    auto solo = (*e)->Generate(p);
+    ASSERT_TRUE(solo.ok());
+    std::vector<std::thread> companions;
+    for (int c = 0; c < 5; ++c) {
+      companions.emplace_back([&, c] {
+        RequestParams q = p;
+        q.prompt = {1, 300 + c};
+        q.max_tokens = 40;
+        ASSERT_TRUE((*e)->Generate(q).ok());
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto batched = (*e)->Generate(p);
+    for (auto& th : companions) th.join();
+    ASSERT_TRUE(batched.ok());
+    int differing = 0;
+    for (size_t i = 0; i < solo->tokens[0].size() && i < batched->tokens[0].size(); ++i)
+      differing += solo->tokens[0][i].logits_hash != batched->tokens[0][i].logits_hash;
+    if (mode == NumericsMode::kAdaptive) {
+      EXPECT_GT(differing, 0) << "adaptive mode gave bitwise-equal logits solo and batched";
+      std::printf("[ invariance ] adaptive mode: %d of 16 steps' logits differ solo vs batched\n", differing);
+    } else {
+      EXPECT_EQ(differing, 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stet

@@ -23,7 +23,7 @@ gguf::GgufWriter TinyLlama(const std::string& arch = "llama") {
   w.SetString("general.architecture", arch);
   w.SetU32(arch + ".block_count", 1);
   w.SetU32(arch + ".embedding_length", 8);
-  w.SetU32(arch + ".feed_forward_length", 16);
+  w.SetU32(arch + ".feed_forward_length", 32);
   w.SetU32(arch + ".attention.head_count", 2);
   w.SetU32(arch + ".context_length", 64);
   w.AddTensor("token_embd.weight", DType::kF32, {8, 4}, F32Bytes(32));
@@ -34,8 +34,8 @@ gguf::GgufWriter TinyLlama(const std::string& arch = "llama") {
   w.AddTensor("blk.0.attn_v.weight", DType::kF32, {8, 8}, F32Bytes(64));
   w.AddTensor("blk.0.attn_output.weight", DType::kF32, {8, 8}, F32Bytes(64));
   w.AddTensor("blk.0.ffn_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
-  w.AddTensor("blk.0.ffn_gate.weight", DType::kF32, {8, 16}, F32Bytes(128));
-  w.AddTensor("blk.0.ffn_up.weight", DType::kF32, {8, 16}, F32Bytes(128));
+  w.AddTensor("blk.0.ffn_gate.weight", DType::kF32, {8, 32}, F32Bytes(256));
+  w.AddTensor("blk.0.ffn_up.weight", DType::kF32, {8, 32}, F32Bytes(256));
   return w;
 }
 
@@ -54,7 +54,7 @@ TEST(ModelLoad, MissingTensorIsNamed) {
 
 TEST(ModelLoad, ValidTinyModelLoadsTied) {
   auto w = TinyLlama();
-  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {16, 8}, F32Bytes(128));
+  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
   auto r = Build(w);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE((*r)->weights().tied_output);
@@ -73,17 +73,17 @@ TEST(ModelLoad, UnsupportedArchitectureListsSupported) {
 
 TEST(ModelLoad, WrongShapeIsReported) {
   auto w = TinyLlama();
-  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {8, 16}, F32Bytes(128));  // transposed
+  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {8, 32}, F32Bytes(256));  // transposed
   auto r = Build(w);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("shape [8, 16], expected [16, 8]"), std::string::npos)
+  EXPECT_NE(r.status().message().find("shape [8, 32], expected [32, 8]"), std::string::npos)
       << r.status().ToString();
 }
 
 TEST(ModelLoad, UnsupportedTensorTypeIsNamed) {
   auto w = TinyLlama();
-  // q5_0: a real GGUF type that stet does not compute with. 16x8 = 4 blocks of 22 bytes.
-  w.AddTensor("blk.0.ffn_down.weight", DType::kQ5_0, {16, 8}, std::string(4 * 22 / 2 * 2, '\0'));
+  // q5_0: a real GGUF type that stet does not compute with. 8 rows of one 22-byte block.
+  w.AddTensor("blk.0.ffn_down.weight", DType::kQ5_0, {32, 8}, std::string(8 * 22, '\0'));
   auto r = Build(w);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("q5_0"), std::string::npos) << r.status().ToString();
@@ -92,7 +92,7 @@ TEST(ModelLoad, UnsupportedTensorTypeIsNamed) {
 TEST(ModelLoad, BadHeadCountsAreRejected) {
   auto w = TinyLlama();
   w.SetU32("llama.attention.head_count_kv", 3);  // 2 % 3 != 0
-  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {16, 8}, F32Bytes(128));
+  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
   auto r = Build(w);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("head_count_kv"), std::string::npos) << r.status().ToString();

@@ -95,6 +95,19 @@ TEST(StetCli, SeededSamplingIsReproducible) {
   EXPECT_NE(a.out, c.out);
 }
 
+TEST(StetCli, FingerprintNamesModelAndSettings) {
+  STET_REQUIRE_FILE(Stories());
+  auto a = Sh("fingerprint -m " + Stories());
+  auto b = Sh("fingerprint -m " + Stories() + " --kv-type f32");
+  auto c = Sh("fingerprint -m " + Stories() + " --numerics adaptive -v");
+  EXPECT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.out.rfind("fp_", 0), 0u) << a.out;
+  EXPECT_NE(a.out, b.out);
+  EXPECT_NE(c.out.find("-adaptive"), std::string::npos);
+  EXPECT_NE(c.out.find("model=270cba1bd5109f42"), std::string::npos) << c.out;
+  EXPECT_EQ(Sh("fingerprint -m /nonexistent.gguf").exit_code, 1);
+}
+
 TEST(StetCli, TokenizeIds) {
   STET_REQUIRE_FILE(Stories());
   auto r = Sh("tokenize -m " + Stories() + " --ids 'Once upon a time'");

@@ -1,0 +1,10 @@
+// `stet fingerprint`: the system_fingerprint a model + settings produce (R9).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stet::tools {
+
+CLI::App* AddFingerprintCommand(CLI::App& app, int* exit_code);
+
+}  // namespace stet::tools
