@@ -1,0 +1,422 @@
+// `stet bench`: times Forward::Run the way llama-bench times llama_decode, so the two
+// can be compared on one file. ppN: one batch of N prompt tokens (logits for the last),
+// fresh KV each rep. tgN: N single-token steps (logits each) from an empty cache, as
+// llama-bench's tgN, or after --tg-prompt untimed prompt tokens. tgN xB: B independent
+// sequences, one Forward::Run of B tokens per step; aggregate tokens/s. Each test gets
+// one untimed warm-up run; the reported value is the median over --reps.
+#include "tools/cmd_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "base/rng.h"
+#include "base/thread_pool.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "tools/common.h"
+
+namespace stet::tools {
+
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::vector<int> n_prompt{128};
+  std::vector<int> n_gen{128};
+  std::vector<int> batch{1};
+  int tg_prompt = 0;
+  int threads = 0;
+  int reps = 5;
+  std::string isa = "auto";
+  std::string numerics = "invariant";
+  std::string kv_type = "f16";
+  bool json = false;
+};
+
+// The numerics modes bench can run. The hook for the adaptive (batch-variant, rule R8)
+// mode: accept it here and hand it to Forward once Forward takes a mode.
+enum class BenchNumerics { kInvariant };
+
+Result<BenchNumerics> ParseNumerics(const std::string& name) {
+  if (name == "invariant") return BenchNumerics::kInvariant;
+  if (name == "adaptive") {
+    return Unimplemented(
+        "--numerics adaptive is not available yet: the adaptive (batch-variant) mode has not "
+        "landed in this build; only 'invariant' can be measured");
+  }
+  return InvalidArgument("unknown --numerics '" + name + "' (expected invariant)");
+}
+
+const char* NumericsName(BenchNumerics) { return "invariant"; }
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct TestResult {
+  std::string name;  // "pp128", "tg128", "tg128x4"
+  std::string kind;  // "pp" or "tg"
+  int n_prompt = 0;
+  int n_gen = 0;
+  int batch = 1;
+  std::vector<double> seconds;  // per rep
+  std::vector<double> tok_s;    // per rep
+  double median_tok_s = 0;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A token id for (rep, sequence, position): varied but reproducible.
+int32_t TokenAt(uint32_t rep, uint32_t seq, uint32_t pos, int n_vocab) {
+  const auto r = Philox4x32({pos, seq, rep, 0x62656e63u}, {0x73746574u, 0});
+  return static_cast<int32_t>(r[0] % static_cast<uint32_t>(n_vocab));
+}
+
+class Bench {
+ public:
+  Bench(const Model& model, ThreadPool* pool, Isa isa, DType kv_type, int max_ctx)
+      : model_(model), kv_type_(kv_type), forward_(model, pool, isa, max_ctx) {}
+
+  // One pp rep: a fresh cache (positions restart at 0; every row read is written first).
+  Result<double> Prefill(KvCache& kv, int n, uint32_t rep) {
+    batch_.clear();
+    for (int i = 0; i < n; ++i) {
+      batch_.push_back({TokenAt(rep, 0, i, n_vocab()), i, 0, i + 1 == n});
+    }
+    logits_.clear();
+    const double t0 = Now();
+    STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+    return Now() - t0;
+  }
+
+  // One tg rep for b sequences: untimed prompt of p tokens each, then n timed steps.
+  Result<double> Decode(KvCache& kv, int b, int p, int n, uint32_t rep) {
+    if (p > 0) {
+      batch_.clear();
+      for (int s = 0; s < b; ++s) {
+        for (int i = 0; i < p; ++i) batch_.push_back({TokenAt(rep, s, i, n_vocab()), i, s, false});
+      }
+      STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+    }
+    const double t0 = Now();
+    for (int step = 0; step < n; ++step) {
+      batch_.clear();
+      for (int s = 0; s < b; ++s) {
+        batch_.push_back({TokenAt(rep, s, p + step, n_vocab()), p + step, s, true});
+      }
+      logits_.clear();
+      STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+    }
+    return Now() - t0;
+  }
+
+  const HParams& hp() const { return model_.hparams(); }
+  DType kv_type() const { return kv_type_; }
+
+ private:
+  int n_vocab() const { return model_.hparams().n_vocab; }
+  const Model& model_;
+  DType kv_type_;
+  Forward forward_;
+  std::vector<BatchToken> batch_;
+  std::vector<float> logits_;
+};
+
+Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) {
+  for (int p : a.n_prompt) {
+    if (p <= 0) continue;
+    TestResult r;
+    r.name = "pp" + std::to_string(p);
+    r.kind = "pp";
+    r.n_prompt = p;
+    KvCache kv(bench.hp(), 1, p, bench.kv_type());
+    if (auto warm_up = bench.Prefill(kv, p, 1000); !warm_up.ok()) return warm_up.status();
+    for (int rep = 0; rep < a.reps; ++rep) {
+      STET_ASSIGN_OR_RETURN(double s, bench.Prefill(kv, p, rep));
+      r.seconds.push_back(s);
+      r.tok_s.push_back(p / s);
+    }
+    out->push_back(std::move(r));
+  }
+  for (int n : a.n_gen) {
+    if (n <= 0) continue;
+    for (int b : a.batch) {
+      TestResult r;
+      r.name = "tg" + std::to_string(n) + (b > 1 ? "x" + std::to_string(b) : "");
+      r.kind = "tg";
+      r.n_prompt = a.tg_prompt;
+      r.n_gen = n;
+      r.batch = b;
+      KvCache kv(bench.hp(), b, a.tg_prompt + n, bench.kv_type());
+      auto warm_up = bench.Decode(kv, b, a.tg_prompt, 1, 1000);
+      if (!warm_up.ok()) return warm_up.status();
+      for (int rep = 0; rep < a.reps; ++rep) {
+        STET_ASSIGN_OR_RETURN(double s, bench.Decode(kv, b, a.tg_prompt, n, rep));
+        r.seconds.push_back(s);
+        r.tok_s.push_back(static_cast<double>(b) * n / s);
+      }
+      out->push_back(std::move(r));
+    }
+  }
+  for (TestResult& r : *out) r.median_tok_s = Median(r.tok_s);
+  return Status::Ok();
+}
+
+std::string CpuModel() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+// general.file_type as llama.cpp names it (enum llama_ftype), for the mixes stet runs.
+std::string FileTypeName(const gguf::GgufFile& f) {
+  const gguf::MetaValue* v = f.Find("general.file_type");
+  if (!v || !v->AsUInt()) return "";
+  static const std::map<uint64_t, const char*> kNames = {
+      {0, "f32"},     {1, "f16"},     {2, "q4_0"},    {3, "q4_1"},    {7, "q8_0"},
+      {10, "q2_k"},   {11, "q3_k_s"}, {12, "q3_k_m"}, {13, "q3_k_l"}, {14, "q4_k_s"},
+      {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"}, {18, "q6_k"},   {32, "bf16"}};
+  auto it = kNames.find(*v->AsUInt());
+  return it == kNames.end() ? "ftype" + std::to_string(*v->AsUInt()) : it->second;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+template <typename T, typename F>
+std::string JsonArray(const std::vector<T>& v, F format) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + format(v[i]);
+  return out + "]";
+}
+
+struct ModelFacts {
+  std::string name, arch, type;
+  std::map<std::string, int> tensor_types;
+  int64_t n_params = 0;
+};
+
+ModelFacts Facts(const Model& m) {
+  ModelFacts f;
+  const gguf::GgufFile& file = m.file();
+  auto name = file.GetString("general.name");
+  f.name = name.ok() ? *name : "";
+  f.arch = m.hparams().arch->name;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    f.tensor_types[DTypeName(t.type)] += 1;
+    f.n_params += t.n_elements;
+  }
+  f.type = FileTypeName(file);
+  if (f.type.empty()) {  // the type of the most 2-D tensors
+    std::map<std::string, int> matrices;
+    for (const gguf::TensorInfo& t : file.tensors()) {
+      if (t.dims.size() == 2) matrices[DTypeName(t.type)] += 1;
+    }
+    int best = -1;
+    for (const auto& [type, count] : matrices) {
+      if (count > best) f.type = type, best = count;
+    }
+  }
+  return f;
+}
+
+void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const char* numerics,
+               const std::vector<TestResult>& tests) {
+  const ModelFacts f = Facts(m);
+  auto ints = [](int v) { return std::to_string(v); };
+  const char* commit = std::getenv("STET_GIT_COMMIT");
+  // The headline numbers: the first pp test, and the first tg test (aggregate over its
+  // batch, which decode_batch names; B = 1 unless --batch leaves 1 out).
+  double prefill = -1, decode = -1;
+  int decode_batch = 0;
+  for (const TestResult& t : tests) {
+    if (t.kind == "pp" && prefill < 0) prefill = t.median_tok_s;
+    if (t.kind == "tg" && decode < 0) decode = t.median_tok_s, decode_batch = t.batch;
+  }
+  std::string types = "{";
+  for (const auto& [type, count] : f.tensor_types) {
+    types += (types.size() > 1 ? ", " : "") + JsonString(type) + ": " + std::to_string(count);
+  }
+  types += "}";
+  std::string o = "{\n";
+  auto field = [&o](const std::string& key, const std::string& value) {
+    o += "  " + JsonString(key) + ": " + value + ",\n";
+  };
+  field("tool", JsonString("stet bench"));
+  field("model", JsonString(a.model));
+  field("model_name", JsonString(f.name));
+  field("arch", JsonString(f.arch));
+  field("type", JsonString(f.type));
+  field("tensor_types", types);
+  field("n_layer", ints(m.hparams().n_layer));
+  field("n_params", std::to_string(f.n_params));
+  field("weight_bytes", std::to_string(m.weight_bytes()));
+  field("file_bytes", std::to_string(m.file().file_size()));
+  field("threads", ints(threads));
+  field("isa", JsonString(IsaName(isa)));
+  field("numerics", JsonString(numerics));
+  field("kv_type", JsonString(a.kv_type));
+  field("n_prompt", JsonArray(a.n_prompt, ints));
+  field("n_gen", JsonArray(a.n_gen, ints));
+  field("batch", JsonArray(a.batch, ints));
+  field("tg_prompt", ints(a.tg_prompt));
+  field("reps", ints(a.reps));
+  field("commit", commit && *commit ? JsonString(commit) : "null");
+  field("cpu", JsonString(CpuModel()));
+  field("prefill_tok_s", prefill >= 0 ? JsonNumber(prefill) : "null");
+  field("decode_tok_s", decode >= 0 ? JsonNumber(decode) : "null");
+  field("decode_batch", decode >= 0 ? ints(decode_batch) : "null");
+  o += "  \"tests\": [";
+  for (size_t i = 0; i < tests.size(); ++i) {
+    const TestResult& t = tests[i];
+    o += std::string(i ? "," : "") + "\n    {\"test\": " + JsonString(t.name) +
+         ", \"kind\": " + JsonString(t.kind) + ", \"n_prompt\": " + ints(t.n_prompt) +
+         ", \"n_gen\": " + ints(t.n_gen) + ", \"batch\": " + ints(t.batch) +
+         ", \"median_tok_s\": " + JsonNumber(t.median_tok_s) +
+         ", \"tok_s\": " + JsonArray(t.tok_s, JsonNumber) +
+         ", \"seconds\": " + JsonArray(t.seconds, JsonNumber) + "}";
+  }
+  o += "\n  ]\n}\n";
+  std::fputs(o.c_str(), stdout);
+}
+
+void PrintTable(const BenchArgs& a, const Model& m, Isa isa, int threads, const char* numerics,
+                const std::vector<TestResult>& tests) {
+  const ModelFacts f = Facts(m);
+  std::printf("model: %s (%s%s%s, %s, %d layers, %.2f M params)\n", a.model.c_str(),
+              f.name.c_str(), f.name.empty() ? "" : ", ", f.arch.c_str(), f.type.c_str(),
+              m.hparams().n_layer, f.n_params / 1e6);
+  std::printf("weights read per token: %.1f MiB; isa %s, %d threads, numerics %s, kv %s; cpu %s\n\n",
+              m.weight_bytes() / 1048576.0, IsaName(isa), threads, numerics,
+              a.kv_type.c_str(), CpuModel().c_str());
+  std::printf("| %-10s | %5s | %4s | %12s | %10s | %10s |\n", "test", "batch", "reps",
+              "t/s (median)", "min", "max");
+  std::printf("|%s|%s|%s|%s|%s|%s|\n", "------------", "------:", "-----:", "-------------:",
+              "-----------:", "-----------:");
+  for (const TestResult& t : tests) {
+    const auto [lo, hi] = std::minmax_element(t.tok_s.begin(), t.tok_s.end());
+    std::printf("| %-10s | %5d | %4zu | %12.2f | %10.2f | %10.2f |\n", t.name.c_str(), t.batch,
+                t.tok_s.size(), t.median_tok_s, *lo, *hi);
+  }
+}
+
+int RunBench(const BenchArgs& a) {
+  auto usage = [](const std::string& msg) {
+    std::fprintf(stderr, "stet: error: %s\n", msg.c_str());
+    return kExitUsage;
+  };
+  auto numerics = ParseNumerics(a.numerics);
+  if (!numerics.ok()) return usage(numerics.status().message());
+  auto isa = ParseIsa(a.isa);
+  if (!isa.ok()) return ReportError(isa.status());
+  DType kv_type;
+  if (a.kv_type == "f16") kv_type = DType::kF16;
+  else if (a.kv_type == "f32") kv_type = DType::kF32;
+  else return usage("--kv-type must be f16 or f32, not '" + a.kv_type + "'");
+  if (a.reps < 1) return usage("--reps must be at least 1");
+  if (a.tg_prompt < 0) return usage("--tg-prompt must be >= 0");
+  for (int v : a.n_prompt) if (v < 0) return usage("-p values must be >= 0");
+  for (int v : a.n_gen) if (v < 0) return usage("-n values must be >= 0");
+  for (int v : a.batch) if (v < 1) return usage("--batch values must be >= 1");
+
+  auto model = Model::Load(a.model, /*progress=*/!a.json);
+  if (!model.ok()) return ReportError(model.status());
+  const Model& m = **model;
+  int max_ctx = 1;
+  for (int p : a.n_prompt) max_ctx = std::max(max_ctx, p);
+  for (int n : a.n_gen) max_ctx = std::max(max_ctx, a.tg_prompt + n);
+  if (max_ctx > m.hparams().n_ctx_train) {
+    return ReportError(InvalidArgument("the tests need " + std::to_string(max_ctx) +
+                                       " positions; the model was trained for " +
+                                       std::to_string(m.hparams().n_ctx_train)));
+  }
+  const int threads =
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  ThreadPool pool(std::max(1, threads));
+  Bench bench(m, &pool, *isa, kv_type, max_ctx);
+  std::vector<TestResult> tests;
+  Status st = RunTests(a, bench, &tests);
+  if (!st.ok()) return ReportError(st);
+  if (a.json) {
+    PrintJson(a, m, *isa, threads, NumericsName(*numerics), tests);
+  } else {
+    PrintTable(a, m, *isa, threads, NumericsName(*numerics), tests);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<BenchArgs>();
+  a->model = DefaultModelPath();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
+      "KV each rep); tgN = N single-token decode steps from an empty cache (or after "
+      "--tg-prompt tokens); with --batch B > 1, tgNxB = B sequences decoding N tokens each, "
+      "one forward call of B tokens per step (aggregate tokens/s). One untimed warm-up per "
+      "test; medians over --reps. Lists are comma-separated (-p 128,512).");
+  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths for ppN (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", a->n_gen, "Decode lengths for tgN (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-b,--batch", a->batch, "Sequences decoding at once (1: plain tg)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--tg-prompt", a->tg_prompt,
+                  "Untimed prompt tokens per sequence before the timed decode steps")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores)")->capture_default_str();
+  cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar or avx2")->capture_default_str();
+  cmd->add_option("--numerics", a->numerics,
+                  "Numerics mode: invariant (adaptive: not available yet)")
+      ->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
+  cmd->callback([a, exit_code] { *exit_code = RunBench(*a); });
+  return cmd;
+}
+
+}  // namespace stet::tools

@@ -1,0 +1,131 @@
+// `stet bench` and `stet gguf-random` as bench/run.py uses them: bench --json prints one
+// JSON object with positive prefill and decode speeds; gguf-random writes a model that
+// bench runs; bad flags exit 2 with a message; --numerics adaptive is refused for now.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "support/test_support.h"
+
+namespace stet {
+namespace {
+
+struct Output {
+  int exit_code;
+  std::string out;
+};
+
+// Runs `stet ARGS`; captures stdout (and stderr when asked).
+Output Sh(const std::string& args, bool with_stderr = false) {
+  const std::string cmd =
+      std::string(STET_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  Output o{-1, {}};
+  if (!p) return o;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int status = pclose(p);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
+
+TEST(BenchCli, JsonOnStories260K) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("bench -m " + Stories() + " -p 8 -n 4 --reps 1 -t 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    FAIL() << "not JSON: " << e.what() << "\n" << r.out;
+  }
+  ASSERT_TRUE(j["prefill_tok_s"].is_number()) << r.out;
+  ASSERT_TRUE(j["decode_tok_s"].is_number()) << r.out;
+  EXPECT_GT(j["prefill_tok_s"].get<double>(), 0);
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+  EXPECT_EQ(j["decode_batch"], 1);
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["numerics"], "invariant");
+  EXPECT_GT(j["weight_bytes"].get<int64_t>(), 0);
+  EXPECT_FALSE(j["cpu"].get<std::string>().empty());
+  ASSERT_EQ(j["tests"].size(), 2u);
+  EXPECT_EQ(j["tests"][0]["test"], "pp8");
+  EXPECT_EQ(j["tests"][1]["test"], "tg4");
+  EXPECT_EQ(j["tests"][1]["tok_s"].size(), 1u);
+}
+
+TEST(BenchCli, BatchedDecodeAndTable) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("bench -m " + Stories() + " -p 0 -n 3 --batch 1,3 --tg-prompt 2 --reps 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_TRUE(j["prefill_tok_s"].is_null());
+  ASSERT_EQ(j["tests"].size(), 2u);
+  EXPECT_EQ(j["tests"][1]["test"], "tg3x3");
+  EXPECT_EQ(j["tests"][1]["batch"], 3);
+  EXPECT_GT(j["tests"][1]["median_tok_s"].get<double>(), 0);
+  EXPECT_EQ(j["tests"][1]["tok_s"].size(), 2u);
+
+  auto t = Sh("bench -m " + Stories() + " -p 4 -n 2 --reps 1");
+  EXPECT_EQ(t.exit_code, 0);
+  EXPECT_NE(t.out.find("| pp4"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("| tg2"), std::string::npos) << t.out;
+}
+
+TEST(BenchCli, UsageErrors) {
+  auto h = Sh("bench --help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("--numerics"), std::string::npos);
+  auto adaptive = Sh("bench -m /nonexistent.gguf --numerics adaptive", true);
+  EXPECT_EQ(adaptive.exit_code, 2);
+  EXPECT_NE(adaptive.out.find("adaptive"), std::string::npos) << adaptive.out;
+  EXPECT_EQ(Sh("bench -m /nonexistent.gguf --numerics sloppy").exit_code, 2);
+  EXPECT_EQ(Sh("bench -m /nonexistent.gguf --reps 0").exit_code, 2);
+  auto missing = Sh("bench -m /nonexistent.gguf", true);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("error"), std::string::npos) << missing.out;
+}
+
+TEST(GgufRandomCli, HelpAndBadShape) {
+  auto h = Sh("gguf-random --help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("--shape"), std::string::npos);
+  EXPECT_NE(h.out.find("q8_0"), std::string::npos);  // the K-quant fallback is documented
+  const std::string out = ::testing::TempDir() + "/never.gguf";
+  auto bad = Sh("gguf-random --shape gpt-5 --type q4_1 -o " + out, true);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("gpt-5"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("smollm2-135m"), std::string::npos) << bad.out;
+  auto bad_type = Sh("gguf-random --shape tiny --type q5_0 -o " + out, true);
+  EXPECT_EQ(bad_type.exit_code, 2);
+  EXPECT_NE(bad_type.out.find("q5_0"), std::string::npos) << bad_type.out;
+  EXPECT_EQ(Sh("gguf-random --shape tiny --layers 9 -o " + out).exit_code, 2);
+  EXPECT_EQ(Sh("gguf-random --shape tiny").exit_code, 2);  // -o is required
+}
+
+TEST(GgufRandomCli, WritesAModelBenchRuns) {
+  const std::string path = ::testing::TempDir() + "/tiny_q4_k.gguf";
+  auto w = Sh("gguf-random --shape tiny --type q4_k --seed 3 -o " + path, true);
+  ASSERT_EQ(w.exit_code, 0) << w.out;
+  auto r = Sh("bench -m " + path + " -p 4 -n 2 --reps 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["type"], "q4_k_s");
+  EXPECT_EQ(j["tensor_types"]["q4_k"], 14);  // 2 layers x 7 matrices; the embedding is q6_k
+  EXPECT_EQ(j["tensor_types"]["q6_k"], 1);
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace stet
