@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's llama-bench and llama-batched-bench, the peer that bench/run.py measures stet
+# against, from the llama.cpp sources vendored in the llama-cpp-python sdist (a pinned, hashable
+# release), into ~/.cache/stet/llama.cpp-<version>/ — outside git: no llama.cpp code is committed.
+# Writes build-info.txt there (sdist version, vendored llama.cpp commit, CMake flags, compiler),
+# which run.py copies into the results header. Idempotent: an existing build is kept.
+#
+# Usage: bench/build_llamacpp.sh [LLAMA_CPP_PYTHON_VERSION]   (default 0.3.36)
+# Env:   JOBS (default: nproc), STET_LLAMACPP_DIR (default ~/.cache/stet/llama.cpp-<version>)
+set -euo pipefail
+
+VERSION="${1:-0.3.36}"
+DEST="${STET_LLAMACPP_DIR:-$HOME/.cache/stet/llama.cpp-$VERSION}"
+JOBS="${JOBS:-$(nproc)}"
+CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF
+             -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF)
+
+if [[ -x "$DEST/bin/llama-bench" && -x "$DEST/bin/llama-batched-bench" && -f "$DEST/build-info.txt" ]]; then
+  echo "llama.cpp already built in $DEST"
+  exit 0
+fi
+
+mkdir -p "$DEST"
+cd "$DEST"
+SDIST="llama_cpp_python-$VERSION.tar.gz"
+if [[ ! -f "$SDIST" ]]; then
+  python3 -m pip download --no-binary :all: --no-deps "llama-cpp-python==$VERSION" -d .
+fi
+if [[ ! -d "src" ]]; then
+  rm -rf unpack && mkdir unpack
+  tar xzf "$SDIST" -C unpack
+  mv "unpack/llama_cpp_python-$VERSION" src
+  rm -rf unpack
+fi
+LLAMA_SRC="src/vendor/llama.cpp"
+# The sdist keeps the submodule's HEAD (its own .git is a pointer into the parent's modules dir).
+COMMIT="$(cat src/.git/modules/vendor/llama.cpp/HEAD 2>/dev/null || echo unknown)"
+
+cmake -S "$LLAMA_SRC" -B build "${CMAKE_FLAGS[@]}"
+cmake --build build --target llama-bench llama-batched-bench -j "$JOBS"
+mkdir -p bin
+cp build/bin/llama-bench build/bin/llama-batched-bench bin/
+
+{
+  echo "llama_cpp_python_sdist=$VERSION"
+  echo "llama_cpp_commit=$COMMIT"
+  echo "cmake_flags=${CMAKE_FLAGS[*]}"
+  echo "compiler=$(${CXX:-c++} --version | head -1)"
+  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} > build-info.txt
+cat build-info.txt
+echo "llama.cpp tools in $DEST/bin"
