@@ -147,6 +147,7 @@ Value IntFilter(const Value& input, CallArgs& args) {
   Args a(args, "int", {"default", "base"});
   Value dflt = a.get_or(0, Value::Int(0));
   int64_t base = a.get_int(1, 10, "base");
+  if (input.is_undefined()) FailUndefined(input);  // int(Undefined) raises
   if (input.is_int() || input.is_bool()) return Value::Int(input.int_value());
   auto from_double = [&](double d) {
     if (std::isnan(d) || std::isinf(d) || std::fabs(d) >= 9.2e18) return dflt;
@@ -181,6 +182,7 @@ Value IntFilter(const Value& input, CallArgs& args) {
 
 Value FloatFilter(const Value& input, CallArgs& args) {
   Args a(args, "float", {"default"});
+  if (input.is_undefined()) FailUndefined(input);  // float(Undefined) raises
   if (input.is_number()) return Value::Float(input.float_value());
   if (input.is_string()) {
     std::string s = PyStrip(input.str(), nullptr, true, true);
@@ -242,6 +244,14 @@ Value IndentFilter(Interpreter& in, const Value& input, CallArgs& args) {
     indention = std::string(static_cast<size_t>(std::max<int64_t>(width, 0)), ' ');
   }
   bool first = Truthy(a.get(1)), blank = Truthy(a.get(2));
+  if (input.is_undefined()) FailUndefined(input);
+  if (!input.is_string()) {
+    // Python's `s += "\n"` fails (or, on a list, succeeds and splitlines fails).
+    if (input.is_list() && input.list().kind == SeqKind::kList) {
+      Throw(ErrorKind::kType, "'list' object has no attribute 'splitlines'");
+    }
+    Throw(ErrorKind::kType, "unsupported operand type(s) for +=: '" + TypeName(input) + "' and 'str'");
+  }
   Value sv = SoftStr(input);
   std::string s = sv.str() + "\n";
   std::vector<std::string> lines = PySplitLines(s, false);
@@ -272,6 +282,11 @@ Value TruncateFilter(const Value& input, CallArgs& args) {
   std::string end = a.get_str(2).value_or("...");
   int64_t leeway = a.has(3) && !a.get(3).is_none() ? ToInt64(a.get(3), "leeway") : 5;
   std::vector<char32_t> end_cps = DecodeUtf8(end);
+  if (!input.is_string()) {
+    // Python measures len(s) first: short sequences come back unchanged.
+    if (Length(input) <= length + leeway) return input;
+    Throw(ErrorKind::kType, "truncate: expected a string, got '" + TypeName(input) + "'");
+  }
   if (length < static_cast<int64_t>(end_cps.size())) Throw(ErrorKind::kValue, "expected length >= len(end)");
   if (leeway < 0) Throw(ErrorKind::kValue, "expected leeway >= 0");
   std::vector<char32_t> cps = DecodeUtf8(ToStr(input));

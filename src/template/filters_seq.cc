@@ -230,6 +230,9 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
     std::vector<Value> out, seen;
     for (const Value& item : Iterate(input)) {
       Value key = get(item);
+      if (key.is_dict() || (key.is_list() && !key.is_tuple())) {
+        Throw(ErrorKind::kType, "unhashable type: '" + TypeName(key) + "'");
+      }
       bool dup = false;
       in.CountIterations(static_cast<int64_t>(seen.size()) + 1);
       for (const Value& s : seen) dup = dup || Equals(s, key);

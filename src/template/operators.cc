@@ -86,6 +86,10 @@ Value BinaryOp(Interpreter& in, std::string_view op, const Value& a, const Value
     in.CheckSize(s.size() + t.size());
     return Value::Str(s + t);
   }
+  if (op == "%" && a.is_string()) {
+    // str % x: an undefined x acts as an empty mapping (it has __getitem__).
+    return Value::Str(PercentFormat(a.str(), b, a.is_markup()), a.is_markup());
+  }
   if (a.is_undefined()) FailUndefined(a);
   if (b.is_undefined()) FailUndefined(b);
   bool nums = a.is_number() && b.is_number();
@@ -213,6 +217,9 @@ bool Contains(const Value& container, const Value& item) {
       return false;
     }
     case Kind::kDict:
+      if (item.is_dict() || (item.is_list() && !item.is_tuple())) {
+        Throw(ErrorKind::kType, "unhashable type: '" + TypeName(item) + "'");
+      }
       return container.dict().Find(item) != nullptr;
     default:
       Throw(ErrorKind::kType, "argument of type '" + TypeName(container) + "' is not iterable");

@@ -660,7 +660,10 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
     }
     out += body;
   }
-  if (!used_mapping && next < positional.size() && !(mapping && positional.size() == 1)) {
+  // Python treats any non-tuple, non-str argument with __getitem__ (a dict, a
+  // list) as a mapping, which silences "not all arguments converted".
+  bool mapping_like = !args.is_tuple() && (args.is_dict() || args.is_indexable() || args.is_undefined());
+  if (!used_mapping && next < positional.size() && !(mapping_like && positional.size() == 1)) {
     Throw(ErrorKind::kType, "not all arguments converted during string formatting");
   }
   return out;

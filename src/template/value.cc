@@ -373,15 +373,16 @@ std::vector<Value> Iterate(const Value& v) {
       return keys;
     }
     case Kind::kString: {
+      // Iterating a Markup yields plain str characters (str.__iter__).
       std::vector<Value> chars;
       const std::string& s = v.str();
       if (IsAscii(s)) {
-        for (char c : s) chars.push_back(Value::Str(std::string(1, c), v.is_markup()));
+        for (char c : s) chars.push_back(Value::Str(std::string(1, c)));
       } else {
         for (char32_t c : DecodeUtf8(s)) {
           std::string one;
           AppendUtf8(one, c);
-          chars.push_back(Value::Str(std::move(one), v.is_markup()));
+          chars.push_back(Value::Str(std::move(one)));
         }
       }
       return chars;

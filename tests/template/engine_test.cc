@@ -108,7 +108,8 @@ b)~"), R"~(ab)~");
 1
 )~");
   EXPECT_EQ(R(R"~(text
-moreend
+more
+end
 )~"), R"~(text
 more
 end)~");
@@ -352,6 +353,21 @@ TEST(TemplateFilters, MatchesJinja2) {
   EXPECT_ERROR(R"~({{ 1 if false else (2|foo) }})~", R"~(No filter named 'foo' found.)~");
   EXPECT_ERROR(R"~({% if false %}{% for i in [1] %}{{ i | foo }}{% endfor %}{% endif %})~", R"~(No filter named 'foo'.)~");
   EXPECT_EQ(R(R"~({{ 5|center }})~"), R"~(                                       5                                        )~");
+}
+
+TEST(TemplateFilterEdges, MatchesJinja2) {
+  EXPECT_ERROR(R"~({{ strs|indent(2) }})~", R"~('list' object has no attribute 'splitlines')~");
+  EXPECT_ERROR(R"~({{ l[0]|indent(2) }})~", R"~(unsupported operand type(s) for +=: 'int' and 'str')~");
+  EXPECT_ERROR(R"~({{ x|indent }})~", R"~('x' is undefined)~");
+  EXPECT_EQ(R(R"~({{ [1, 2]|truncate(5) }})~"), R"~([1, 2])~");
+  EXPECT_ERROR(R"~({{ l[0]|truncate(5) }})~", R"~(object of type 'int' has no len())~");
+  EXPECT_ERROR(R"~({{ msgs|unique|list }})~", R"~(unhashable type: 'dict')~");
+  EXPECT_EQ(R(R"~({{ '' % x }}{{ 'Ab c' % x }}{{ '%s' % x }}|)~"), R"~(Ab c|)~");
+  EXPECT_ERROR(R"~({{ x|float }})~", R"~('x' is undefined)~");
+  EXPECT_ERROR(R"~({{ x|int }})~", R"~('x' is undefined)~");
+  EXPECT_EQ(R(R"~({{ 'Ab c'|first|safe|unique|list }}{{ ('ab'|safe)|list }})~"), R"~(['A']['a', 'b'])~");
+  EXPECT_ERROR(R"~({{ ['a']|list in d }})~", R"~(unhashable type: 'list')~");
+  EXPECT_EQ(R(R"~({{ '' % strs }})~"), R"~()~");
 }
 
 TEST(TemplateToJson, MatchesJinja2) {
