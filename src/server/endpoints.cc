@@ -1,0 +1,217 @@
+// The endpoint handlers: body -> validated request -> engine parameters (one
+// RequestParams per prompt, all sharing one seed, generated when the client
+// gave none) -> Run; and the small GET endpoints. The seed and the engine's
+// fingerprint go into every response so the answer can be reproduced.
+#include <random>
+
+#include "server/json_fields.h"
+#include "server/request_parse.h"
+#include "server/server_internal.h"
+
+namespace stet::server {
+
+using httplib::Request;
+using httplib::Response;
+
+namespace {
+
+constexpr int kCompletionDefaultMaxTokens = 16;  // as OpenAI's /v1/completions
+
+uint64_t NewSeed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+ResponseMeta Server::Impl::Meta(uint64_t seed) const {
+  ResponseMeta m;
+  m.id = CurrentRecord().id;
+  m.created = static_cast<int64_t>(std::time(nullptr));
+  m.model = info.names.id;
+  m.fingerprint = engine->fingerprint();
+  m.seed = seed;
+  return m;
+}
+
+PieceFn Server::Impl::Piece() const {
+  const Tokenizer* tok = &engine->tokenizer();
+  return [tok](int32_t id) { return tok->TokenToPiece(id); };
+}
+
+void Server::Impl::HandleCompletions(const Request& req, Response& res) {
+  auto body = ParseBody(req.body);
+  if (!body.ok()) return SendError(res, body.error());
+  auto r = ParseCompletionRequest(*body, info.names);
+  if (!r.ok()) return SendError(res, r.error());
+  const Tokenizer& tok = engine->tokenizer();
+  const ModelLimits limits{tok.n_vocab(), engine->n_ctx()};
+  SamplingFields s = r->s;
+  s.seed = s.seed ? *s.seed : NewSeed();
+  RequestRecord& rec = CurrentRecord();
+  rec.stream = s.stream;
+  rec.seed = s.seed;
+
+  std::vector<RequestParams> params;
+  std::vector<std::string> echo_text;  // per prompt
+  for (const PromptInput& p : r->prompts) {
+    std::vector<int32_t> ids = p.is_text ? tok.Encode(p.text, /*add_special=*/true, /*parse_special=*/true) : p.ids;
+    auto rp = BuildParams(s, ids, limits, kCompletionDefaultMaxTokens, "prompt");
+    if (!rp.ok()) return SendError(res, rp.error());
+    if (r->logprobs) rp->top_logprobs = *r->logprobs;
+    if (r->echo && r->logprobs) rp->prompt_logprobs = true;
+    if (r->echo) echo_text.push_back(p.is_text ? p.text : tok.Decode(ids));
+    params.push_back(std::move(*rp));
+  }
+  const int n = s.n;
+  const std::optional<int> logprobs = r->logprobs;
+  const bool echo = r->echo;
+  const ResponseMeta meta = Meta(*s.seed);
+  const PieceFn piece = Piece();
+
+  std::shared_ptr<Stream> hooks;
+  if (s.stream) {
+    hooks = std::make_shared<Stream>();
+    auto cs = std::make_shared<CompletionStream>(meta, static_cast<int>(params.size()) * n, logprobs,
+                                                 s.include_usage, piece);
+    hooks->start = [cs, echo, echo_text, logprobs, n] {
+      std::string out;
+      if (echo && !logprobs) {  // with logprobs the echo waits for the prompt's scores
+        for (size_t p = 0; p < echo_text.size(); ++p) {
+          for (int c = 0; c < n; ++c) out += cs->Echo(static_cast<int>(p) * n + c, echo_text[p], {});
+        }
+      }
+      return out;
+    };
+    hooks->event = [cs, echo_text](int idx, const Job::Item& it, bool shown) -> std::string {
+      switch (it.ev.kind) {
+        case RequestEvent::Kind::kPromptScored:
+          return echo_text.empty() ? "" : cs->Echo(idx, echo_text[it.prompt], it.ev.prompt_tokens);
+        case RequestEvent::Kind::kToken:
+          return cs->Token(idx, it.ev.text_delta, shown ? &it.ev.token : nullptr);
+        case RequestEvent::Kind::kFinished:
+          return cs->Finish(idx, it.ev.text_delta, it.ev.finish);
+      }
+      return "";
+    };
+    hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
+  }
+  auto build = [meta, echo_text, n, logprobs, piece](std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+    std::vector<std::string> per_choice;
+    if (!echo_text.empty()) {
+      for (size_t i = 0; i < choices.size(); ++i) per_choice.push_back(echo_text[i / n]);
+    }
+    return CompletionResponse(meta, choices, per_choice, logprobs, u, piece);
+  };
+  Run(std::move(params), s.stream, hooks, build, "prompt", res);
+}
+
+void Server::Impl::HandleChat(const Request& req, Response& res) {
+  auto body = ParseBody(req.body);
+  if (!body.ok()) return SendError(res, body.error());
+  auto r = ParseChatRequest(*body, info.names);
+  if (!r.ok()) return SendError(res, r.error());
+  const Tokenizer& tok = engine->tokenizer();
+  const ModelLimits limits{tok.n_vocab(), engine->n_ctx()};
+  SamplingFields s = r->s;
+  s.seed = s.seed ? *s.seed : NewSeed();
+  for (const std::string& stop : chat->extra_stops()) s.stop.push_back(stop);
+  RequestRecord& rec = CurrentRecord();
+  rec.stream = s.stream;
+  rec.seed = s.seed;
+
+  auto ids = chat->Build(r->messages, r->tools);
+  if (!ids.ok()) return SendError(res, ids.error());
+  auto rp = BuildParams(s, std::move(*ids), limits, limits.n_ctx, "messages");
+  if (!rp.ok()) return SendError(res, rp.error());
+  if (r->logprobs) rp->top_logprobs = r->top_logprobs;
+  std::vector<RequestParams> params;
+  params.push_back(std::move(*rp));
+
+  const bool logprobs = r->logprobs;
+  const int top = r->top_logprobs;
+  const int n = s.n;
+  const ResponseMeta meta = Meta(*s.seed);
+  const PieceFn piece = Piece();
+  std::shared_ptr<Stream> hooks;
+  if (s.stream) {
+    hooks = std::make_shared<Stream>();
+    auto cs = std::make_shared<ChatStream>(meta, logprobs, top, s.include_usage, piece);
+    hooks->start = [cs, n] {
+      std::string out;
+      for (int c = 0; c < n; ++c) out += cs->Start(c);
+      return out;
+    };
+    hooks->event = [cs](int idx, const Job::Item& it, bool shown) -> std::string {
+      switch (it.ev.kind) {
+        case RequestEvent::Kind::kPromptScored: return "";
+        case RequestEvent::Kind::kToken: return cs->Token(idx, it.ev.text_delta, shown ? &it.ev.token : nullptr);
+        case RequestEvent::Kind::kFinished: return cs->Finish(idx, it.ev.text_delta, it.ev.finish);
+      }
+      return "";
+    };
+    hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
+  }
+  auto build = [meta, logprobs, top, piece](std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+    return ChatResponse(meta, choices, logprobs, top, u, piece);
+  };
+  Run(std::move(params), s.stream, hooks, build, "messages", res);
+}
+
+Json Server::Impl::ModelJson() const {
+  Json m = Json::object();
+  m["id"] = info.names.id;
+  m["object"] = "model";
+  m["created"] = created;
+  m["owned_by"] = "stet";
+  m["max_model_len"] = engine->n_ctx();
+  m["system_fingerprint"] = engine->fingerprint();
+  return m;
+}
+
+void Server::Impl::HandleModels(const Request& req, Response& res) {
+  if (req.matches.size() > 1) {
+    const std::string name = req.matches[1];
+    if (!info.names.Matches(name)) return SendError(res, ModelNotFound(name));
+    return SendJson(res, 200, ModelJson());
+  }
+  Json list = Json::object();
+  list["object"] = "list";
+  list["data"] = Json::array({ModelJson()});
+  SendJson(res, 200, list);
+}
+
+void Server::Impl::HandleHealth(const Request&, Response& res) {
+  Json j = Json::object();
+  if (draining) {
+    j["status"] = "draining";
+    return SendJson(res, 503, j);
+  }
+  if (!ready) {
+    j["status"] = "loading";
+    res.set_header("Retry-After", "1");
+    return SendJson(res, 503, j);
+  }
+  j["status"] = "ok";
+  SendJson(res, 200, j);
+}
+
+void Server::Impl::HandleMetrics(const Request&, Response& res) {
+  ServerGauges g;
+  g.ready = ready;
+  g.draining = draining;
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu);
+    g.requests_in_flight = admitted;
+  }
+  std::optional<EngineStats> stats;
+  if (ready) {
+    stats = engine->stats();
+    g.model_id = info.names.id;
+    g.fingerprint = engine->fingerprint();
+  }
+  res.status = 200;
+  res.set_content(metrics.Render(g, stats ? &*stats : nullptr), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+}  // namespace stet::server

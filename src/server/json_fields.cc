@@ -1,0 +1,211 @@
+// Field readers for request bodies and a strict UTF-8 validator (RFC 3629
+// well-formedness, Unicode's "maximal subpart" replacement for sanitizing).
+#include "server/json_fields.h"
+
+#include <cmath>
+#include <limits>
+
+namespace stet::server {
+
+namespace {
+
+// Length of the well-formed sequence starting at s[i], or 0 when ill-formed;
+// *bad_len gets the length of the maximal ill-formed subpart then (>= 1).
+size_t Utf8SeqLen(std::string_view s, size_t i, size_t* bad_len) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  *bad_len = 1;
+  if (c < 0x80) return 1;
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // <= U+10FFFF
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k <= need; ++k) {
+    if (i + k >= s.size()) {
+      *bad_len = k;
+      return 0;
+    }
+    const unsigned char x = b(i + k);
+    const unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+    if (x < l || x > h) {
+      *bad_len = k;
+      return 0;
+    }
+  }
+  return need + 1;
+}
+
+std::optional<ApiError> TypeError(const char* key, const char* want, const Json& v) {
+  return BadRequest(std::string("'") + key + "' must be " + want + ", not " + TypeName(v), key);
+}
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) {
+  size_t bad = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8SeqLen(s, i, &bad);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string SanitizeUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8SeqLen(s, i, &bad);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      i += bad;
+    } else {
+      out.append(s.data() + i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+const char* TypeName(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "an integer";
+    case Json::value_t::number_float: return "a number";
+    default: return "an unsupported value";
+  }
+}
+
+ApiOr<Json> ParseBody(std::string_view body) {
+  if (!IsValidUtf8(body)) return BadRequest("The request body is not valid UTF-8.");
+  // Nesting is bounded before parsing: later consumers (templates, dumps) recurse.
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return BadRequest("The request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) +
+                          " levels.");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return BadRequest("The request body is not valid JSON (expected an object such as {\"model\": ...}).");
+  }
+  if (!j.is_object()) return BadRequest(std::string("The request body must be a JSON object, not ") + TypeName(j) + ".");
+  return j;
+}
+
+std::optional<ApiError> ReadBool(const Json& obj, const char* key, bool* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return TypeError(key, "a boolean", *it);
+  *out = it->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadInt(const Json& obj, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  const Json& v = *it;
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  const auto out_of_range = [&] {
+    return BadRequest(std::string("'") + key + "' must be an integer in " + range, key);
+  };
+  int64_t x;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return out_of_range();
+    x = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) return TypeError(key, "an integer", v);
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) return out_of_range();
+    x = static_cast<int64_t>(d);
+  } else {
+    return TypeError(key, "an integer", v);
+  }
+  if (x < lo || x > hi) return out_of_range();
+  *out = x;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadInt(const Json& obj, const char* key, int lo, int hi, int* out) {
+  int64_t x = *out;
+  auto e = ReadInt(obj, key, static_cast<int64_t>(lo), static_cast<int64_t>(hi), &x);
+  if (e) return e;
+  *out = static_cast<int>(x);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadFloat(const Json& obj, const char* key, double lo, double hi, bool lo_open,
+                                  float* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) return TypeError(key, "a number", *it);
+  const double d = it->get<double>();
+  if (!std::isfinite(d) || d > hi || d < lo || (lo_open && d == lo)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "'%s' must be a number in %s%g, %g]", key, lo_open ? "(" : "[", lo, hi);
+    return BadRequest(buf, key);
+  }
+  *out = static_cast<float>(d);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadString(const Json& obj, const char* key, std::string* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return TypeError(key, "a string", *it);
+  *out = it->get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadSeed(const Json& obj, const char* key, std::optional<uint64_t>* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  const Json& v = *it;
+  if (v.is_number_unsigned()) {
+    *out = v.get<uint64_t>();
+  } else if (v.is_number_integer()) {
+    *out = static_cast<uint64_t>(v.get<int64_t>());
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9007199254740992.0)
+      return TypeError(key, "an integer", v);
+    *out = static_cast<uint64_t>(static_cast<int64_t>(d));
+  } else {
+    return TypeError(key, "an integer", v);
+  }
+  return std::nullopt;
+}
+
+}  // namespace stet::server

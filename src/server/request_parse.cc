@@ -1,0 +1,365 @@
+// Request-body validation for the completion endpoints. Unknown fields are
+// ignored (as vLLM does); known fields must have the documented type and range.
+#include "server/request_parse.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "server/json_fields.h"
+
+namespace stet::server {
+
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+
+#define STET_API_TRY(expr)              \
+  do {                                  \
+    if (auto stet_e_ = (expr)) return *stet_e_; \
+  } while (0)
+
+std::optional<ApiError> ReadModel(const Json& body, const ServedModel& served, std::string* out) {
+  auto it = body.find("model");
+  if (it == body.end() || it->is_null()) {
+    return BadRequest("You must provide a model parameter.", "model");
+  }
+  if (!it->is_string()) return BadRequest(std::string("'model' must be a string, not ") + TypeName(*it), "model");
+  *out = it->get<std::string>();
+  if (!served.Matches(*out)) return ModelNotFound(*out);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadStop(const Json& body, std::vector<std::string>* out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    out->push_back(it->get<std::string>());
+    return std::nullopt;
+  }
+  if (!it->is_array()) return BadRequest(std::string("'stop' must be a string or an array of strings, not ") + TypeName(*it), "stop");
+  if (it->size() > static_cast<size_t>(kMaxStop)) {
+    return BadRequest("'stop' holds " + std::to_string(it->size()) + " sequences; at most " +
+                          std::to_string(kMaxStop) + " are allowed",
+                      "stop");
+  }
+  for (const Json& s : *it) {
+    if (!s.is_string()) return BadRequest(std::string("'stop' entries must be strings, not ") + TypeName(s), "stop");
+    out->push_back(s.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadLogitBias(const Json& body, std::map<int32_t, float>* out) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return BadRequest(std::string("'logit_bias' must be an object mapping token ids to biases, not ") + TypeName(*it), "logit_bias");
+  for (auto kv = it->begin(); kv != it->end(); ++kv) {
+    const std::string& key = kv.key();
+    int64_t id = -1;
+    bool digits = !key.empty() && key.size() <= 10 &&
+                  std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) id = std::stoll(key);
+    if (!digits || id > kIntMax) {
+      return BadRequest("'logit_bias' keys must be token ids (decimal integers), not '" + key + "'", "logit_bias");
+    }
+    const Json& v = kv.value();
+    if (!v.is_number()) return BadRequest(std::string("'logit_bias' values must be numbers, not ") + TypeName(v), "logit_bias");
+    const double b = v.get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) return BadRequest("'logit_bias' values must be in [-100, 100]", "logit_bias");
+    (*out)[static_cast<int32_t>(id)] = static_cast<float>(b);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadSampling(const Json& body, SamplingFields* s) {
+  STET_API_TRY(ReadInt(body, "n", 1, kMaxN, &s->n));
+  STET_API_TRY(ReadFloat(body, "temperature", 0.0, 2.0, false, &s->temperature));
+  STET_API_TRY(ReadFloat(body, "top_p", 0.0, 1.0, false, &s->top_p));
+  if (s->top_p == 0.0f) {  // keep only the most likely token: greedy
+    s->temperature = 0.0f;
+    s->top_p = 1.0f;
+  }
+  STET_API_TRY(ReadInt(body, "top_k", -1, static_cast<int>(kIntMax), &s->top_k));
+  if (s->top_k < 0) s->top_k = 0;
+  STET_API_TRY(ReadFloat(body, "min_p", 0.0, 1.0, false, &s->min_p));
+  STET_API_TRY(ReadFloat(body, "repetition_penalty", 0.0, 10.0, true, &s->repetition_penalty));
+  STET_API_TRY(ReadFloat(body, "presence_penalty", -2.0, 2.0, false, &s->presence_penalty));
+  STET_API_TRY(ReadFloat(body, "frequency_penalty", -2.0, 2.0, false, &s->frequency_penalty));
+  STET_API_TRY(ReadLogitBias(body, &s->logit_bias));
+  STET_API_TRY(ReadSeed(body, "seed", &s->seed));
+  STET_API_TRY(ReadStop(body, &s->stop));
+  STET_API_TRY(ReadBool(body, "ignore_eos", &s->ignore_eos));
+  STET_API_TRY(ReadBool(body, "stream", &s->stream));
+  STET_API_TRY(ReadString(body, "user", &s->user));
+  auto so = body.find("stream_options");
+  if (so != body.end() && !so->is_null()) {
+    if (!so->is_object()) return BadRequest(std::string("'stream_options' must be an object, not ") + TypeName(*so), "stream_options");
+    if (!s->stream) return BadRequest("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    STET_API_TRY(ReadBool(*so, "include_usage", &s->include_usage));
+  }
+  auto bo = body.find("best_of");
+  if (bo != body.end() && !bo->is_null()) {
+    int best_of = s->n;
+    STET_API_TRY(ReadInt(body, "best_of", 1, kMaxN, &best_of));
+    if (best_of != s->n) return BadRequest("'best_of' other than n is not supported", "best_of");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadTokenArray(const Json& arr, const char* param, std::vector<int32_t>* out) {
+  out->reserve(arr.size());
+  for (const Json& v : arr) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kIntMax) {
+      return BadRequest(std::string("'") + param + "' token ids must be non-negative integers", param);
+    }
+    out->push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadPrompt(const Json& body, std::vector<PromptInput>* out) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return BadRequest("You must provide a prompt parameter.", "prompt");
+  const Json& p = *it;
+  const auto type_error = [&] {
+    return BadRequest("'prompt' must be a string, an array of strings, an array of token ids or an array of "
+                      "token-id arrays",
+                      "prompt");
+  };
+  if (p.is_string()) {
+    out->push_back({true, p.get<std::string>(), {}});
+    return std::nullopt;
+  }
+  if (!p.is_array()) return type_error();
+  if (p.empty()) return BadRequest("'prompt' must not be an empty array", "prompt");
+  if (p[0].is_number()) {  // one prompt of token ids
+    PromptInput in;
+    in.is_text = false;
+    STET_API_TRY(ReadTokenArray(p, "prompt", &in.ids));
+    out->push_back(std::move(in));
+    return std::nullopt;
+  }
+  if (p.size() > static_cast<size_t>(kMaxPrompts)) {
+    return BadRequest("'prompt' holds " + std::to_string(p.size()) + " prompts; at most " +
+                          std::to_string(kMaxPrompts) + " are allowed",
+                      "prompt");
+  }
+  for (const Json& e : p) {
+    if (e.is_string()) {
+      out->push_back({true, e.get<std::string>(), {}});
+    } else if (e.is_array()) {
+      PromptInput in;
+      in.is_text = false;
+      if (e.empty()) return BadRequest("'prompt' must not contain an empty token array", "prompt");
+      STET_API_TRY(ReadTokenArray(e, "prompt", &in.ids));
+      out->push_back(std::move(in));
+    } else {
+      return type_error();
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int lo, std::optional<int>* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  int v = 0;
+  STET_API_TRY(ReadInt(body, key, lo, static_cast<int>(kIntMax), &v));
+  *out = v;
+  return std::nullopt;
+}
+
+// Text content: a string, or an array of {"type": "text", "text": ...} parts joined by "\n".
+std::optional<ApiError> ReadContent(const Json& content, const std::string& param, std::string* out) {
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) {
+    return BadRequest("'" + param + "' must be a string or an array of content parts, not " + TypeName(content), param);
+  }
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const Json& part = content[i];
+    const std::string pp = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) return BadRequest("'" + pp + "' must be an object", pp);
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) return BadRequest("'" + pp + ".type' must be a string", pp + ".type");
+    if (*type != "text") {
+      return BadRequest("'" + pp + ".type' is '" + type->get<std::string>() +
+                            "'; this server supports only text content parts",
+                        pp + ".type");
+    }
+    auto t = part.find("text");
+    if (t == part.end() || !t->is_string()) return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
+    if (i > 0) text += "\n";
+    text += t->get<std::string>();
+  }
+  *out = std::move(text);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) return BadRequest("You must provide a messages parameter.", "messages");
+  if (!it->is_array()) return BadRequest(std::string("'messages' must be an array, not ") + TypeName(*it), "messages");
+  if (it->empty()) return BadRequest("'messages' must contain at least one message", "messages");
+  *out = Json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& m = (*it)[i];
+    const std::string mp = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return BadRequest("'" + mp + "' must be an object, not " + TypeName(m), mp);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return BadRequest("'" + mp + ".role' must be a string", mp + ".role");
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+      return BadRequest("'" + mp + ".role' is '" + r + "'; expected system, developer, user, assistant or tool",
+                        mp + ".role");
+    }
+    Json msg = Json::object();
+    msg["role"] = r;
+    std::string content;
+    auto c = m.find("content");
+    if (c == m.end() || c->is_null()) {
+      if (r != "assistant") return BadRequest("'" + mp + ".content' is required for role '" + r + "'", mp + ".content");
+    } else {
+      STET_API_TRY(ReadContent(*c, mp + ".content", &content));
+    }
+    msg["content"] = content;
+    auto name = m.find("name");
+    if (name != m.end() && !name->is_null()) {
+      if (!name->is_string()) return BadRequest("'" + mp + ".name' must be a string", mp + ".name");
+      msg["name"] = *name;
+    }
+    auto calls = m.find("tool_calls");
+    if (calls != m.end() && !calls->is_null()) {
+      if (r != "assistant") return BadRequest("'" + mp + ".tool_calls' is allowed only for role 'assistant'", mp + ".tool_calls");
+      if (!calls->is_array()) return BadRequest("'" + mp + ".tool_calls' must be an array", mp + ".tool_calls");
+      for (const Json& call : *calls) {
+        if (!call.is_object()) return BadRequest("'" + mp + ".tool_calls' entries must be objects", mp + ".tool_calls");
+      }
+      msg["tool_calls"] = *calls;
+    }
+    auto call_id = m.find("tool_call_id");
+    if (call_id != m.end() && !call_id->is_null()) {
+      if (!call_id->is_string()) return BadRequest("'" + mp + ".tool_call_id' must be a string", mp + ".tool_call_id");
+      msg["tool_call_id"] = *call_id;
+    }
+    out->push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool ServedModel::Matches(const std::string& name) const {
+  return name == id || name == file_name || name == file_stem;
+}
+
+ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedModel& model) {
+  CompletionRequest r;
+  STET_API_TRY(ReadModel(body, model, &r.model));
+  STET_API_TRY(ReadPrompt(body, &r.prompts));
+  STET_API_TRY(ReadSampling(body, &r.s));
+  STET_API_TRY(ReadMaxTokens(body, "max_tokens", 0, &r.s.max_tokens));
+  STET_API_TRY(ReadBool(body, "echo", &r.echo));
+  auto lp = body.find("logprobs");
+  if (lp != body.end() && !lp->is_null()) {
+    int v = 0;
+    STET_API_TRY(ReadInt(body, "logprobs", 0, kMaxCompletionLogprobs, &v));
+    r.logprobs = v;
+  }
+  std::string suffix;
+  STET_API_TRY(ReadString(body, "suffix", &suffix));
+  if (!suffix.empty()) return BadRequest("'suffix' is not supported", "suffix");
+  if (r.prompts.size() * static_cast<size_t>(r.s.n) > static_cast<size_t>(kMaxChoicesPerRequest)) {
+    return BadRequest("prompts x n is " + std::to_string(r.prompts.size() * r.s.n) + "; at most " +
+                          std::to_string(kMaxChoicesPerRequest) + " choices per request",
+                      "n");
+  }
+  return r;
+}
+
+ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) {
+  ChatRequest r;
+  STET_API_TRY(ReadModel(body, model, &r.model));
+  STET_API_TRY(ReadMessages(body, &r.messages));
+  STET_API_TRY(ReadSampling(body, &r.s));
+  STET_API_TRY(ReadMaxTokens(body, "max_tokens", 1, &r.s.max_tokens));
+  STET_API_TRY(ReadMaxTokens(body, "max_completion_tokens", 1, &r.s.max_tokens));
+  STET_API_TRY(ReadBool(body, "logprobs", &r.logprobs));
+  auto tl = body.find("top_logprobs");
+  if (tl != body.end() && !tl->is_null()) {
+    STET_API_TRY(ReadInt(body, "top_logprobs", 0, kMaxTopLogprobs, &r.top_logprobs));
+    if (!r.logprobs) return BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
+  }
+  r.tools = nullptr;
+  auto tools = body.find("tools");
+  if (tools != body.end() && !tools->is_null()) {
+    if (!tools->is_array()) return BadRequest(std::string("'tools' must be an array, not ") + TypeName(*tools), "tools");
+    for (const Json& t : *tools) {
+      if (!t.is_object()) return BadRequest("'tools' entries must be objects", "tools");
+    }
+    if (!tools->empty()) r.tools = *tools;
+  }
+  auto choice = body.find("tool_choice");
+  if (choice != body.end() && !choice->is_null()) {
+    if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
+      return BadRequest("'tool_choice' supports only \"none\" and \"auto\" (tool calls are not parsed from the output)",
+                        "tool_choice");
+    }
+  }
+  auto rf = body.find("response_format");
+  if (rf != body.end() && !rf->is_null()) {
+    if (!rf->is_object() || rf->value("type", Json()) != "text") {
+      return BadRequest("'response_format' supports only {\"type\": \"text\"}", "response_format");
+    }
+  }
+  if (r.s.n > kMaxChoicesPerRequest) return BadRequest("too many choices", "n");
+  return r;
+}
+
+ApiOr<RequestParams> BuildParams(const SamplingFields& s, std::vector<int32_t> prompt, const ModelLimits& limits,
+                                 int default_max_tokens, const char* prompt_param) {
+  if (prompt.empty()) return BadRequest("The prompt has no tokens.", prompt_param);
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= limits.n_vocab) {
+      return BadRequest("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                            std::to_string(limits.n_vocab) + ")",
+                        prompt_param);
+    }
+  }
+  if (static_cast<int64_t>(prompt.size()) >= limits.n_ctx) {
+    return ContextLengthExceeded("This model's maximum context length is " + std::to_string(limits.n_ctx) +
+                                     " tokens. However, the prompt has " + std::to_string(prompt.size()) +
+                                     " tokens (and at least one generated token must fit).",
+                                 prompt_param);
+  }
+  for (const auto& [id, bias] : s.logit_bias) {
+    if (id < 0 || id >= limits.n_vocab) {
+      return BadRequest("logit_bias token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                            std::to_string(limits.n_vocab) + ")",
+                        "logit_bias");
+    }
+  }
+  RequestParams p;
+  const int room = limits.n_ctx - static_cast<int>(prompt.size());
+  p.max_tokens = std::min(s.max_tokens.value_or(default_max_tokens), room);
+  p.prompt = std::move(prompt);
+  p.n = s.n;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.min_p = s.min_p;
+  p.repetition_penalty = s.repetition_penalty;
+  p.presence_penalty = s.presence_penalty;
+  p.frequency_penalty = s.frequency_penalty;
+  p.logit_bias = s.logit_bias;
+  p.seed = s.seed;
+  p.stop = s.stop;
+  p.ignore_eos = s.ignore_eos;
+  return p;
+}
+
+}  // namespace stet::server

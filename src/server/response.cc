@@ -1,0 +1,255 @@
+// JSON shapes of completion responses and stream chunks.
+#include "server/response.h"
+
+#include "server/json_fields.h"
+
+namespace stet::server {
+
+namespace {
+
+Json Header(const ResponseMeta& meta, const char* object) {
+  Json j = Json::object();
+  j["id"] = meta.id;
+  j["object"] = object;
+  j["created"] = meta.created;
+  j["model"] = meta.model;
+  j["system_fingerprint"] = meta.fingerprint;
+  j["seed"] = meta.seed;
+  return j;
+}
+
+Json Bytes(const std::string& s) {
+  Json b = Json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+Json ChatTokenEntry(const std::string& piece, float logprob) {
+  Json e = Json::object();
+  e["token"] = SanitizeUtf8(piece);
+  e["logprob"] = logprob;
+  e["bytes"] = Bytes(piece);
+  return e;
+}
+
+}  // namespace
+
+const char* FinishReasonText(FinishReason r) { return FinishReasonName(r); }
+
+Json UsageJson(const UsageCounts& u) {
+  Json j = Json::object();
+  j["prompt_tokens"] = u.prompt_tokens;
+  j["completion_tokens"] = u.completion_tokens;
+  j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
+  Json details = Json::object();
+  details["cached_tokens"] = u.cached_tokens;
+  j["prompt_tokens_details"] = std::move(details);
+  return j;
+}
+
+Json CompletionLogprobs(const std::vector<TokenOut>& tokens, bool first_unscored, size_t offset, int top_n,
+                        const PieceFn& piece) {
+  Json toks = Json::array(), lps = Json::array(), tops = Json::array(), offs = Json::array();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const TokenOut& t = tokens[i];
+    const std::string text = t.text.empty() ? piece(t.id) : t.text;
+    toks.push_back(SanitizeUtf8(text));
+    const bool unscored = first_unscored && i == 0;
+    lps.push_back(unscored ? Json(nullptr) : Json(t.logprob));
+    if (unscored || top_n <= 0) {
+      tops.push_back(nullptr);
+    } else {
+      Json d = Json::object();
+      for (size_t k = 0; k < t.top.size() && static_cast<int>(k) < top_n; ++k) {
+        const std::string key = SanitizeUtf8(piece(t.top[k].id));
+        if (!d.contains(key)) d[key] = t.top[k].logprob;  // best first: keep the higher of equal texts
+      }
+      tops.push_back(std::move(d));
+    }
+    offs.push_back(offset);
+    offset += text.size();
+  }
+  Json j = Json::object();
+  j["tokens"] = std::move(toks);
+  j["token_logprobs"] = std::move(lps);
+  j["top_logprobs"] = std::move(tops);
+  j["text_offset"] = std::move(offs);
+  return j;
+}
+
+Json ChatLogprobs(const std::vector<TokenOut>& tokens, int top_n, const PieceFn& piece) {
+  Json content = Json::array();
+  for (const TokenOut& t : tokens) {
+    Json e = ChatTokenEntry(t.text.empty() ? piece(t.id) : t.text, t.logprob);
+    Json tops = Json::array();
+    for (size_t k = 0; k < t.top.size() && static_cast<int>(k) < top_n; ++k) {
+      tops.push_back(ChatTokenEntry(piece(t.top[k].id), t.top[k].logprob));
+    }
+    e["top_logprobs"] = std::move(tops);
+    content.push_back(std::move(e));
+  }
+  Json j = Json::object();
+  j["content"] = std::move(content);
+  j["refusal"] = nullptr;
+  return j;
+}
+
+Json CompletionResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                        const std::vector<std::string>& echo, std::optional<int> logprobs, const UsageCounts& usage,
+                        const PieceFn& piece) {
+  Json j = Header(meta, "text_completion");
+  Json arr = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    const std::string& e = i < echo.size() ? echo[i] : std::string();
+    Json ch = Json::object();
+    ch["index"] = i;
+    ch["text"] = e + c.text;
+    if (logprobs) {
+      std::vector<TokenOut> all = c.prompt_tokens;
+      all.insert(all.end(), c.tokens.begin(), c.tokens.end());
+      ch["logprobs"] = CompletionLogprobs(all, !c.prompt_tokens.empty(), 0, *logprobs, piece);
+      if (!c.prompt_tokens.empty()) {
+        // Generated tokens start right after the echoed text.
+        auto& offs = ch["logprobs"]["text_offset"];
+        size_t off = e.size();
+        for (size_t k = c.prompt_tokens.size(); k < all.size(); ++k) {
+          offs[k] = off;
+          off += all[k].text.size();
+        }
+      }
+    } else {
+      ch["logprobs"] = nullptr;
+    }
+    ch["finish_reason"] = FinishReasonText(c.finish);
+    arr.push_back(std::move(ch));
+  }
+  j["choices"] = std::move(arr);
+  j["usage"] = UsageJson(usage);
+  return j;
+}
+
+Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, bool logprobs,
+                  int top_logprobs, const UsageCounts& usage, const PieceFn& piece) {
+  Json j = Header(meta, "chat.completion");
+  Json arr = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    Json ch = Json::object();
+    ch["index"] = i;
+    Json msg = Json::object();
+    msg["role"] = "assistant";
+    msg["content"] = c.text;
+    msg["refusal"] = nullptr;
+    ch["message"] = std::move(msg);
+    ch["logprobs"] = logprobs ? ChatLogprobs(c.tokens, top_logprobs, piece) : Json(nullptr);
+    ch["finish_reason"] = FinishReasonText(c.finish);
+    arr.push_back(std::move(ch));
+  }
+  j["choices"] = std::move(arr);
+  j["usage"] = UsageJson(usage);
+  return j;
+}
+
+std::string SseEvent(const Json& j) { return "data: " + Dump(j) + "\n\n"; }
+
+// ---------------------------------------------------------------------------
+
+CompletionStream::CompletionStream(ResponseMeta meta, int n_choices, std::optional<int> logprobs,
+                                   bool include_usage, PieceFn piece)
+    : meta_(std::move(meta)),
+      logprobs_(logprobs),
+      include_usage_(include_usage),
+      piece_(std::move(piece)),
+      offset_(n_choices, 0) {}
+
+Json CompletionStream::Chunk(int index, const std::string& text, Json logprobs, Json finish) const {
+  Json j = Header(meta_, "text_completion");
+  Json ch = Json::object();
+  ch["index"] = index;
+  ch["text"] = text;
+  ch["logprobs"] = std::move(logprobs);
+  ch["finish_reason"] = std::move(finish);
+  j["choices"] = Json::array({std::move(ch)});
+  if (include_usage_) j["usage"] = nullptr;
+  return j;
+}
+
+std::string CompletionStream::Echo(int index, const std::string& text, const std::vector<TokenOut>& prompt_tokens) {
+  Json lp = nullptr;
+  if (logprobs_) lp = CompletionLogprobs(prompt_tokens, true, 0, *logprobs_, piece_);
+  offset_[index] += text.size();
+  return SseEvent(Chunk(index, text, std::move(lp), nullptr));
+}
+
+std::string CompletionStream::Token(int index, const std::string& text_delta, const TokenOut* tok) {
+  Json lp = nullptr;
+  if (logprobs_ && tok) lp = CompletionLogprobs({*tok}, false, offset_[index], *logprobs_, piece_);
+  if (text_delta.empty() && lp.is_null()) return "";
+  offset_[index] += text_delta.size();
+  return SseEvent(Chunk(index, text_delta, std::move(lp), nullptr));
+}
+
+std::string CompletionStream::Finish(int index, const std::string& text_delta, FinishReason why) {
+  offset_[index] += text_delta.size();
+  return SseEvent(Chunk(index, text_delta, nullptr, FinishReasonText(why)));
+}
+
+std::string CompletionStream::Usage(const UsageCounts& u) {
+  if (!include_usage_) return "";
+  Json j = Header(meta_, "text_completion");
+  j["choices"] = Json::array();
+  j["usage"] = UsageJson(u);
+  return SseEvent(j);
+}
+
+ChatStream::ChatStream(ResponseMeta meta, bool logprobs, int top_logprobs, bool include_usage, PieceFn piece)
+    : meta_(std::move(meta)),
+      logprobs_(logprobs),
+      top_logprobs_(top_logprobs),
+      include_usage_(include_usage),
+      piece_(std::move(piece)) {}
+
+Json ChatStream::Chunk(int index, Json delta, Json logprobs, Json finish) const {
+  Json j = Header(meta_, "chat.completion.chunk");
+  Json ch = Json::object();
+  ch["index"] = index;
+  ch["delta"] = std::move(delta);
+  ch["logprobs"] = std::move(logprobs);
+  ch["finish_reason"] = std::move(finish);
+  j["choices"] = Json::array({std::move(ch)});
+  if (include_usage_) j["usage"] = nullptr;
+  return j;
+}
+
+std::string ChatStream::Start(int index) {
+  Json delta = Json::object();
+  delta["role"] = "assistant";
+  delta["content"] = "";
+  return SseEvent(Chunk(index, std::move(delta), nullptr, nullptr));
+}
+
+std::string ChatStream::Token(int index, const std::string& text_delta, const TokenOut* tok) {
+  Json lp = nullptr;
+  if (logprobs_ && tok) lp = ChatLogprobs({*tok}, top_logprobs_, piece_);
+  if (text_delta.empty() && lp.is_null()) return "";
+  Json delta = Json::object();
+  delta["content"] = text_delta;
+  return SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr));
+}
+
+std::string ChatStream::Finish(int index, const std::string& text_delta, FinishReason why) {
+  Json delta = Json::object();
+  if (!text_delta.empty()) delta["content"] = text_delta;
+  return SseEvent(Chunk(index, std::move(delta), nullptr, FinishReasonText(why)));
+}
+
+std::string ChatStream::Usage(const UsageCounts& u) {
+  if (!include_usage_) return "";
+  Json j = Header(meta_, "chat.completion.chunk");
+  j["choices"] = Json::array();
+  j["usage"] = UsageJson(u);
+  return SseEvent(j);
+}
+
+}  // namespace stet::server

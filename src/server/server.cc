@@ -1,0 +1,462 @@
+// HTTP plumbing of `stet serve` on cpp-httplib: routes, authentication,
+// admission (--max-queue), request logs and metrics, streaming with
+// cancellation on disconnect, and the drain on shutdown. The endpoint bodies
+// (parsing, prompts, response shapes) live in endpoints.cc and the modules it
+// calls; this file moves bytes and owns lifetimes.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "server/json_fields.h"
+#include "server/server_internal.h"
+
+namespace stet::server {
+
+using httplib::DataSink;
+using httplib::Request;
+using httplib::Response;
+using HandlerResponse = httplib::Server::HandlerResponse;
+
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+constexpr auto kCancelWait = std::chrono::seconds(10);
+thread_local RequestRecord t_record;
+
+}  // namespace
+
+RequestRecord& CurrentRecord() { return t_record; }
+
+uint64_t RandomU64() {
+  thread_local std::mt19937_64 gen([] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }());
+  return gen();
+}
+
+std::string RandomHex(int n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  while (static_cast<int>(s.size()) < n) {
+    uint64_t v = RandomU64();
+    for (int i = 0; i < 16 && static_cast<int>(s.size()) < n; ++i, v >>= 4) s += kHex[v & 15];
+  }
+  return s;
+}
+
+namespace {
+
+std::string NowIso8601() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+std::string EndpointLabel(const std::string& path) {
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/models" || path == "/health" ||
+      path == "/metrics") {
+    return path;
+  }
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  return "other";
+}
+
+bool IsGeneration(const std::string& label) {
+  return label == "/v1/completions" || label == "/v1/chat/completions";
+}
+
+}  // namespace
+
+void SendJson(Response& res, int status, const Json& j) {
+  res.status = status;
+  res.set_content(Dump(j), "application/json");
+}
+
+void SendError(Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(ErrorBody(e), "application/json");
+  if (t_record.active && t_record.error.empty()) t_record.error = e.message;
+}
+
+ApiError MakeError(int status, std::string type, std::string code, std::string message) {
+  ApiError e;
+  e.status = status;
+  e.type = std::move(type);
+  e.code = std::move(code);
+  e.message = std::move(message);
+  return e;
+}
+
+namespace {
+
+ApiError FromStatus(const Status& s, const char* prompt_param) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: return BadRequest(s.message());
+    case StatusCode::kResourceExhausted: return ContextLengthExceeded(s.message(), prompt_param);
+    case StatusCode::kCancelled: return MakeError(503, "server_error", "shutting_down", s.message());
+    default: return MakeError(500, "server_error", "internal_error", s.ToString());
+  }
+}
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+bool Server::Impl::Authorized(const Request& req) const {
+  if (opts.api_keys.empty()) return true;
+  const std::string h = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return false;
+  const std::string key = h.substr(prefix.size());
+  bool ok = false;
+  for (const std::string& k : opts.api_keys) ok |= ConstantTimeEquals(key, k);
+  return ok;
+}
+
+void Server::Impl::LogRequest(const Request& req, const Response& res) {
+  RequestRecord& r = t_record;
+  const std::string label = r.active ? r.endpoint : EndpointLabel(req.path);
+  const auto now = Clock::now();
+  const double total_s = r.active ? std::chrono::duration<double>(now - r.start).count() : 0.0;
+  metrics.CountRequest(label, res.status);
+  if (IsGeneration(label)) metrics.ObserveRequestDuration(total_s);
+  if (opts.log_requests && label != "/health" && label != "/metrics") {
+    Json j = Json::object();
+    j["ts"] = NowIso8601();
+    j["id"] = r.active ? Json(r.id) : Json(nullptr);
+    j["method"] = req.method;
+    j["endpoint"] = label == "other" ? req.path : label;
+    j["status"] = res.status;
+    if (IsGeneration(label)) {
+      j["stream"] = r.stream;
+      j["prompt_tokens"] = r.prompt_tokens >= 0 ? Json(r.prompt_tokens) : Json(nullptr);
+      j["completion_tokens"] = r.completion_tokens >= 0 ? Json(r.completion_tokens) : Json(nullptr);
+      j["cached_tokens"] = r.cached_tokens >= 0 ? Json(r.cached_tokens) : Json(nullptr);
+      j["ttft_ms"] = r.ttft_s >= 0 ? Json(std::round(r.ttft_s * 1e4) / 10) : Json(nullptr);
+      j["seed"] = r.seed ? Json(*r.seed) : Json(nullptr);
+      if (r.cancelled) j["cancelled"] = true;
+    }
+    j["total_ms"] = std::round(total_s * 1e4) / 10;
+    if (!r.error.empty()) j["error"] = r.error;
+    const std::string line = Dump(j) + "\n";
+    std::lock_guard<std::mutex> lock(log_mu);
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  }
+  t_record = RequestRecord{};
+}
+
+bool Server::Impl::Admit(const std::shared_ptr<Job>& job) {
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  if (admitted >= opts.max_queue) return false;
+  ++admitted;
+  jobs.insert(job);
+  return true;
+}
+
+void Server::Impl::Release(const std::shared_ptr<Job>& job) {
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu);
+    --admitted;
+    jobs.erase(job);
+  }
+  jobs_cv.notify_all();
+}
+
+bool Server::Impl::IsEndMarker(const Job::Item& it, const std::vector<bool>& ignore_eos) const {
+  return it.ev.kind == RequestEvent::Kind::kToken && !ignore_eos[it.prompt] &&
+         engine->tokenizer().IsEog(it.ev.token.id);
+}
+
+void Server::Impl::Account(const Collector& coll) {
+  const UsageCounts u = coll.usage();
+  metrics.AddTokens(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
+  if (coll.ttft() >= 0) metrics.ObserveTtft(coll.ttft());
+  for (double d : coll.inter_token()) metrics.ObserveInterToken(d);
+  t_record.prompt_tokens = u.prompt_tokens;
+  t_record.completion_tokens = u.completion_tokens;
+  t_record.cached_tokens = u.cached_tokens;
+  t_record.ttft_s = coll.ttft();
+}
+
+void Server::Impl::CancelAndWait(Job& job, Collector& coll, const std::vector<bool>& ignore_eos) {
+  for (uint64_t id : job.engine_ids) engine->Cancel(id);
+  const auto deadline = Clock::now() + kCancelWait;
+  Job::Item it;
+  bool shown;
+  while (!coll.done() && Clock::now() < deadline) {
+    if (job.Pop(&it, kPollInterval)) coll.Apply(it, IsEndMarker(it, ignore_eos), &shown);
+  }
+}
+
+void Server::Impl::FinishStream(Stream& st) {
+  if (st.finalized) return;
+  st.finalized = true;
+  if (!st.coll->done()) {
+    CancelAndWait(*st.job, *st.coll, st.ignore_eos);
+    metrics.CountCancelled();
+    t_record.cancelled = true;
+  }
+  Account(*st.coll);
+  Release(st.job);
+}
+
+void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks, BuildFn build,
+                       const char* prompt_param, Response& res) {
+  auto job = std::make_shared<Job>();
+  if (!Admit(job)) {
+    res.set_header("Retry-After", "1");
+    return SendError(res, MakeError(429, "rate_limit_error", "rate_limit_exceeded",
+                                "The server has " + std::to_string(opts.max_queue) +
+                                    " requests in flight (--max-queue); retry later."));
+  }
+  std::vector<int> lengths;
+  std::vector<bool> ignore_eos;
+  const int n = params.empty() ? 1 : params[0].n;
+  for (size_t i = 0; i < params.size(); ++i) {
+    lengths.push_back(static_cast<int>(params[i].prompt.size()));
+    ignore_eos.push_back(params[i].ignore_eos);
+    const int prompt = static_cast<int>(i);
+    auto sub = engine->Submit(std::move(params[i]), [job, prompt](const RequestEvent& ev) { job->Push(prompt, ev); });
+    if (!sub.ok()) {
+      for (uint64_t id : job->engine_ids) engine->Cancel(id);
+      Release(job);
+      return SendError(res, FromStatus(sub.status(), prompt_param));
+    }
+    job->engine_ids.push_back(sub->id);
+  }
+  auto coll = std::make_shared<Collector>(static_cast<int>(lengths.size()), n, lengths, t_record.start);
+
+  if (!stream) {
+    Job::Item it;
+    bool shown;
+    while (!coll->done()) {
+      if (job->Pop(&it, kPollInterval)) coll->Apply(it, IsEndMarker(it, ignore_eos), &shown);
+    }
+    Account(*coll);
+    Release(job);
+    if (coll->any(FinishReason::kError)) {
+      return SendError(res, MakeError(500, "server_error", "internal_error", "generation failed: " + coll->first_error()));
+    }
+    if (coll->any(FinishReason::kCancelled)) {
+      return SendError(res, MakeError(503, "server_error", "shutting_down", "the request was cancelled by a shutdown"));
+    }
+    return SendJson(res, 200, build(coll->choices(), coll->usage()));
+  }
+
+  hooks->job = job;
+  hooks->coll = coll;
+  hooks->ignore_eos = ignore_eos;
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, hooks](size_t, DataSink& sink) -> bool {
+        Stream& st = *hooks;
+        auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+        bool alive = write(st.start());
+        Job::Item it;
+        bool shown;
+        while (alive && !st.coll->done()) {
+          if (!st.job->Pop(&it, kPollInterval)) {
+            alive = sink.is_writable();
+            continue;
+          }
+          const int idx = st.coll->Apply(it, IsEndMarker(it, st.ignore_eos), &shown);
+          alive = write(st.event(idx, it, shown));
+        }
+        if (alive && st.coll->any(FinishReason::kError)) {
+          ApiError e = MakeError(500, "server_error", "internal_error", "generation failed: " + st.coll->first_error());
+          alive = write(SseEvent(ErrorJson(e)));
+        }
+        if (alive) alive = write(st.usage(st.coll->usage())) && write(SseDone());
+        FinishStream(st);  // cancels in the engine when the client went away
+        if (!alive) return false;
+        sink.done();
+        return true;
+      },
+      [this, hooks](bool) { FinishStream(*hooks); });
+}
+
+void Server::Impl::Routes() {
+  http.new_task_queue = [n = opts.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  http.set_keep_alive_timeout(opts.keep_alive_s);
+  http.set_keep_alive_max_count(100);
+  http.set_read_timeout(opts.read_timeout_s, 0);
+  http.set_write_timeout(opts.read_timeout_s, 0);
+  http.set_payload_max_length(opts.max_body_bytes);
+  http.set_tcp_nodelay(true);
+
+  http.set_pre_routing_handler([this](const Request& req, Response& res) {
+    RequestRecord& r = t_record;
+    r = RequestRecord{};
+    r.active = true;
+    r.start = Clock::now();
+    r.endpoint = EndpointLabel(req.path);
+    r.id = (r.endpoint == "/v1/chat/completions" ? "chatcmpl-" : r.endpoint == "/v1/completions" ? "cmpl-" : "req-") +
+           RandomHex(24);
+    res.set_header("X-Request-Id", r.id);
+    if (req.path.rfind("/v1/", 0) != 0) return HandlerResponse::Unhandled;
+    if (!Authorized(req)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      SendError(res, MakeError(401, "invalid_request_error", "invalid_api_key",
+                               "Incorrect or missing API key: send 'Authorization: Bearer <key>'."));
+      return HandlerResponse::Handled;
+    }
+    if (draining) {
+      res.set_header("Connection", "close");
+      SendError(res, MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
+      return HandlerResponse::Handled;
+    }
+    if (!ready) {
+      res.set_header("Retry-After", "1");
+      SendError(res, MakeError(503, "server_error", "model_loading", "The model is still loading."));
+      return HandlerResponse::Handled;
+    }
+    return HandlerResponse::Unhandled;
+  });
+  http.set_logger([this](const Request& req, const Response& res) { LogRequest(req, res); });
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
+    if (!res.body.empty()) return HandlerResponse::Unhandled;
+    switch (res.status) {
+      case 404:
+        SendError(res, MakeError(404, "invalid_request_error", "unknown_url",
+                                 "Unknown endpoint: " + req.method + " " + SanitizeUtf8(req.path)));
+        break;
+      case 413:
+        SendError(res, MakeError(413, "invalid_request_error", "request_too_large",
+                                 "The request body is larger than this server accepts (--max-body-bytes)."));
+        break;
+      case 400:
+        SendError(res, MakeError(400, "invalid_request_error", "", "Malformed HTTP request."));
+        break;
+      default:
+        SendError(res, MakeError(res.status, res.status >= 500 ? "server_error" : "invalid_request_error", "",
+                                 "HTTP status " + std::to_string(res.status)));
+    }
+    return HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SendError(res, MakeError(500, "server_error", "internal_error", "internal error: " + what));
+  });
+
+  http.Post("/v1/completions", [this](const Request& q, Response& r) { HandleCompletions(q, r); });
+  http.Post("/v1/chat/completions", [this](const Request& q, Response& r) { HandleChat(q, r); });
+  const auto not_allowed = [](const Request& q, Response& r) {
+    r.set_header("Allow", "POST");
+    SendError(r, MakeError(405, "invalid_request_error", "method_not_allowed",
+                           "Use POST for " + q.path + "."));
+  };
+  http.Get("/v1/completions", not_allowed);
+  http.Get("/v1/chat/completions", not_allowed);
+  http.Get("/v1/models", [this](const Request& q, Response& r) { HandleModels(q, r); });
+  http.Get(R"(/v1/models/(.+))", [this](const Request& q, Response& r) { HandleModels(q, r); });
+  http.Get("/health", [this](const Request& q, Response& r) { HandleHealth(q, r); });
+  http.Get("/metrics", [this](const Request& q, Response& r) { HandleMetrics(q, r); });
+}
+
+// ---------------------------------------------------------------------------
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
+  if (opts.max_queue < 1) return InvalidArgument("--max-queue must be >= 1");
+  if (opts.port < 0 || opts.port > 65535) return InvalidArgument("--port must be in [0, 65535]");
+  if (opts.http_threads < 0) return InvalidArgument("--http-threads must be >= 0");
+  if (opts.max_body_bytes < 1024) return InvalidArgument("--max-body-bytes must be >= 1024");
+  std::unique_ptr<Server> s(new Server());
+  s->impl_ = std::make_unique<Impl>();
+  Impl& I = *s->impl_;
+  I.opts = opts;
+  if (I.opts.http_threads == 0) I.opts.http_threads = opts.max_queue + 16;
+  I.created = static_cast<int64_t>(std::time(nullptr));
+  I.Routes();
+  if (opts.port == 0) {
+    I.port = I.http.bind_to_any_port(opts.host);
+    if (I.port < 0) return IoError("cannot listen on " + opts.host + " (any port)");
+  } else {
+    if (!I.http.bind_to_port(opts.host, opts.port)) {
+      return IoError("cannot listen on " + opts.host + ":" + std::to_string(opts.port) +
+                     " (address in use, or not an address of this machine)");
+    }
+    I.port = opts.port;
+  }
+  I.listener = std::thread([impl = &I] { impl->http.listen_after_bind(); });
+  return s;
+}
+
+Server::~Server() {
+  if (!impl_) return;
+  Shutdown();
+  Wait();
+}
+
+int Server::port() const { return impl_->port; }
+bool Server::ready() const { return impl_->ready; }
+
+Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
+  Impl& I = *impl_;
+  if (I.ready) return InvalidArgument("the server already has an engine");
+  STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer()));
+  I.chat.emplace(std::move(chat));
+  I.info = std::move(info);
+  I.engine = std::move(engine);
+  I.ready = true;
+  return Status::Ok();
+}
+
+void Server::Shutdown() {
+  Impl& I = *impl_;
+  std::call_once(I.shutdown_once, [&I] {
+    I.draining = true;
+    I.http.CloseListener();
+    std::unique_lock<std::mutex> lock(I.jobs_mu);
+    if (!I.jobs_cv.wait_for(lock, std::chrono::seconds(I.opts.drain_timeout_s), [&] { return I.admitted == 0; })) {
+      for (const auto& job : I.jobs) {
+        for (uint64_t id : job->engine_ids) I.engine->Cancel(id);
+      }
+      I.jobs_cv.wait_for(lock, kCancelWait, [&] { return I.admitted == 0; });
+    }
+  });
+}
+
+void Server::Wait() {
+  if (impl_->listener.joinable()) impl_->listener.join();
+}
+
+ServedModel ModelNames(const std::string& path, const std::string& general_name) {
+  ServedModel m;
+  const size_t slash = path.find_last_of('/');
+  m.file_name = slash == std::string::npos ? path : path.substr(slash + 1);
+  m.file_stem = m.file_name;
+  if (m.file_stem.size() > 5 && m.file_stem.compare(m.file_stem.size() - 5, 5, ".gguf") == 0) {
+    m.file_stem.resize(m.file_stem.size() - 5);
+  }
+  m.id = general_name.empty() ? m.file_stem : general_name;
+  return m;
+}
+
+}  // namespace stet::server

@@ -1,0 +1,66 @@
+// The OpenAI-compatible HTTP server behind `stet serve`: /v1/completions,
+// /v1/chat/completions (SSE streaming), /v1/models, /health, /metrics.
+// Invariants: the engine thread is never blocked by HTTP (its callback only
+// appends to a per-request queue that an HTTP worker drains); every admitted
+// request is either answered or cancelled in the engine (a client that goes
+// away mid-stream frees its KV); Shutdown stops accepting connections and
+// lets in-flight requests finish before it returns.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "server/request_parse.h"
+
+namespace stet::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                      // 0: any free port (see Server::port())
+  std::vector<std::string> api_keys;    // empty: no authentication
+  int max_queue = 64;                   // generation requests admitted at once; more get 429
+  int http_threads = 0;                 // 0: max_queue + 16
+  size_t max_body_bytes = 16u << 20;    // larger bodies get 413
+  int keep_alive_s = 2;                 // idle keep-alive connections close after this
+  int read_timeout_s = 10;              // a stalled request (partial body) is dropped after this
+  int drain_timeout_s = 120;            // Shutdown cancels what is still running after this
+  bool log_requests = true;             // one JSON line per request on stderr
+};
+
+// What the server needs to know about the model besides the engine.
+struct ModelInfo {
+  ServedModel names;
+  std::string chat_template;  // tokenizer.chat_template; empty: ChatML fallback
+};
+
+class Server {
+ public:
+  // Binds and starts answering (/health says 503 "loading" until Attach).
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& opts);
+  ~Server();  // Shutdown() if still running
+
+  int port() const;
+  // Hands over the engine; from now on requests are served.
+  Status Attach(std::unique_ptr<Engine> engine, ModelInfo info);
+  bool ready() const;
+
+  // Stops accepting connections, waits for in-flight requests (cancelling them
+  // after drain_timeout_s), then stops the listener. Idempotent.
+  void Shutdown();
+  // Blocks until the listener has stopped (after Shutdown, or if it failed).
+  void Wait();
+
+ private:
+  struct Impl;
+  Server() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The served model's names: general.name from the GGUF (else the file stem), the file name and stem.
+ServedModel ModelNames(const std::string& path, const std::string& general_name);
+
+}  // namespace stet::server

@@ -1,0 +1,117 @@
+// Internals shared by server.cc (plumbing, lifecycle, streaming) and
+// endpoints.cc (the endpoint handlers): the httplib subclass, the per-request
+// record behind the log line, and Server::Impl. Not part of the server's API.
+#pragma once
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/chat_prompt.h"
+#include "server/job.h"
+#include "server/metrics.h"
+#include "server/response.h"
+#include "server/server.h"
+
+namespace stet::server {
+
+class HttpServer : public httplib::Server {
+ public:
+  // Stops accepting: the accept loop ends and the workers finish their
+  // connections. Unlike stop(), streams in progress are not cut short
+  // (httplib's chunked writer stops once svr_sock_ == INVALID_SOCKET).
+  void CloseListener() {
+    const socket_t s = svr_sock_;
+    if (s != INVALID_SOCKET) ::shutdown(s, SHUT_RDWR);
+  }
+};
+
+// What the request log line and metrics need, gathered on the worker thread
+// that serves the request (handler, stream provider and logger all run there).
+struct RequestRecord {
+  bool active = false;
+  std::string id;
+  std::string endpoint;
+  Clock::time_point start;
+  bool stream = false;
+  int64_t prompt_tokens = -1, completion_tokens = -1, cached_tokens = -1;
+  double ttft_s = -1;
+  std::optional<uint64_t> seed;
+  std::string error;
+  bool cancelled = false;
+};
+RequestRecord& CurrentRecord();  // thread-local
+
+uint64_t RandomU64();
+std::string RandomHex(int n);
+void SendJson(httplib::Response& res, int status, const Json& j);
+void SendError(httplib::Response& res, const ApiError& e);
+ApiError MakeError(int status, std::string type, std::string code, std::string message);
+
+struct Server::Impl {
+  ServerOptions opts;
+  HttpServer http;
+  std::thread listener;
+  int port = 0;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};
+  std::unique_ptr<Engine> engine;  // set once, before `ready`
+  ModelInfo info;
+  std::optional<ChatPrompt> chat;
+  int64_t created = 0;
+  Metrics metrics;
+  std::mutex jobs_mu;
+  std::condition_variable jobs_cv;
+  int admitted = 0;  // generation requests in flight, under jobs_mu
+  std::set<std::shared_ptr<Job>> jobs;
+  std::mutex log_mu;
+  std::once_flag shutdown_once;
+
+  // A stream's state, shared by its content provider and resource releaser.
+  struct Stream {
+    std::shared_ptr<Job> job;
+    std::shared_ptr<Collector> coll;
+    std::function<std::string()> start;                                     // first chunks
+    std::function<std::string(int, const Job::Item&, bool)> event;          // chunk for an event
+    std::function<std::string(const UsageCounts&)> usage;                  // usage chunk or ""
+    std::vector<bool> ignore_eos;                                           // per prompt
+    bool finalized = false;
+  };
+  using BuildFn = std::function<Json(std::vector<ChoiceResult>&, const UsageCounts&)>;
+
+  // server.cc
+  void Routes();
+  bool Authorized(const httplib::Request& req) const;
+  void LogRequest(const httplib::Request& req, const httplib::Response& res);
+  bool Admit(const std::shared_ptr<Job>& job);
+  void Release(const std::shared_ptr<Job>& job);
+  bool IsEndMarker(const Job::Item& it, const std::vector<bool>& ignore_eos) const;
+  void Account(const Collector& coll);
+  void CancelAndWait(Job& job, Collector& coll, const std::vector<bool>& ignore_eos);
+  void FinishStream(Stream& st);
+  // Submits one engine request per prompt and answers, streamed (hooks) or not (build).
+  void Run(std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks, BuildFn build,
+           const char* prompt_param, httplib::Response& res);
+
+  // endpoints.cc
+  void HandleCompletions(const httplib::Request& req, httplib::Response& res);
+  void HandleChat(const httplib::Request& req, httplib::Response& res);
+  void HandleModels(const httplib::Request& req, httplib::Response& res);
+  void HandleHealth(const httplib::Request& req, httplib::Response& res);
+  void HandleMetrics(const httplib::Request& req, httplib::Response& res);
+  Json ModelJson() const;
+  ResponseMeta Meta(uint64_t seed) const;
+  PieceFn Piece() const;
+};
+
+}  // namespace stet::server

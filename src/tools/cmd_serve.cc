@@ -1,0 +1,195 @@
+// `stet serve`: binds first (so /health answers 503 "loading" at once), loads
+// the model with progress on stderr, builds the engine, then serves until
+// SIGTERM/SIGINT: stop accepting, drain in-flight requests, exit 0. A second
+// signal exits at once.
+#include "tools/cmd_serve.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "engine/engine.h"
+#include "server/server.h"
+#include "tools/common.h"
+
+namespace stet::tools {
+
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int threads = 0;
+  std::vector<std::string> api_keys;
+  int max_queue = 64;
+  int ctx = 4096;
+  std::string kv_type = "f16";
+  std::string numerics = "invariant";
+  std::string isa = "auto";
+  int max_seqs = 64;
+  int batch_tokens = 512;
+  int chunk = 256;
+  int http_threads = 0;
+  int64_t max_body_bytes = 16 << 20;
+  int drain_timeout = 120;
+  bool no_log = false;
+};
+
+// Signals are taken by one thread (sigwait) so no handler runs inside the
+// engine or a worker; the main thread is told through a flag and a cv.
+struct Signals {
+  std::mutex mu;
+  std::condition_variable cv;
+  int count = 0;
+  std::atomic<bool> serving{false};  // the engine is attached: a signal means drain
+};
+
+int RunServe(const ServeArgs& a) {
+  DType kv_type;
+  if (a.kv_type == "f16") kv_type = DType::kF16;
+  else if (a.kv_type == "f32") kv_type = DType::kF32;
+  else return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
+  NumericsMode mode;
+  if (a.numerics == "invariant") mode = NumericsMode::kInvariant;
+  else if (a.numerics == "adaptive") mode = NumericsMode::kAdaptive;
+  else return ReportError(InvalidArgument("--numerics must be invariant or adaptive, not '" + a.numerics + "'"));
+  auto isa = ParseIsa(a.isa);
+  if (!isa.ok()) return ReportError(isa.status());
+  if (a.max_body_bytes < 1024) return ReportError(InvalidArgument("--max-body-bytes must be >= 1024"));
+
+  // Block the signals before any thread starts, so every thread inherits the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+  server::ServerOptions so;
+  so.host = a.host;
+  so.port = a.port;
+  so.api_keys = a.api_keys;
+  so.max_queue = a.max_queue;
+  so.http_threads = a.http_threads;
+  so.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
+  so.drain_timeout_s = a.drain_timeout;
+  so.log_requests = !a.no_log;
+  auto srv = server::Server::Start(so);
+  if (!srv.ok()) return ReportError(srv.status());
+  server::Server& server = **srv;
+  const std::string url = "http://" + a.host + ":" + std::to_string(server.port());
+  std::fprintf(stderr, "stet: loading %s (%s/health answers 503 until ready)\n", a.model.c_str(), url.c_str());
+
+  auto sig = std::make_shared<Signals>();
+  std::thread([sig, set] {
+    for (;;) {
+      int s = 0;
+      if (sigwait(&set, &s) != 0) continue;
+      int count;
+      {
+        std::lock_guard<std::mutex> lock(sig->mu);
+        count = ++sig->count;
+      }
+      sig->cv.notify_all();
+      if (count >= 2 || !sig->serving) {  // nothing to drain yet, or asked twice
+        std::fprintf(stderr, "stet: %s, exiting now\n", count >= 2 ? "second signal" : "signal during load");
+        std::fflush(stderr);
+        std::_Exit(count >= 2 ? 1 : 0);
+      }
+    }
+  }).detach();
+
+  auto loaded = LoadModelAndTokenizer(a.model, true);
+  if (!loaded.ok()) return ReportError(loaded.status());
+  const gguf::GgufFile& file = loaded->model->file();
+  auto general_name = file.GetString("general.name");
+  auto tmpl = file.GetString("tokenizer.chat_template");
+  server::ModelInfo info;
+  info.names = server::ModelNames(a.model, general_name.ok() ? *general_name : "");
+  if (tmpl.ok()) info.chat_template = *tmpl;
+
+  EngineOptions eo;
+  eo.n_ctx = a.ctx;
+  eo.kv_type = kv_type;
+  eo.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.isa = *isa;
+  eo.numerics = mode;
+  eo.max_seqs = a.max_seqs;
+  eo.max_batch_tokens = a.batch_tokens;
+  eo.chunk_size = a.chunk;
+  auto engine = Engine::Create(std::move(loaded->model), std::move(loaded->tokenizer), eo);
+  if (!engine.ok()) return ReportError(engine.status());
+  const std::string fingerprint = (*engine)->fingerprint();
+  const int n_ctx = (*engine)->n_ctx();
+  Status st = server.Attach(std::move(*engine), info);
+  if (!st.ok()) return ReportError(st);
+  sig->serving = true;
+  std::fprintf(stderr, "stet: model '%s', context %d, %d threads, isa %s, fingerprint %s%s\n", info.names.id.c_str(),
+               n_ctx, eo.n_threads, IsaName(eo.isa), fingerprint.c_str(),
+               info.chat_template.empty() ? ", no chat template (ChatML fallback)" : "");
+  std::fprintf(stderr, "listening on %s\n", url.c_str());
+  std::fflush(stderr);
+
+  {
+    std::unique_lock<std::mutex> lock(sig->mu);
+    sig->cv.wait(lock, [&] { return sig->count > 0; });
+  }
+  std::fprintf(stderr, "stet: shutting down: no new connections, draining requests in flight\n");
+  server.Shutdown();
+  server.Wait();
+  std::fprintf(stderr, "stet: drained, bye\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<ServeArgs>();
+  a->model = DefaultModelPath();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
+               "/v1/models, /health, /metrics. See docs/api.md.");
+  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Compute threads (0: all cores); never changes results")
+      ->capture_default_str();
+  cmd->add_option("--api-key", a->api_keys,
+                  "Require 'Authorization: Bearer KEY' on /v1/* (repeat for several keys)");
+  cmd->add_option("--max-queue", a->max_queue,
+                  "Generation requests in flight (waiting + running) beyond which new ones get 429")
+      ->capture_default_str();
+  cmd->add_option("-c,--ctx", a->ctx, "Context length per sequence (clamped to the model's)")
+      ->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32 (part of the fingerprint)")
+      ->capture_default_str();
+  cmd->add_option("--numerics", a->numerics,
+                  "invariant (batch-invariant, default) or adaptive (faster, batch-variant; says so in the fingerprint)")
+      ->capture_default_str();
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar or avx2; never changes results")
+      ->capture_default_str();
+  cmd->add_option("--max-seqs", a->max_seqs, "Sequences decoded together (KV slots)")->capture_default_str();
+  cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward step")->capture_default_str();
+  cmd->add_option("--chunk", a->chunk, "Prefill chunk per sequence per step; never changes results")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", a->http_threads, "HTTP worker threads (0: max-queue + 16)")
+      ->capture_default_str();
+  cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body accepted (else 413)")
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", a->drain_timeout,
+                  "Seconds SIGTERM waits for in-flight requests before cancelling them")
+      ->capture_default_str();
+  cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
+  cmd->callback([a, exit_code] { *exit_code = RunServe(*a); });
+  return cmd;
+}
+
+}  // namespace stet::tools

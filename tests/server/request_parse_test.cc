@@ -1,0 +1,295 @@
+// Request-body validation without a network or a model: every malformed field
+// becomes a 400 naming the field (404 for an unknown model), valid bodies
+// become the engine parameters the OpenAI API describes, and UTF-8 checks are
+// strict (overlongs, surrogates, truncations rejected).
+#include "server/request_parse.h"
+
+#include <gtest/gtest.h>
+
+#include "server/json_fields.h"
+
+namespace stet::server {
+namespace {
+
+const ServedModel kModel{"SmolLM2", "SmolLM2.Q4_1.gguf", "SmolLM2.Q4_1"};
+
+ApiOr<CompletionRequest> Completion(const std::string& body) {
+  auto j = ParseBody(body);
+  if (!j.ok()) return j.error();
+  return ParseCompletionRequest(*j, kModel);
+}
+
+ApiOr<ChatRequest> Chat(const std::string& body) {
+  auto j = ParseBody(body);
+  if (!j.ok()) return j.error();
+  return ParseChatRequest(*j, kModel);
+}
+
+TEST(Utf8, AcceptsWellFormedAndRejectsEveryIllFormedKind) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain ascii"));
+  EXPECT_TRUE(IsValidUtf8("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é € 😀
+  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));                           // U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));      // overlong
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate D800
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xE2\x82"));          // truncated
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // lone continuation
+  EXPECT_FALSE(IsValidUtf8("\xFF"));
+}
+
+TEST(Utf8, SanitizeReplacesMaximalSubparts) {
+  EXPECT_EQ(SanitizeUtf8("a\xE2\x82" "b"), "a\xEF\xBF\xBD" "b");  // one U+FFFD for the truncated €
+  EXPECT_EQ(SanitizeUtf8("\xFF\xFE"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(SanitizeUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
+}
+
+TEST(ParseBody, RejectsNonObjectsBadJsonBadUtf8AndDeepNesting) {
+  EXPECT_FALSE(ParseBody("").ok());
+  EXPECT_FALSE(ParseBody("{").ok());
+  EXPECT_FALSE(ParseBody("[1,2]").ok());
+  EXPECT_FALSE(ParseBody("\"str\"").ok());
+  EXPECT_FALSE(ParseBody("{\"a\": \"\xC3\x28\"}").ok());
+  EXPECT_EQ(ParseBody("{\"a\": \"\xC3\x28\"}").error().message, "The request body is not valid UTF-8.");
+  std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
+  EXPECT_FALSE(ParseBody(deep).ok());
+  // Brackets inside strings do not count as nesting.
+  EXPECT_TRUE(ParseBody("{\"a\": \"" + std::string(200, '[') + "\"}").ok());
+  EXPECT_TRUE(ParseBody("{\"a\": 1}").ok());
+}
+
+TEST(ParseCompletion, DefaultsAndAllFields) {
+  auto r = Completion(R"({"model": "SmolLM2", "prompt": "hi"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->prompts.size(), 1u);
+  EXPECT_TRUE(r->prompts[0].is_text);
+  EXPECT_FALSE(r->s.max_tokens.has_value());
+  EXPECT_EQ(r->s.n, 1);
+  EXPECT_FLOAT_EQ(r->s.temperature, 1.0f);
+  EXPECT_FALSE(r->s.seed.has_value());
+
+  r = Completion(R"({"model": "SmolLM2.Q4_1.gguf", "prompt": ["a", "b"], "max_tokens": 7, "n": 3,
+      "temperature": 0.5, "top_p": 0.9, "stop": ["x", "y"], "seed": 42, "logprobs": 5, "echo": true,
+      "presence_penalty": 1.5, "frequency_penalty": -0.5, "logit_bias": {"11": -100, "7": 2.5},
+      "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "ignore_eos": true, "user": "u",
+      "stream": true, "stream_options": {"include_usage": true}, "unknown_field": {"ignored": 1}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->prompts.size(), 2u);
+  EXPECT_EQ(*r->s.max_tokens, 7);
+  EXPECT_EQ(r->s.n, 3);
+  EXPECT_EQ(r->s.stop, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(*r->s.seed, 42u);
+  EXPECT_EQ(*r->logprobs, 5);
+  EXPECT_TRUE(r->echo);
+  EXPECT_EQ(r->s.logit_bias.size(), 2u);
+  EXPECT_FLOAT_EQ(r->s.logit_bias.at(11), -100.0f);
+  EXPECT_EQ(r->s.top_k, 40);
+  EXPECT_TRUE(r->s.ignore_eos);
+  EXPECT_TRUE(r->s.stream);
+  EXPECT_TRUE(r->s.include_usage);
+}
+
+TEST(ParseCompletion, PromptShapes) {
+  auto r = Completion(R"({"model": "SmolLM2", "prompt": [1, 2, 3]})");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_FALSE(r->prompts[0].is_text);
+  EXPECT_EQ(r->prompts[0].ids, (std::vector<int32_t>{1, 2, 3}));
+  r = Completion(R"({"model": "SmolLM2", "prompt": [[1, 2], [3]]})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->prompts.size(), 2u);
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": []})").ok());
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": [[]]})").ok());
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": [1, "a"]})").ok());
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": [-1]})").ok());
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": [1.5]})").ok());
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": {"a": 1}})").ok());
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2"})").ok());
+}
+
+TEST(ParseCompletion, SeedWrapsNegativeAndAcceptsFullUint64) {
+  auto r = Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": -1})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r->s.seed, ~uint64_t{0});
+  r = Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": 18446744073709551615})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r->s.seed, ~uint64_t{0});
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": "7"})").ok());
+  EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": 1.5})").ok());
+}
+
+struct BadCase {
+  const char* body;
+  const char* param;  // expected "param" of the error
+  int status;
+};
+
+class BadCompletion : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadCompletion, IsRejectedNamingTheField) {
+  auto r = Completion(GetParam().body);
+  ASSERT_FALSE(r.ok()) << GetParam().body;
+  EXPECT_EQ(r.error().status, GetParam().status);
+  EXPECT_EQ(r.error().param, GetParam().param) << r.error().message;
+  EXPECT_FALSE(r.error().message.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, BadCompletion,
+    ::testing::Values(
+        BadCase{R"({"prompt": "x"})", "model", 400},
+        BadCase{R"({"model": 5, "prompt": "x"})", "model", 400},
+        BadCase{R"({"model": "gpt-4", "prompt": "x"})", "model", 404},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": 0})", "n", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": 129})", "n", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": "2"})", "n", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": -1})", "max_tokens", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": 1e300})", "max_tokens", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": 99999999999})", "max_tokens", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": 1.5})", "max_tokens", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "temperature": 2.5})", "temperature", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "temperature": -0.1})", "temperature", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "temperature": "hot"})", "temperature", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "top_p": 1.5})", "top_p", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "presence_penalty": 3})", "presence_penalty", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "frequency_penalty": -2.5})", "frequency_penalty", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logprobs": 6})", "logprobs", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logprobs": true})", "logprobs", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "stop": ["a","b","c","d","e"]})", "stop", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "stop": 5})", "stop", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "stop": [5]})", "stop", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"5": 101}})", "logit_bias", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"-5": 1}})", "logit_bias", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": [1]})", "logit_bias", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "echo": "yes"})", "echo", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "stream": 1})", "stream", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "stream_options": {"include_usage": true}})",
+                "stream_options", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "best_of": 3})", "best_of", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "suffix": "end"})", "suffix", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "top_k": -2})", "top_k", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "min_p": 1.5})", "min_p", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "repetition_penalty": 0})", "repetition_penalty", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": 128, "prompt": ["a","b","c"]})", "n", 400}));
+
+class BadChat : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadChat, IsRejectedNamingTheField) {
+  auto r = Chat(GetParam().body);
+  ASSERT_FALSE(r.ok()) << GetParam().body;
+  EXPECT_EQ(r.error().status, GetParam().status);
+  EXPECT_EQ(r.error().param, GetParam().param) << r.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, BadChat,
+    ::testing::Values(
+        BadCase{R"({"model": "SmolLM2"})", "messages", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": []})", "messages", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": "hi"})", "messages", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [5]})", "messages[0]", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"content": "x"}]})", "messages[0].role", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user"}]})", "messages[0].content", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": 5}]})", "messages[0].content", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+                "messages[0].content[0].type", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": [{"type": "text"}]}]})",
+                "messages[0].content[0].text", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
+                "messages[0].tool_calls", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 21,
+                   "logprobs": true})", "top_logprobs", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
+                "top_logprobs", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "logprobs": 1})",
+                "logprobs", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0})",
+                "max_tokens", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
+                "tool_choice", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}],
+                   "response_format": {"type": "json_object"}})", "response_format", 400},
+        BadCase{R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})", "model", 404}));
+
+TEST(ParseChat, NormalizesMessagesForTheTemplate) {
+  auto r = Chat(R"({"model": "SmolLM2", "messages": [
+      {"role": "developer", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "name": "ann"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "f", "arguments": "{}"}}]},
+      {"role": "tool", "content": "42", "tool_call_id": "c1"}],
+      "max_completion_tokens": 9, "max_tokens": 3, "logprobs": true, "top_logprobs": 20,
+      "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "auto"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Json& m = r->messages;
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0]["role"], "system");
+  EXPECT_EQ(m[1]["content"], "a\nb");
+  EXPECT_EQ(m[1]["name"], "ann");
+  EXPECT_EQ(m[2]["content"], "");
+  EXPECT_EQ(m[2]["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_EQ(m[3]["tool_call_id"], "c1");
+  EXPECT_EQ(*r->s.max_tokens, 9);  // max_completion_tokens wins
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->top_logprobs, 20);
+  EXPECT_TRUE(r->tools.is_array());
+}
+
+TEST(BuildParams, ChecksVocabularyAndContextAndClampsMaxTokens) {
+  SamplingFields s;
+  s.max_tokens = 1000;
+  s.temperature = 0.7f;
+  s.seed = 5;
+  ModelLimits lim{100, 32};
+  auto p = BuildParams(s, {1, 2, 3}, lim, 16, "prompt");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->max_tokens, 29);  // clamped to the room left in the context
+  EXPECT_EQ(*p->seed, 5u);
+  EXPECT_FLOAT_EQ(p->temperature, 0.7f);
+
+  auto too_long = BuildParams(s, std::vector<int32_t>(32, 1), lim, 16, "prompt");
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.error().code, "context_length_exceeded");
+  EXPECT_EQ(too_long.error().status, 400);
+
+  auto oov = BuildParams(s, {1, 100}, lim, 16, "prompt");
+  ASSERT_FALSE(oov.ok());
+  EXPECT_EQ(oov.error().param, "prompt");
+
+  s.logit_bias[100] = 1.0f;
+  auto bias = BuildParams(s, {1}, lim, 16, "prompt");
+  ASSERT_FALSE(bias.ok());
+  EXPECT_EQ(bias.error().param, "logit_bias");
+
+  EXPECT_FALSE(BuildParams(SamplingFields{}, {}, lim, 16, "prompt").ok());
+  auto def = BuildParams(SamplingFields{}, {1}, lim, 16, "prompt");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->max_tokens, 16);
+}
+
+TEST(ParseSampling, TopPZeroMeansGreedy) {
+  auto r = Completion(R"({"model": "SmolLM2", "prompt": "x", "top_p": 0, "temperature": 1})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FLOAT_EQ(r->s.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r->s.top_p, 1.0f);
+}
+
+TEST(ApiErrorJson, HasOpenAiShape) {
+  ApiError e = BadRequest("bad n", "n", "");
+  Json j = ErrorJson(e);
+  EXPECT_EQ(j["error"]["message"], "bad n");
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(j["error"]["param"], "n");
+  EXPECT_TRUE(j["error"]["code"].is_null());
+  EXPECT_EQ(ModelNotFound("x").code, "model_not_found");
+  // Never throws on invalid UTF-8.
+  e.message = "bad \xFF byte";
+  EXPECT_NE(ErrorBody(e).find("\xEF\xBF\xBD"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stet::server
