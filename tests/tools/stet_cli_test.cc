@@ -108,6 +108,25 @@ TEST(StetCli, FingerprintNamesModelAndSettings) {
   EXPECT_EQ(Sh("fingerprint -m /nonexistent.gguf").exit_code, 1);
 }
 
+TEST(StetCli, QuantizeMakesARunnableModel) {
+  STET_REQUIRE_FILE(Stories());
+  const std::string q8 = ::testing::TempDir() + "/stories-q8_0.gguf";
+  const std::string q4 = ::testing::TempDir() + "/stories-q4_1.gguf";
+  auto a = Sh("quantize -m " + Stories() + " -o " + q8 + " --type q8_0", true);
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_NE(a.out.find("as q8_0"), std::string::npos) << a.out;
+  ASSERT_EQ(Sh("quantize -m " + Stories() + " -o " + q4 + " --type q4_1").exit_code, 0);
+  auto f32 = Sh("run -m " + Stories() + " -n 24 --temp 0");
+  auto r8 = Sh("run -m " + q8 + " -n 24 --temp 0");
+  auto r4 = Sh("run -m " + q4 + " -n 24 --temp 0");
+  EXPECT_EQ(r8.exit_code, 0);
+  EXPECT_EQ(r4.exit_code, 0);
+  // Same model, other encodings: same start of the story, different fingerprints.
+  EXPECT_EQ(r8.out.substr(0, 16), f32.out.substr(0, 16)) << r8.out;
+  EXPECT_NE(Sh("fingerprint -m " + q8).out, Sh("fingerprint -m " + q4).out);
+  EXPECT_EQ(Sh("quantize -m " + Stories() + " -o " + q4 + " --type q9_9").exit_code, 1);
+}
+
 TEST(StetCli, TokenizeIds) {
   STET_REQUIRE_FILE(Stories());
   auto r = Sh("tokenize -m " + Stories() + " --ids 'Once upon a time'");
