@@ -8,6 +8,7 @@
 #include "tools/cmd_eval.h"
 #include "tools/cmd_fingerprint.h"
 #include "tools/cmd_probe.h"
+#include "tools/cmd_quantize.h"
 #include "tools/cmd_run.h"
 #include "tools/cmd_serve.h"
 #include "tools/cmd_tokenize.h"
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   stet::tools::AddTokenizeCommand(app, &exit_code);
   stet::tools::AddServeCommand(app, &exit_code);
   stet::tools::AddFingerprintCommand(app, &exit_code);
+  stet::tools::AddQuantizeCommand(app, &exit_code);
   stet::tools::AddBenchCommand(app, &exit_code);
   stet::tools::AddGgufRandomCommand(app, &exit_code);
   stet::tools::AddProbeCommand(app, &exit_code);
