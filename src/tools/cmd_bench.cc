@@ -17,6 +17,7 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "kernels/adaptive.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "tools/common.h"
@@ -39,21 +40,11 @@ struct BenchArgs {
   bool json = false;
 };
 
-// The numerics modes bench can run. The hook for the adaptive (batch-variant, rule R8)
-// mode: accept it here and hand it to Forward once Forward takes a mode.
-enum class BenchNumerics { kInvariant };
-
-Result<BenchNumerics> ParseNumerics(const std::string& name) {
-  if (name == "invariant") return BenchNumerics::kInvariant;
-  if (name == "adaptive") {
-    return Unimplemented(
-        "--numerics adaptive is not available yet: the adaptive (batch-variant) mode has not "
-        "landed in this build; only 'invariant' can be measured");
-  }
-  return InvalidArgument("unknown --numerics '" + name + "' (expected invariant)");
+Result<NumericsMode> ParseNumerics(const std::string& name) {
+  if (name == "invariant") return NumericsMode::kInvariant;
+  if (name == "adaptive") return NumericsMode::kAdaptive;
+  return InvalidArgument("unknown --numerics '" + name + "' (expected invariant or adaptive)");
 }
-
-const char* NumericsName(BenchNumerics) { return "invariant"; }
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -85,8 +76,9 @@ int32_t TokenAt(uint32_t rep, uint32_t seq, uint32_t pos, int n_vocab) {
 
 class Bench {
  public:
-  Bench(const Model& model, ThreadPool* pool, Isa isa, DType kv_type, int max_ctx)
-      : model_(model), kv_type_(kv_type), forward_(model, pool, isa, max_ctx) {}
+  Bench(const Model& model, ThreadPool* pool, Isa isa, NumericsMode mode, DType kv_type,
+        int max_ctx)
+      : model_(model), kv_type_(kv_type), forward_(model, pool, isa, max_ctx, mode) {}
 
   // One pp rep: a fresh cache (positions restart at 0; every row read is written first).
   Result<double> Prefill(KvCache& kv, int n, uint32_t rep) {
@@ -370,14 +362,14 @@ int RunBench(const BenchArgs& a) {
   const int threads =
       a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   ThreadPool pool(std::max(1, threads));
-  Bench bench(m, &pool, *isa, kv_type, max_ctx);
+  Bench bench(m, &pool, *isa, *numerics, kv_type, max_ctx);
   std::vector<TestResult> tests;
   Status st = RunTests(a, bench, &tests);
   if (!st.ok()) return ReportError(st);
   if (a.json) {
-    PrintJson(a, m, *isa, threads, NumericsName(*numerics), tests);
+    PrintJson(a, m, *isa, threads, NumericsModeName(*numerics), tests);
   } else {
-    PrintTable(a, m, *isa, threads, NumericsName(*numerics), tests);
+    PrintTable(a, m, *isa, threads, NumericsModeName(*numerics), tests);
   }
   return kExitOk;
 }
@@ -411,7 +403,8 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
   cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar or avx2")->capture_default_str();
   cmd->add_option("--numerics", a->numerics,
-                  "Numerics mode: invariant (adaptive: not available yet)")
+                  "invariant (batch-invariant kernels) or adaptive (batch-variant split-K for "
+                  "small batches, rule R8: what ordinary engines do)")
       ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");

@@ -1,6 +1,6 @@
 // `stet bench` and `stet gguf-random` as bench/run.py uses them: bench --json prints one
-// JSON object with positive prefill and decode speeds; gguf-random writes a model that
-// bench runs; bad flags exit 2 with a message; --numerics adaptive is refused for now.
+// JSON object with positive prefill and decode speeds (also in the adaptive numerics
+// mode); gguf-random writes a model that bench runs; bad flags exit 2 with a message.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -81,14 +81,24 @@ TEST(BenchCli, BatchedDecodeAndTable) {
   EXPECT_NE(t.out.find("| tg2"), std::string::npos) << t.out;
 }
 
+TEST(BenchCli, AdaptiveNumerics) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("bench -m " + Stories() + " -p 8 -n 2 --batch 2 --reps 1 --numerics adaptive --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["numerics"], "adaptive");
+  EXPECT_EQ(j["decode_batch"], 2);
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+}
+
 TEST(BenchCli, UsageErrors) {
   auto h = Sh("bench --help");
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.out.find("--numerics"), std::string::npos);
-  auto adaptive = Sh("bench -m /nonexistent.gguf --numerics adaptive", true);
-  EXPECT_EQ(adaptive.exit_code, 2);
-  EXPECT_NE(adaptive.out.find("adaptive"), std::string::npos) << adaptive.out;
-  EXPECT_EQ(Sh("bench -m /nonexistent.gguf --numerics sloppy").exit_code, 2);
+  auto sloppy = Sh("bench -m /nonexistent.gguf --numerics sloppy", true);
+  EXPECT_EQ(sloppy.exit_code, 2);
+  EXPECT_NE(sloppy.out.find("invariant or adaptive"), std::string::npos) << sloppy.out;
   EXPECT_EQ(Sh("bench -m /nonexistent.gguf --reps 0").exit_code, 2);
   auto missing = Sh("bench -m /nonexistent.gguf", true);
   EXPECT_EQ(missing.exit_code, 1);
