@@ -304,6 +304,12 @@ void Server::Impl::Routes() {
   http.set_write_timeout(opts.read_timeout_s, 0);
   http.set_payload_max_length(opts.max_body_bytes);
   http.set_tcp_nodelay(true);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a
+  // second server bind the same port and silently share its traffic.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 
   http.set_pre_routing_handler([this](const Request& req, Response& res) {
     RequestRecord& r = t_record;
@@ -387,6 +393,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   if (opts.port < 0 || opts.port > 65535) return InvalidArgument("--port must be in [0, 65535]");
   if (opts.http_threads < 0) return InvalidArgument("--http-threads must be >= 0");
   if (opts.max_body_bytes < 1024) return InvalidArgument("--max-body-bytes must be >= 1024");
+  if (opts.read_timeout_s < 1) return InvalidArgument("--read-timeout must be >= 1");
   std::unique_ptr<Server> s(new Server());
   s->impl_ = std::make_unique<Impl>();
   Impl& I = *s->impl_;

@@ -39,6 +39,7 @@ struct ServeArgs {
   int http_threads = 0;
   int64_t max_body_bytes = 16 << 20;
   int drain_timeout = 120;
+  int read_timeout = 10;
   bool no_log = false;
 };
 
@@ -80,6 +81,7 @@ int RunServe(const ServeArgs& a) {
   so.http_threads = a.http_threads;
   so.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
   so.drain_timeout_s = a.drain_timeout;
+  so.read_timeout_s = a.read_timeout;
   so.log_requests = !a.no_log;
   auto srv = server::Server::Start(so);
   if (!srv.ok()) return ReportError(srv.status());
@@ -186,6 +188,9 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--drain-timeout", a->drain_timeout,
                   "Seconds SIGTERM waits for in-flight requests before cancelling them")
+      ->capture_default_str();
+  cmd->add_option("--read-timeout", a->read_timeout,
+                  "Seconds a stalled client (partial headers or body) may stay silent before it is dropped")
       ->capture_default_str();
   cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
   cmd->callback([a, exit_code] { *exit_code = RunServe(*a); });

@@ -188,12 +188,16 @@ class StetServer:
             self.proc.kill()
             rc = self.proc.wait()
         self._reader.join(timeout=5)
+        self.proc.stderr.close()
         return rc
 
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._reader.join(timeout=5)
+        if not self.proc.stderr.closed:
+            self.proc.stderr.close()
 
     def __enter__(self):
         return self

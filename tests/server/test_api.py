@@ -336,6 +336,8 @@ class ApiTest(unittest.TestCase):
 
     def test_request_log_lines(self):
         r = self.complete(max_tokens=3, temperature=0)
+        # The line is written once the response is out: wait for it.
+        self.srv.wait_for(lambda: any(l.get("id") == r.id for l in self.srv.request_logs()), 10)
         logs = [l for l in self.srv.request_logs() if l.get("id") == r.id]
         self.assertEqual(len(logs), 1, self.srv.lines()[-5:])
         log = logs[0]
