@@ -11,7 +11,7 @@ Builds nothing but membw (cc -O2): build stet first (Release, e.g. build-bench/)
 peer with bench/build_llamacpp.sh. Missing random-weight models are written with
 `stet gguf-random` into ~/.cache/stet/bench-models/. Python 3 standard library only.
 
-    bench/run.py                      # everything, ~20 min on 2 cores
+    bench/run.py                      # everything, ~10 min on 2 cores
     bench/run.py --cases real-q4_1 --reps 3 --no-batched
 """
 
@@ -314,6 +314,8 @@ def main():
     ap.add_argument("--stet", help="stet binary (default: build-bench/bin/stet, build/bin/stet)")
     ap.add_argument("--llamacpp", help="dir from bench/build_llamacpp.sh "
                                        "(default: newest ~/.cache/stet/llama.cpp-*)")
+    ap.add_argument("--stet-commit", help="the commit the stet binary was built from "
+                                          "(default: this checkout's HEAD)")
     ap.add_argument("--no-peer", action="store_true", help="measure stet only")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
@@ -325,7 +327,8 @@ def main():
     ap.add_argument("--batch", default="1,4,16,32")
     ap.add_argument("--batched-n", type=int, default=32, help="decode steps per batched test")
     ap.add_argument("--batched-prompt", type=int, default=16, help="untimed prompt per sequence")
-    ap.add_argument("--batched-cases", default="real-q4_1", help="cases that get batched decode")
+    ap.add_argument("--batched-cases", default="real-q4_1,0.5b-q4_1",
+                    help="cases that get batched decode")
     ap.add_argument("--no-batched", dest="batched", action="store_false")
     ap.add_argument("--nice", type=int, default=0,
                     help="niceness of the measured processes, each in its own session and "
@@ -348,7 +351,7 @@ def main():
     peer = None if args.no_peer else find_llamacpp(args.llamacpp)
     if not args.no_peer and not peer:
         log("llama.cpp not found: measuring stet only (build it with bench/build_llamacpp.sh)")
-    commit = git("rev-parse", "HEAD")
+    commit = args.stet_commit or git("rev-parse", "HEAD")
     env = dict(os.environ, STET_GIT_COMMIT=commit or "")
     now = datetime.datetime.now()
     host = socket.gethostname()

@@ -32,8 +32,8 @@ const RandomModelShape kShapes[] = {
      false, RandomVocabStyle::kSmolLm},
     {"smollm2-360m", "SmolLM2-360M", "llama", 32, 960, 15, 5, 2560, 49152, 8192, 100000.0, 1e-5f,
      false, RandomVocabStyle::kSmolLm},
-    {"qwen2.5-0.5b", "Qwen2.5-0.5B", "qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1000000.0,
-     1e-6f, false, RandomVocabStyle::kQwen2},
+    {"qwen2.5-0.5b", "Qwen2.5-0.5B", "qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1000000.0, 1e-6f,
+     false, RandomVocabStyle::kQwen2},
     {"llama-3.2-1b", "Llama-3.2-1B", "llama", 16, 2048, 32, 8, 8192, 128256, 131072, 500000.0,
      1e-5f, true, RandomVocabStyle::kLlama3},
     // Small enough for unit tests; K = 256 / 512 so K-quants need no fallback.
@@ -50,15 +50,25 @@ bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16; }
 // llama.cpp's general.file_type (enum llama_ftype); K-quants as the "S" mixes.
 uint32_t LlamaFileType(DType t) {
   switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ4_1: return 3;
-    case DType::kQ8_0: return 7;
-    case DType::kQ4_K: return 14;
-    case DType::kQ5_K: return 16;
-    case DType::kQ6_K: return 18;
-    default: STET_CHECK_MSG(false, "no llama.cpp file type for this DType"); return 0;
+    case DType::kF32:
+      return 0;
+    case DType::kF16:
+      return 1;
+    case DType::kQ4_0:
+      return 2;
+    case DType::kQ4_1:
+      return 3;
+    case DType::kQ8_0:
+      return 7;
+    case DType::kQ4_K:
+      return 14;
+    case DType::kQ5_K:
+      return 16;
+    case DType::kQ6_K:
+      return 18;
+    default:
+      STET_CHECK_MSG(false, "no llama.cpp file type for this DType");
+      return 0;
   }
 }
 
@@ -94,24 +104,35 @@ void SinCos2Pi(double u, double* sin_out, double* cos_out) {
   const double x = (t - quadrant) * (kPi / 2);  // [0, pi/2)
   const double x2 = x * x;
   const double s =
-      x * (1.0 - x2 / 6 * (1.0 - x2 / 20 * (1.0 - x2 / 42 * (1.0 - x2 / 72 * (1.0 - x2 / 110 *
-                                                                             (1.0 - x2 / 156))))));
+      x * (1.0 -
+           x2 / 6 *
+               (1.0 -
+                x2 / 20 * (1.0 - x2 / 42 * (1.0 - x2 / 72 * (1.0 - x2 / 110 * (1.0 - x2 / 156))))));
   const double c =
-      1.0 - x2 / 2 * (1.0 - x2 / 12 * (1.0 - x2 / 30 * (1.0 - x2 / 56 * (1.0 - x2 / 90 *
-                                                                         (1.0 - x2 / 132)))));
+      1.0 -
+      x2 / 2 *
+          (1.0 - x2 / 12 * (1.0 - x2 / 30 * (1.0 - x2 / 56 * (1.0 - x2 / 90 * (1.0 - x2 / 132)))));
   switch (quadrant & 3) {
-    case 0: *sin_out = s, *cos_out = c; break;
-    case 1: *sin_out = c, *cos_out = -s; break;
-    case 2: *sin_out = -s, *cos_out = -c; break;
-    default: *sin_out = -c, *cos_out = s; break;
+    case 0:
+      *sin_out = s, *cos_out = c;
+      break;
+    case 1:
+      *sin_out = c, *cos_out = -s;
+      break;
+    case 2:
+      *sin_out = -s, *cos_out = -c;
+      break;
+    default:
+      *sin_out = -c, *cos_out = s;
+      break;
   }
 }
 
 // Four standard normals for counter c: two Box-Muller pairs from one Philox block.
 void Normals4(uint64_t seed, uint32_t stream, uint64_t c, double out[4]) {
-  const auto r = Philox4x32({static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), stream,
-                             0x6e6f726du},
-                            {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  const auto r =
+      Philox4x32({static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), stream, 0x6e6f726du},
+                 {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   for (int p = 0; p < 2; ++p) {
     const double u1 = (static_cast<double>(r[2 * p]) + 1.0) * 0x1p-32;  // (0, 1]: log finite
     const double u2 = static_cast<double>(r[2 * p + 1]) * 0x1p-32;      // [0, 1)
@@ -296,8 +317,9 @@ void AppendBpeTokens(int n_bpe, Vocab* v) {
   }
   // A fixed generator: the vocabulary depends on the shape only, never on --seed.
   uint64_t counter = 0;
-  auto next = [&counter]() { return Philox4x32({static_cast<uint32_t>(counter++), 0, 0, 0},
-                                               {0x766f6361u, 0x62000000u}); };
+  auto next = [&counter]() {
+    return Philox4x32({static_cast<uint32_t>(counter++), 0, 0, 0}, {0x766f6361u, 0x62000000u});
+  };
   int64_t attempts = 0;
   while (static_cast<int>(v->merges.size()) < n_bpe - 256) {
     STET_CHECK_MSG(++attempts < 100LL * n_bpe, "merge generation does not converge");
@@ -338,11 +360,17 @@ Vocab MakeVocab(const RandomModelShape& shape) {
       v.pre = "llama-bpe";
       v.add_bos = true;
       AppendBpeTokens(shape.n_vocab - 256, &v);
-      const char* first[] = {"<|begin_of_text|>", "<|end_of_text|>",
-                             "<|reserved_special_token_0|>", "<|reserved_special_token_1|>",
-                             "<|finetune_right_pad_id|>", "<|reserved_special_token_2|>",
-                             "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>",
-                             "<|eot_id|>", "<|python_tag|>"};
+      const char* first[] = {"<|begin_of_text|>",
+                             "<|end_of_text|>",
+                             "<|reserved_special_token_0|>",
+                             "<|reserved_special_token_1|>",
+                             "<|finetune_right_pad_id|>",
+                             "<|reserved_special_token_2|>",
+                             "<|start_header_id|>",
+                             "<|end_header_id|>",
+                             "<|eom_id|>",
+                             "<|eot_id|>",
+                             "<|python_tag|>"};
       for (const char* t : first) special(t);
       v.bos = shape.n_vocab - 256;
       v.eos = v.bos + 1;
@@ -389,14 +417,13 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
                                           RandomModelSummary* summary) {
   const RandomModelShape* shape = FindRandomModelShape(opts.shape);
   if (!shape) {
-    return InvalidArgument("unknown shape '" + opts.shape + "' (expected one of: " +
-                           RandomModelShapeList() + ")");
+    return InvalidArgument("unknown shape '" + opts.shape +
+                           "' (expected one of: " + RandomModelShapeList() + ")");
   }
   if (auto t = ParseRandomModelType(DTypeName(opts.type)); !t.ok()) return t.status();
   if (opts.n_layers < 0 || opts.n_layers > shape->n_layer) {
-    return InvalidArgument("--layers must be in [1, " + std::to_string(shape->n_layer) +
-                           "] for " + shape->name + " (0: all), not " +
-                           std::to_string(opts.n_layers));
+    return InvalidArgument("--layers must be in [1, " + std::to_string(shape->n_layer) + "] for " +
+                           shape->name + " (0: all), not " + std::to_string(opts.n_layers));
   }
   RandomModelSummary local;
   if (!summary) summary = &local;
@@ -457,8 +484,8 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
 
   b.Matrix("token_embd.weight", out_type, shape->n_vocab, d);
   if (shape->llama3_rope) {
-    b.VectorValues("rope_freqs.weight", Llama3RopeFactors(static_cast<int>(head_dim),
-                                                          shape->rope_base));
+    b.VectorValues("rope_freqs.weight",
+                   Llama3RopeFactors(static_cast<int>(head_dim), shape->rope_base));
   }
   for (int l = 0; l < n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

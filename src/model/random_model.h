@@ -2,8 +2,8 @@
 // Qwen2.5-0.5B, Llama-3.2-1B, a tiny test shape), for speed tests: speed does not depend
 // on trained weights. Owns two invariants: the bytes are a pure function of
 // (shape, type, seed, layers) on every machine (counter-based Philox draws, Box-Muller
-// from basic IEEE operations, reference quantizers), and the file is a model stet and llama.cpp load,
-// with a synthetic byte-level BPE vocabulary whose merges only build tokens it holds.
+// from basic IEEE operations, reference quantizers), and the file is a model stet and llama.cpp
+// load, with a synthetic byte-level BPE vocabulary whose merges only build tokens it holds.
 #pragma once
 
 #include <cstdint>
@@ -58,10 +58,10 @@ struct RandomModelOptions {
 };
 
 struct RandomModelSummary {
-  std::string name;        // general.name
+  std::string name;  // general.name
   int n_layer = 0;
-  int n_matrices = 0;      // 2-D weight tensors
-  int n_fallback = 0;      // matrices stored as q8_0 because a K-quant needs K % 256 == 0
+  int n_matrices = 0;               // 2-D weight tensors
+  int n_fallback = 0;               // matrices stored as q8_0 because a K-quant needs K % 256 == 0
   DType output_type = DType::kF32;  // the (tied) token embedding / output matrix
   int64_t tensor_bytes = 0;
 };

@@ -312,16 +312,17 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
 void PrintTable(const BenchArgs& a, const Model& m, Isa isa, int threads, const char* numerics,
                 const std::vector<TestResult>& tests) {
   const ModelFacts f = Facts(m);
-  std::printf("model: %s (%s%s%s, %s, %d layers, %.2f M params)\n", a.model.c_str(),
-              f.name.c_str(), f.name.empty() ? "" : ", ", f.arch.c_str(), f.type.c_str(),
-              m.hparams().n_layer, f.n_params / 1e6);
-  std::printf("weights read per token: %.1f MiB; isa %s, %d threads, numerics %s, kv %s; cpu %s\n\n",
-              m.weight_bytes() / 1048576.0, IsaName(isa), threads, numerics,
-              a.kv_type.c_str(), CpuModel().c_str());
+  std::printf("model: %s (%s%s%s, %s, %d layers, %.2f M params)\n", a.model.c_str(), f.name.c_str(),
+              f.name.empty() ? "" : ", ", f.arch.c_str(), f.type.c_str(), m.hparams().n_layer,
+              f.n_params / 1e6);
+  std::printf(
+      "weights read per token: %.1f MiB; isa %s, %d threads, numerics %s, kv %s; cpu %s\n\n",
+      m.weight_bytes() / 1048576.0, IsaName(isa), threads, numerics, a.kv_type.c_str(),
+      CpuModel().c_str());
   std::printf("| %-10s | %5s | %4s | %12s | %10s | %10s |\n", "test", "batch", "reps",
               "t/s (median)", "min", "max");
-  std::printf("|%s|%s|%s|%s|%s|%s|\n", "------------", "------:", "-----:", "-------------:",
-              "-----------:", "-----------:");
+  std::printf("|%s|%s|%s|%s|%s|%s|\n", "------------",
+              "------:", "-----:", "-------------:", "-----------:", "-----------:");
   for (const TestResult& t : tests) {
     const auto [lo, hi] = std::minmax_element(t.tok_s.begin(), t.tok_s.end());
     std::printf("| %-10s | %5d | %4zu | %12.2f | %10.2f | %10.2f |\n", t.name.c_str(), t.batch,
@@ -339,14 +340,20 @@ int RunBench(const BenchArgs& a) {
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
   DType kv_type;
-  if (a.kv_type == "f16") kv_type = DType::kF16;
-  else if (a.kv_type == "f32") kv_type = DType::kF32;
-  else return usage("--kv-type must be f16 or f32, not '" + a.kv_type + "'");
+  if (a.kv_type == "f16")
+    kv_type = DType::kF16;
+  else if (a.kv_type == "f32")
+    kv_type = DType::kF32;
+  else
+    return usage("--kv-type must be f16 or f32, not '" + a.kv_type + "'");
   if (a.reps < 1) return usage("--reps must be at least 1");
   if (a.tg_prompt < 0) return usage("--tg-prompt must be >= 0");
-  for (int v : a.n_prompt) if (v < 0) return usage("-p values must be >= 0");
-  for (int v : a.n_gen) if (v < 0) return usage("-n values must be >= 0");
-  for (int v : a.batch) if (v < 1) return usage("--batch values must be >= 1");
+  for (int v : a.n_prompt)
+    if (v < 0) return usage("-p values must be >= 0");
+  for (int v : a.n_gen)
+    if (v < 0) return usage("-n values must be >= 0");
+  for (int v : a.batch)
+    if (v < 1) return usage("--batch values must be >= 1");
 
   auto model = Model::Load(a.model, /*progress=*/!a.json);
   if (!model.ok()) return ReportError(model.status());

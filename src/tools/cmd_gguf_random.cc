@@ -69,8 +69,9 @@ CLI::App* AddGgufRandomCommand(CLI::App& app, int* exit_code) {
       "0). K-quants (q4_k, q5_k, q6_k) need K % 256 == 0: a matrix whose K is not (e.g. 576 "
       "in smollm2-135m) is stored as q8_0 instead (llama.cpp would use q5_0/q5_1, which stet "
       "lacks); general.name records how many.");
-  cmd->add_option("--shape", a->shape, "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b "
-                                       "or tiny")
+  cmd->add_option("--shape", a->shape,
+                  "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b "
+                  "or tiny")
       ->required();
   cmd->add_option("--type", a->type, "Weight type: f32, f16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k")
       ->capture_default_str();

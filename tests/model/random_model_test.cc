@@ -165,8 +165,8 @@ TEST(RandomModel, LayerZeroDoesNotDependOnLayerCount) {
 }
 
 TEST(RandomModel, EveryTypeLoadsAndRuns) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
-                  DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+                  DType::kQ5_K, DType::kQ6_K}) {
     SCOPED_TRACE(DTypeName(t));
     Built b = Build("tiny", t, 3, 1);
     EXPECT_EQ(b.summary.n_fallback, 0);  // tiny's K are 256 and 512

@@ -2,12 +2,11 @@
 // JSON object with positive prefill and decode speeds (also in the adaptive numerics
 // mode); gguf-random writes a model that bench runs; bad flags exit 2 with a message.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/test_support.h"
