@@ -46,6 +46,9 @@ CASES = [
          big=True),
     dict(id="1b-q4_1", shape="llama-3.2-1b", type="q4_1", label="llama-3.2-1b q4_1 (random)",
          big=True, note="embedding/output q6_k (n_embd 2048 is a multiple of 256)"),
+    dict(id="1b-q4_k", shape="llama-3.2-1b", type="q4_k", label="llama-3.2-1b q4_k (random)",
+         big=True, note="every K (2048, 8192) is a multiple of 256: all matrices q4_k, "
+                        "embedding/output q6_k — the K-quant kernels proper"),
 ]
 
 
