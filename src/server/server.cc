@@ -5,6 +5,7 @@
 // calls; this file moves bytes and owns lifetimes.
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -411,6 +412,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     }
     I.port = opts.port;
   }
+  I.http.RaiseBacklog(1024);
+  // A client that hangs up mid-answer must not kill the process (httplib sends without MSG_NOSIGNAL).
+  std::signal(SIGPIPE, SIG_IGN);
   I.listener = std::thread([impl = &I] { impl->http.listen_after_bind(); });
   return s;
 }

@@ -34,6 +34,12 @@ class HttpServer : public httplib::Server {
     const socket_t s = svr_sock_;
     if (s != INVALID_SOCKET) ::shutdown(s, SHUT_RDWR);
   }
+  // httplib listens with a backlog of 5, so a burst of clients overflows the
+  // accept queue and some get reset; listen() again only raises the backlog.
+  void RaiseBacklog(int n) {
+    const socket_t s = svr_sock_;
+    if (s != INVALID_SOCKET) ::listen(s, n);
+  }
 };
 
 // What the request log line and metrics need, gathered on the worker thread
