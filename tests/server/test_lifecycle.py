@@ -2,7 +2,7 @@
 and its KV blocks come back (seen on /metrics); SIGTERM stops accepting
 connections, lets in-flight requests finish with their full, unchanged
 answers, and exits 0; --max-queue turns excess requests into 429 with
-Retry-After."""
+Retry-After; a burst of 120 connections gets answers (200 or 429), no resets."""
 import json
 import signal
 import socket
@@ -168,6 +168,33 @@ class LifecycleTest(unittest.TestCase):
             self.assertTrue(poll(lambda: srv.gauge("stet_requests_in_flight") == 0))
             r = srv.client().completions.create(model="stories260K", prompt="Once", max_tokens=2)
             self.assertEqual(r.usage.completion_tokens, 2)
+            self.assertEqual(srv.stop(), 0)
+
+    def test_burst_of_connections_gets_answers_not_resets(self):
+        with S.StetServer(STORIES, "--max-queue", "16", "--threads", "2", "--no-log") as srv:
+            codes, lock = {}, threading.Lock()
+            barrier = threading.Barrier(120)
+
+            def one(i):
+                barrier.wait()
+                try:
+                    status = srv.http("POST", "/v1/completions", {
+                        "model": "stories260K", "prompt": "Once", "max_tokens": 1 + i % 8, "stream": i % 2 == 0},
+                        timeout=120)[0]
+                except OSError as e:  # a reset or refused connection is the failure this test catches
+                    status = type(e).__name__
+                with lock:
+                    codes[status] = codes.get(status, 0) + 1
+
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(120)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertTrue(set(codes) <= {200, 429}, codes)
+            self.assertIn(200, codes)
+            self.assertTrue(poll(lambda: srv.gauge("stet_requests_in_flight") == 0))
+            self.assertTrue(srv.healthy())
             self.assertEqual(srv.stop(), 0)
 
 
