@@ -1,4 +1,5 @@
-// The contract, tested: under randomized load — 1 to 64 concurrent requests
+// The contract, tested on stories260K, three small random llama.cpp-verified
+// models (qwen2, qwen3, llama q8_0) and the SmolLM2-135M shape: under randomized load — 1 to 64 concurrent requests
 // arriving at random times, prompt lengths 1..80 with shared prefixes (cold,
 // warm and partial prefix-cache hits), chunk sizes 1/7/64/whole, KV caches small
 // enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "model/random_model.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 
@@ -232,6 +234,19 @@ TEST(Invariance, Qwen2) { RunSuite(testing::SourceDir() + "/tests/golden/arch/qw
 TEST(Invariance, Qwen3) { RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen3.gguf", Scenarios(30), 32, 3); }
 TEST(Invariance, Llama3Q8_0) {
   RunSuite(testing::SourceDir() + "/tests/golden/arch/llama-q8_0.gguf", Scenarios(30), 32, 4);
+}
+
+// The SmolLM2-135M shape (576 wide, 9/3 heads, 49152-token vocabulary, q4_1
+// with the q8_0 tied embedding), random weights, 2 of its 30 layers for CI time.
+TEST(Invariance, SmolLM2ShapeRandomQ4_1) {
+  const std::string path = ::testing::TempDir() + "/stet-invariance-smollm2-135m-l2.gguf";
+  RandomModelOptions o;
+  o.shape = "smollm2-135m";
+  o.type = DType::kQ4_1;
+  o.seed = 7;
+  o.n_layers = 2;
+  ASSERT_TRUE(WriteRandomModel(o, path).ok());
+  RunSuite(path, Scenarios(16), 8, 5);
 }
 
 // R8: the adaptive mode must really be batch-variant, or the contrast is empty.
