@@ -24,7 +24,8 @@ Result<ChatPrompt> ChatPrompt::Create(const std::string& source, const Tokenizer
   return p;
 }
 
-ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& tools, std::string* rendered) const {
+ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& tools, std::string* rendered,
+                                              std::optional<int64_t> now_unix) const {
   Json context = Json::object();
   context["messages"] = messages;
   context["tools"] = tools;
@@ -32,7 +33,9 @@ ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& 
   context["add_generation_prompt"] = true;
   context["bos_token"] = bos_text_;
   context["eos_token"] = eos_text_;
-  auto text = tmpl_.Render(context);
+  ChatTemplateOptions options;
+  if (now_unix) options.now_unix = *now_unix;
+  auto text = tmpl_.Render(context, options);
   if (!text.ok()) {
     return BadRequest("The chat template rejected the messages: " + text.status().message(), "messages");
   }

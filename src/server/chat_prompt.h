@@ -25,8 +25,12 @@ class ChatPrompt {
   static Result<ChatPrompt> Create(const std::string& source, const Tokenizer& tokenizer);
 
   // Renders and tokenizes (special-token text becomes its ids). `rendered` gets the text.
+  // `now_unix`: the instant strftime_now() formats (absent: ChatTemplateOptions' fixed default).
   ApiOr<std::vector<int32_t>> Build(const Json& messages, const Json& tools,
-                                    std::string* rendered = nullptr) const;
+                                    std::string* rendered = nullptr,
+                                    std::optional<int64_t> now_unix = std::nullopt) const;
+  // The template text rendered (the model's, or the ChatML fallback).
+  const std::string& source() const { return tmpl_.source(); }
 
   bool is_fallback() const { return fallback_; }
   // Stop strings the fallback needs on vocabularies without ChatML tokens ("<|im_end|>").

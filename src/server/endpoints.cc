@@ -1,7 +1,8 @@
 // The endpoint handlers: body -> validated request -> engine parameters (one
 // RequestParams per prompt, all sharing one seed, generated when the client
 // gave none) -> Run; and the small GET endpoints. The seed and the engine's
-// fingerprint go into every response so the answer can be reproduced.
+// fingerprint go into every response so the answer can be reproduced; with
+// --record, everything else that shaped it goes into the record.
 #include <random>
 
 #include "server/json_fields.h"
@@ -22,6 +23,24 @@ uint64_t NewSeed() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
+// What every record of this server shares, filled per request by the handler.
+std::shared_ptr<RecordContext> NewRecordContext(const Json& body, const std::string& endpoint, std::string received_at,
+                                                uint64_t seed, bool seed_generated, const std::string& model,
+                                                const Engine& engine) {
+  auto c = std::make_shared<RecordContext>();
+  c->request = body;
+  c->id = CurrentRecord().id;
+  c->endpoint = endpoint;
+  c->received_at = std::move(received_at);
+  c->seed = seed;
+  c->seed_generated = seed_generated;
+  c->model = model;
+  c->fingerprint = engine.fingerprint();
+  c->fingerprint_descriptor = engine.fingerprint_descriptor();
+  c->model_sha256 = engine.model_sha256();
+  return c;
+}
+
 }  // namespace
 
 ResponseMeta Server::Impl::Meta(uint64_t seed) const {
@@ -40,13 +59,19 @@ PieceFn Server::Impl::Piece() const {
 }
 
 void Server::Impl::HandleCompletions(const Request& req, Response& res) {
+  const std::string received_at = UtcNowMillis();
   auto body = ParseBody(req.body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseCompletionRequest(*body, info.names);
   if (!r.ok()) return SendError(res, r.error());
+  auto clock = ReadStetClock(*body);
+  if (!clock.ok()) return SendError(res, clock.error());
+  bool return_token_ids = false;
+  if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
   const Tokenizer& tok = engine->tokenizer();
   const ModelLimits limits{tok.n_vocab(), engine->n_ctx()};
   SamplingFields s = r->s;
+  const bool seed_generated = !s.seed;
   s.seed = s.seed ? *s.seed : NewSeed();
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
@@ -62,6 +87,18 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     if (r->echo && r->logprobs) rp->prompt_logprobs = true;
     if (r->echo) echo_text.push_back(p.is_text ? p.text : tok.Decode(ids));
     params.push_back(std::move(*rp));
+  }
+  std::vector<std::vector<int32_t>> prompt_ids;
+  if (return_token_ids) {
+    for (const RequestParams& p : params) prompt_ids.push_back(p.prompt);
+  }
+  RecordFn record;
+  if (opts.recorder) {
+    auto ctx = NewRecordContext(*body, "/v1/completions", received_at, *s.seed, seed_generated, info.names.id, *engine);
+    ctx->params = params;
+    record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+      return BuildRecord(*ctx, choices, u);
+    };
   }
   const int n = s.n;
   const std::optional<int> logprobs = r->logprobs;
@@ -96,37 +133,65 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     };
     hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
   }
-  auto build = [meta, echo_text, n, logprobs, piece](std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+  auto build = [meta, echo_text, n, logprobs, piece, prompt_ids, return_token_ids](std::vector<ChoiceResult>& choices,
+                                                                                  const UsageCounts& u) {
     std::vector<std::string> per_choice;
     if (!echo_text.empty()) {
       for (size_t i = 0; i < choices.size(); ++i) per_choice.push_back(echo_text[i / n]);
     }
-    return CompletionResponse(meta, choices, per_choice, logprobs, u, piece);
+    Json j = CompletionResponse(meta, choices, per_choice, logprobs, u, piece);
+    if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/false);
+    return j;
   };
-  Run(std::move(params), s.stream, hooks, build, "prompt", res);
+  Run(std::move(params), s.stream, hooks, build, "prompt", res, std::move(record));
 }
 
 void Server::Impl::HandleChat(const Request& req, Response& res) {
+  const std::string received_at = UtcNowMillis();
   auto body = ParseBody(req.body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseChatRequest(*body, info.names);
   if (!r.ok()) return SendError(res, r.error());
+  auto clock = ReadStetClock(*body);
+  if (!clock.ok()) return SendError(res, clock.error());
+  const int64_t now_unix = clock->value_or(ChatTemplateOptions{}.now_unix);
+  bool return_token_ids = false;
+  if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
   const Tokenizer& tok = engine->tokenizer();
   const ModelLimits limits{tok.n_vocab(), engine->n_ctx()};
   SamplingFields s = r->s;
+  const bool seed_generated = !s.seed;
   s.seed = s.seed ? *s.seed : NewSeed();
   for (const std::string& stop : chat->extra_stops()) s.stop.push_back(stop);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
   rec.seed = s.seed;
 
-  auto ids = chat->Build(r->messages, r->tools);
+  std::string rendered;
+  auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix);
   if (!ids.ok()) return SendError(res, ids.error());
   auto rp = BuildParams(s, std::move(*ids), limits, limits.n_ctx, "messages");
   if (!rp.ok()) return SendError(res, rp.error());
   if (r->logprobs) rp->top_logprobs = r->top_logprobs;
   std::vector<RequestParams> params;
   params.push_back(std::move(*rp));
+  std::vector<std::vector<int32_t>> prompt_ids;
+  if (return_token_ids) prompt_ids.push_back(params[0].prompt);
+  RecordFn record;
+  if (opts.recorder) {
+    auto ctx =
+        NewRecordContext(*body, "/v1/chat/completions", received_at, *s.seed, seed_generated, info.names.id, *engine);
+    ctx->chat = true;
+    ctx->clock_unix = now_unix;
+    ctx->clock_from_client = clock->has_value();
+    ctx->template_sha256 = chat_template_sha256;
+    ctx->template_fallback = chat->is_fallback();
+    ctx->rendered_prompt = std::move(rendered);
+    ctx->params = params;
+    record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+      return BuildRecord(*ctx, choices, u);
+    };
+  }
 
   const bool logprobs = r->logprobs;
   const int top = r->top_logprobs;
@@ -152,10 +217,13 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
     };
     hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
   }
-  auto build = [meta, logprobs, top, piece](std::vector<ChoiceResult>& choices, const UsageCounts& u) {
-    return ChatResponse(meta, choices, logprobs, top, u, piece);
+  auto build = [meta, logprobs, top, piece, prompt_ids, return_token_ids, n](std::vector<ChoiceResult>& choices,
+                                                                            const UsageCounts& u) {
+    Json j = ChatResponse(meta, choices, logprobs, top, u, piece);
+    if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/true);
+    return j;
   };
-  Run(std::move(params), s.stream, hooks, build, "messages", res);
+  Run(std::move(params), s.stream, hooks, build, "messages", res, std::move(record));
 }
 
 Json Server::Impl::ModelJson() const {

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <random>
 
+#include "base/hash.h"
 #include "server/json_fields.h"
 #include "server/server_internal.h"
 
@@ -220,7 +221,7 @@ void Server::Impl::FinishStream(Stream& st) {
 }
 
 void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks, BuildFn build,
-                       const char* prompt_param, Response& res) {
+                       const char* prompt_param, Response& res, RecordFn record) {
   auto job = std::make_shared<Job>();
   if (!Admit(job)) {
     res.set_header("Retry-After", "1");
@@ -252,6 +253,10 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
       if (job->Pop(&it, kPollInterval)) coll->Apply(it, IsEndMarker(it, ignore_eos), &shown);
     }
     Account(*coll);
+    std::optional<ApiError> record_error;  // recorded before the answer is written (and before drain sees it done)
+    if (record && opts.recorder && !coll->any(FinishReason::kError) && !coll->any(FinishReason::kCancelled)) {
+      record_error = CommitRecord(*opts.recorder, record, coll->choices(), coll->usage());
+    }
     Release(job);
     if (coll->any(FinishReason::kError)) {
       return SendError(res, MakeError(500, "server_error", "internal_error", "generation failed: " + coll->first_error()));
@@ -259,10 +264,12 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
     if (coll->any(FinishReason::kCancelled)) {
       return SendError(res, MakeError(503, "server_error", "shutting_down", "the request was cancelled by a shutdown"));
     }
+    if (record_error) return SendError(res, *record_error);
     return SendJson(res, 200, build(coll->choices(), coll->usage()));
   }
 
   hooks->job = job;
+  hooks->record = std::move(record);
   hooks->coll = coll;
   hooks->ignore_eos = ignore_eos;
   res.status = 200;
@@ -287,6 +294,13 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
         if (alive && st.coll->any(FinishReason::kError)) {
           ApiError e = MakeError(500, "server_error", "internal_error", "generation failed: " + st.coll->first_error());
           alive = write(SseEvent(ErrorJson(e)));
+        } else if (alive && st.record && opts.recorder && !st.coll->any(FinishReason::kCancelled)) {
+          // The record is committed before the final events: a client that saw [DONE] was recorded.
+          if (auto e = CommitRecord(*opts.recorder, st.record, st.coll->choices(), st.coll->usage())) {
+            t_record.error = e->message;
+            write(SseEvent(ErrorJson(*e)));
+            alive = false;  // no [DONE]: an unrecorded answer must not look complete
+          }
         }
         if (alive) alive = write(st.usage(st.coll->usage())) && write(SseDone());
         FinishStream(st);  // cancels in the engine when the client went away
@@ -432,6 +446,7 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   Impl& I = *impl_;
   if (I.ready) return InvalidArgument("the server already has an engine");
   STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer()));
+  I.chat_template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
   I.chat.emplace(std::move(chat));
   I.info = std::move(info);
   I.engine = std::move(engine);

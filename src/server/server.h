@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "engine/engine.h"
+#include "server/recorder.h"
 #include "server/request_parse.h"
 
 namespace stet::server {
@@ -29,6 +30,9 @@ struct ServerOptions {
   int read_timeout_s = 10;              // a stalled request (partial body) is dropped after this
   int drain_timeout_s = 120;            // Shutdown cancels what is still running after this
   bool log_requests = true;             // one JSON line per request on stderr
+  // --record: every answered generation request is stored here before its
+  // answer is written (server/recorder.h); null: nothing is recorded.
+  std::shared_ptr<RequestRecorder> recorder;
 };
 
 // What the server needs to know about the model besides the engine.

@@ -20,6 +20,7 @@
 #include "server/chat_prompt.h"
 #include "server/job.h"
 #include "server/metrics.h"
+#include "server/record_builder.h"
 #include "server/response.h"
 #include "server/server.h"
 
@@ -74,6 +75,7 @@ struct Server::Impl {
   std::unique_ptr<Engine> engine;  // set once, before `ready`
   ModelInfo info;
   std::optional<ChatPrompt> chat;
+  std::string chat_template_sha256;  // of chat->source(), for records
   int64_t created = 0;
   Metrics metrics;
   std::mutex jobs_mu;
@@ -91,6 +93,7 @@ struct Server::Impl {
     std::function<std::string(int, const Job::Item&, bool)> event;          // chunk for an event
     std::function<std::string(const UsageCounts&)> usage;                  // usage chunk or ""
     std::vector<bool> ignore_eos;                                           // per prompt
+    RecordFn record;                                                        // --record; null: off
     bool finalized = false;
   };
   using BuildFn = std::function<Json(std::vector<ChoiceResult>&, const UsageCounts&)>;
@@ -106,8 +109,9 @@ struct Server::Impl {
   void CancelAndWait(Job& job, Collector& coll, const std::vector<bool>& ignore_eos);
   void FinishStream(Stream& st);
   // Submits one engine request per prompt and answers, streamed (hooks) or not (build).
+  // `record` (with --record) is committed before the answer, or its final event, is written.
   void Run(std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks, BuildFn build,
-           const char* prompt_param, httplib::Response& res);
+           const char* prompt_param, httplib::Response& res, RecordFn record = nullptr);
 
   // endpoints.cc
   void HandleCompletions(const httplib::Request& req, httplib::Response& res);
