@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 
@@ -71,6 +72,23 @@ HttpOptions MakeHttpOptions(const ProbeOptions& o) {
 std::string ForkWhere(const Fork& f) {
   if (f.token_index >= 0) return "token " + std::to_string(f.token_index);
   return "byte " + std::to_string(f.byte_offset);
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// The first token position where two runs' logprobs (chosen or top) differ in any bit; -1 if none.
+int FirstLogprobDifference(const Completion& a, const Completion& b) {
+  const size_t n = std::min(a.tokens.size(), b.tokens.size());
+  for (size_t k = 0; k < n; ++k) {
+    const TokenLogprob& x = a.tokens[k];
+    const TokenLogprob& y = b.tokens[k];
+    bool same = x.token == y.token && SameBits(x.logprob, y.logprob) && x.top.size() == y.top.size();
+    for (size_t t = 0; same && t < x.top.size(); ++t) {
+      same = x.top[t].first == y.top[t].first && SameBits(x.top[t].second, y.top[t].second);
+    }
+    if (!same) return static_cast<int>(k);
+  }
+  return a.tokens.size() == b.tokens.size() ? -1 : static_cast<int>(n);
 }
 
 }  // namespace
@@ -208,6 +226,8 @@ void Judge(ProbeResult* r) {
   }
   const bool within_level = worst && worst->analysis.distinct() > 1;
   const bool across_levels = r->overall.distinct() > 1;
+  // Same text everywhere, but the logprobs moved: the logits depend on what else the server ran.
+  const bool logits_moved = r->overall.has_logprobs && r->overall.distinct_logprob_traces > 1;
 
   if (r->fingerprint_changed) {
     std::string list;
@@ -239,6 +259,31 @@ void Judge(ProbeResult* r) {
                  "the output depends on the level (" + which + ")" +
                  (fork ? ", first fork at " + ForkWhere(*fork) + " with " + DescribeGap(*fork) : "");
     r->exit_code = 1;
+  } else if (logits_moved) {
+    const LevelResult* most = nullptr;  // the level with most distinct traces (the lowest on ties)
+    for (const LevelResult& lr : r->levels) {
+      if (!most || lr.analysis.distinct_logprob_traces > most->analysis.distinct_logprob_traces) most = &lr;
+    }
+    std::vector<const Completion*> runs;
+    for (const LevelResult& lr : r->levels) {
+      for (const Completion& c : lr.runs) runs.push_back(&c);
+    }
+    int first = -1;
+    for (size_t i = 1; i < runs.size(); ++i) {
+      const int k = FirstLogprobDifference(*runs[0], *runs[i]);
+      if (k >= 0 && (first < 0 || k < first)) first = k;
+    }
+    const std::string at = first >= 0 ? "; the earliest differing logprob is at token " + std::to_string(first) : "";
+    if (most->analysis.distinct_logprob_traces > 1) {
+      r->verdict = "nondeterministic logits: the same text in every run, but " +
+                   std::to_string(most->analysis.distinct_logprob_traces) + " distinct logprob traces of " +
+                   std::to_string(most->analysis.runs) + " runs at concurrency " + std::to_string(most->concurrency) +
+                   at;
+    } else {
+      r->verdict = "nondeterministic logits across concurrency levels: the same text in every run and one "
+                   "logprob trace per level, but the traces depend on the level" + at;
+    }
+    r->exit_code = 1;
   } else if (errors > 0 || r->levels.empty()) {
     r->verdict = "incomplete: " + std::to_string(errors) + " probe request(s) failed" +
                  (empty_levels ? " (" + std::to_string(empty_levels) + " level(s) without any answer)" : "") +
@@ -256,7 +301,8 @@ void Judge(ProbeResult* r) {
     r->notes.push_back("the endpoint sent no system_fingerprint, so a backend change during the probe "
                        "cannot be told apart from nondeterminism");
   }
-  if (r->overall.has_logprobs && r->overall.distinct_logprob_traces > r->overall.distinct()) {
+  if (r->overall.has_logprobs && r->overall.distinct_logprob_traces > r->overall.distinct() &&
+      r->overall.distinct() > 1) {
     r->notes.push_back(std::to_string(r->overall.distinct_logprob_traces) +
                        " distinct logprob traces for " + std::to_string(r->overall.distinct()) +
                        " distinct output(s): the logits changed from run to run even where the "

@@ -96,7 +96,7 @@ CLI::App* AddProbeCommand(CLI::App& app, int* exit_code) {
       "Send the same request N times at each concurrency level (with companion traffic so the "
       "server batches) and report distinct outputs, where they fork and how near the tie was. "
       "Works with any OpenAI-compatible endpoint. Exit code: 0 deterministic, 1 divergence "
-      "found, 2 error.");
+      "found (in the text, or in any logprob bit when the endpoint gives logprobs), 2 error.");
   cmd->add_option("--endpoint", a->endpoint, "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)")
       ->required();
   cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");

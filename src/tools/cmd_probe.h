@@ -1,5 +1,6 @@
 // `stet probe`: is an OpenAI-compatible endpoint deterministic under load?
-// Exit codes: 0 deterministic, 1 divergence found, 2 error (or a void probe).
+// Exit codes: 0 deterministic, 1 divergence found (text, or any logprob bit), 2 error
+// (or a void probe).
 #pragma once
 
 #include <CLI/CLI.hpp>

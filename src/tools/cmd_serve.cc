@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "server/server.h"
+#include "tools/cmd_record.h"
 #include "tools/common.h"
 
 namespace stet::tools {
@@ -41,6 +42,7 @@ struct ServeArgs {
   int drain_timeout = 120;
   int read_timeout = 10;
   bool no_log = false;
+  std::string record;  // --record FILE.db
 };
 
 // Signals are taken by one thread (sigwait) so no handler runs inside the
@@ -83,6 +85,13 @@ int RunServe(const ServeArgs& a) {
   so.drain_timeout_s = a.drain_timeout;
   so.read_timeout_s = a.read_timeout;
   so.log_requests = !a.no_log;
+  if (!a.record.empty()) {
+    auto recorder = OpenRequestRecorder(a.record);
+    if (!recorder.ok()) return ReportError(recorder.status());
+    so.recorder = *recorder;
+    std::fprintf(stderr, "stet: recording every answered request in %s (SQLite, WAL, synchronous=FULL)\n",
+                 a.record.c_str());
+  }
   auto srv = server::Server::Start(so);
   if (!srv.ok()) return ReportError(srv.status());
   server::Server& server = **srv;
@@ -193,6 +202,9 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
                   "Seconds a stalled client (partial headers or body) may stay silent before it is dropped")
       ->capture_default_str();
   cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
+  cmd->add_option("--record", a->record,
+                  "Store every answered request with all that shaped it in this SQLite file, committed before the "
+                  "answer is sent (replay with `stet replay FILE.db`)");
   cmd->callback([a, exit_code] { *exit_code = RunServe(*a); });
   return cmd;
 }

@@ -9,6 +9,8 @@
 #include "tools/cmd_fingerprint.h"
 #include "tools/cmd_probe.h"
 #include "tools/cmd_quantize.h"
+#include "tools/cmd_record.h"
+#include "tools/cmd_replay.h"
 #include "tools/cmd_run.h"
 #include "tools/cmd_serve.h"
 #include "tools/cmd_tokenize.h"
@@ -29,6 +31,8 @@ int main(int argc, char** argv) {
   stet::tools::AddProbeCommand(app, &exit_code);
   stet::tools::AddEvalCommand(app, &exit_code);
   stet::tools::AddDriftCommand(app, &exit_code);
+  stet::tools::AddReplayCommand(app, &exit_code);
+  stet::tools::AddRecordCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
