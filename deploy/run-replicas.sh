@@ -123,6 +123,7 @@ for i in $(seq 1 "$n"); do
 done
 
 # Same fingerprint everywhere, or round-robin would mix numerics.
+[ -n "${fingerprints[0]}" ] || die "no fingerprint in $prefix/logs/replica-1.log"
 for i in $(seq 2 "$n"); do
   [ "${fingerprints[$((i - 1))]}" = "${fingerprints[0]}" ] ||
     die "replica $i has fingerprint ${fingerprints[$((i - 1))]}, replica 1 has ${fingerprints[0]}:" \
