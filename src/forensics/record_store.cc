@@ -103,6 +103,27 @@ Status InsertRow(sqlite3* db, const Row& row, bool ignore_duplicates, bool* dupl
 
 }  // namespace
 
+// Holds the connection for one thread: Insert's writer, InsertAll, ForEach and
+// Count never interleave their statements or transactions.
+class RecordStore::Exclusive {
+ public:
+  explicit Exclusive(RecordStore& s) : s_(s) {
+    std::unique_lock<std::mutex> lock(s_.mu_);
+    s_.cv_.wait(lock, [&] { return !s_.writing_; });
+    s_.writing_ = true;
+  }
+  ~Exclusive() {
+    {
+      std::lock_guard<std::mutex> lock(s_.mu_);
+      s_.writing_ = false;
+    }
+    s_.cv_.notify_all();
+  }
+
+ private:
+  RecordStore& s_;
+};
+
 Status ValidateRecord(const RecordJson& r) {
   if (!r.is_object()) return InvalidArgument("a record must be a JSON object");
   const std::string schema = Str(r, "schema");
@@ -235,7 +256,7 @@ Result<RecordStore::ImportStats> RecordStore::InsertAll(const std::vector<Record
     STET_ASSIGN_OR_RETURN(Row row, ToRow(r));
     rows.push_back(std::move(row));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  Exclusive hold(*this);
   STET_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE", "starting a transaction"));
   ImportStats stats;
   for (const Row& row : rows) {
@@ -256,6 +277,7 @@ Result<RecordStore::ImportStats> RecordStore::InsertAll(const std::vector<Record
 }
 
 Status RecordStore::ForEach(const RecordQuery& q, const std::function<Status(const std::string&)>& fn) {
+  Exclusive hold(*this);
   if (!q.since.empty()) {
     Stmt chk(db_, "SELECT julianday(?1) IS NOT NULL");
     if (!chk.ok()) return SqlError(db_, "checking --since");
@@ -285,6 +307,7 @@ Status RecordStore::ForEach(const RecordQuery& q, const std::function<Status(con
 }
 
 Result<int64_t> RecordStore::Count() {
+  Exclusive hold(*this);
   Stmt st(db_, "SELECT COUNT(*) FROM records");
   if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "counting records");
   return static_cast<int64_t>(sqlite3_column_int64(st.get(), 0));

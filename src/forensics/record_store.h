@@ -56,7 +56,8 @@ class RecordStore {
   Result<ImportStats> InsertAll(const std::vector<RecordJson>& records);
 
   // Calls `fn` with each selected record's JSON text, in the order they were
-  // stored; stops at the first error `fn` returns.
+  // stored; stops at the first error `fn` returns. Writers wait meanwhile, so
+  // `fn` must not call back into this store.
   Status ForEach(const RecordQuery& q, const std::function<Status(const std::string& json_text)>& fn);
   Result<int64_t> Count();
 
@@ -64,6 +65,7 @@ class RecordStore {
 
  private:
   struct Pending;
+  class Exclusive;
   RecordStore() = default;
   Status CommitBatch(std::vector<Pending*>& batch);
 
