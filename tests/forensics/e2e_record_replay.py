@@ -87,11 +87,15 @@ class RecordReplay(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="stet-e2e-rec-")
         cls.model = sup.stories_path()
         cls.db = os.path.join(cls.tmp, "session.db")
-        with sup.StetServer(cls.model, "--record", cls.db, threads=1) as s:
-            cls.recorded_fp = s.fingerprint
-            cls.model_name = s.model
-            cls.seen = session(s)
-        cls.q8 = sup.quantize(cls.model, os.path.join(cls.tmp, "stories-q8.gguf"), "q8_0")
+        try:
+            with sup.StetServer(cls.model, "--record", cls.db, threads=1) as s:
+                cls.recorded_fp = s.fingerprint
+                cls.model_name = s.model
+                cls.seen = session(s)
+            cls.q8 = sup.quantize(cls.model, os.path.join(cls.tmp, "stories-q8.gguf"), "q8_0")
+        except BaseException:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise
 
     @classmethod
     def tearDownClass(cls):
