@@ -43,30 +43,7 @@ T Load(const uint8_t* p) {
   return v;
 }
 
-// Bytes of a scalar of type t, or 0 for string/array/unknown.
-uint64_t ScalarSize(uint32_t t) {
-  switch (static_cast<ValueType>(t)) {
-    case ValueType::kU8:
-    case ValueType::kI8:
-    case ValueType::kBool:
-      return 1;
-    case ValueType::kU16:
-    case ValueType::kI16:
-      return 2;
-    case ValueType::kU32:
-    case ValueType::kI32:
-    case ValueType::kF32:
-      return 4;
-    case ValueType::kU64:
-    case ValueType::kI64:
-    case ValueType::kF64:
-      return 8;
-    case ValueType::kString:
-    case ValueType::kArray:
-      return 0;
-  }
-  return 0;
-}
+uint64_t ScalarSize(uint32_t t) { return ValueTypeSize(static_cast<ValueType>(t)); }
 
 bool IsKnownValueType(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::kF64); }
 
@@ -151,6 +128,30 @@ std::string Quote(std::string_view s) {
 std::string Num(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
+
+uint64_t ValueTypeSize(ValueType t) {
+  switch (t) {
+    case ValueType::kU8:
+    case ValueType::kI8:
+    case ValueType::kBool:
+      return 1;
+    case ValueType::kU16:
+    case ValueType::kI16:
+      return 2;
+    case ValueType::kU32:
+    case ValueType::kI32:
+    case ValueType::kF32:
+      return 4;
+    case ValueType::kU64:
+    case ValueType::kI64:
+    case ValueType::kF64:
+      return 8;
+    case ValueType::kString:
+    case ValueType::kArray:
+      return 0;
+  }
+  return 0;
+}
 
 const char* ValueTypeName(ValueType t) {
   switch (t) {

@@ -22,6 +22,8 @@ enum class ValueType : uint32_t {
   kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
 };
 const char* ValueTypeName(ValueType t);
+// Bytes of one scalar of type t; 0 for string, array and ids outside the enum.
+uint64_t ValueTypeSize(ValueType t);
 
 // One metadata value. Strings and arrays point into the file's bytes (valid as
 // long as the GgufFile lives). Typed getters return nullopt on a type mismatch.

@@ -39,28 +39,6 @@ void PadTo(std::string* out, uint64_t alignment) {
   out->append((alignment - out->size() % alignment) % alignment, '\0');
 }
 
-uint64_t ElemSize(ValueType t) {
-  switch (t) {
-    case ValueType::kU8:
-    case ValueType::kI8:
-    case ValueType::kBool:
-      return 1;
-    case ValueType::kU16:
-    case ValueType::kI16:
-      return 2;
-    case ValueType::kU32:
-    case ValueType::kI32:
-    case ValueType::kF32:
-      return 4;
-    case ValueType::kU64:
-    case ValueType::kI64:
-    case ValueType::kF64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 }  // namespace
 
 // Kv::n is the array length for arrays and unused otherwise; Kv::payload is the
@@ -105,7 +83,7 @@ void GgufWriter::SetF32Array(const std::string& key, const std::vector<float>& v
 
 void GgufWriter::SetRawArray(const std::string& key, ValueType elem, uint64_t n,
                              std::string le_bytes) {
-  uint64_t es = ElemSize(elem);
+  uint64_t es = ValueTypeSize(elem);
   STET_CHECK_MSG(es != 0, "SetRawArray needs a fixed-size element type");
   STET_CHECK(le_bytes.size() == n * es);
   Put(key, Kv{key, ValueType::kArray, elem, std::move(le_bytes), n});

@@ -12,17 +12,6 @@ namespace stet {
 
 namespace {
 
-size_t ScalarSize(gguf::ValueType t) {
-  using V = gguf::ValueType;
-  switch (t) {
-    case V::kU8: case V::kI8: case V::kBool: return 1;
-    case V::kU16: case V::kI16: return 2;
-    case V::kU32: case V::kI32: case V::kF32: return 4;
-    case V::kU64: case V::kI64: case V::kF64: return 8;
-    default: return 0;
-  }
-}
-
 Status CopyMeta(const std::string& key, const gguf::MetaValue& v, gguf::GgufWriter* w) {
   using V = gguf::ValueType;
   switch (v.type()) {
@@ -46,7 +35,7 @@ Status CopyMeta(const std::string& key, const gguf::MetaValue& v, gguf::GgufWrit
         w->SetStringArray(key, s);
         break;
       }
-      const size_t es = ScalarSize(et);
+      const size_t es = gguf::ValueTypeSize(et);
       if (es == 0) return Unimplemented("metadata '" + key + "' is an array of arrays");
       std::string bytes(es * v.array_size(), '\0');
       for (uint64_t i = 0; i < v.array_size(); ++i) {
