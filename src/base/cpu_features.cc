@@ -28,20 +28,45 @@ bool CpuHasAvx2Fma() {
 #endif
 }
 
+bool CpuHasAvx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ok = [] {
+    if (!CpuHasAvx2Fma()) return false;
+    unsigned eax, ebx, ecx, edx;
+    // The OS must save the opmask and ZMM state too (XCR0 bits 5, 6, 7).
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0xE6u) != 0xE6u) return false;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool f = ebx & (1u << 16), dq = ebx & (1u << 17), bw = ebx & (1u << 30),
+               vl = ebx & (1u << 31), vnni = ecx & (1u << 11);
+    return f && dq && bw && vl && vnni;
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
 const char* IsaName(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
   }
   return "unknown";
 }
 
-Isa BestIsa() { return CpuHasAvx2Fma() ? Isa::kAvx2 : Isa::kScalar; }
+Isa BestIsa() {
+  if (CpuHasAvx512()) return Isa::kAvx512;
+  return CpuHasAvx2Fma() ? Isa::kAvx2 : Isa::kScalar;
+}
 
 Isa DefaultIsa() {
   static const Isa isa = [] {
     const char* env = std::getenv("STET_ISA");
     if (env && std::strcmp(env, "scalar") == 0) return Isa::kScalar;
+    if (env && std::strcmp(env, "avx2") == 0 && CpuHasAvx2Fma()) return Isa::kAvx2;
     return BestIsa();
   }();
   return isa;

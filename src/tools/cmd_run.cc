@@ -152,7 +152,7 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
       ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar or avx2; never changes the output")
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2 or avx512; never changes the output")
       ->capture_default_str();
   cmd->add_flag("--echo", a->echo, "Print the prompt before the generated text");
   cmd->add_flag("--logits-hash", a->logits_hash,

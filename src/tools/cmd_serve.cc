@@ -185,7 +185,7 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--numerics", a->numerics,
                   "invariant (batch-invariant, default) or adaptive (faster, batch-variant; says so in the fingerprint)")
       ->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar or avx2; never changes results")
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2 or avx512; never changes results")
       ->capture_default_str();
   cmd->add_option("--max-seqs", a->max_seqs, "Sequences decoded together (KV slots)")->capture_default_str();
   cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward step")->capture_default_str();

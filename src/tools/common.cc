@@ -41,7 +41,11 @@ Result<Isa> ParseIsa(const std::string& name) {
     if (!CpuHasAvx2Fma()) return Unimplemented("this CPU lacks AVX2+FMA+F16C");
     return Isa::kAvx2;
   }
-  return InvalidArgument("unknown ISA path '" + name + "' (use auto, scalar or avx2)");
+  if (name == "avx512") {
+    if (!CpuHasAvx512()) return Unimplemented("this CPU lacks AVX-512 F/BW/DQ/VL/VNNI");
+    return Isa::kAvx512;
+  }
+  return InvalidArgument("unknown ISA path '" + name + "' (use auto, scalar, avx2 or avx512)");
 }
 
 int ReportError(const Status& s) {
