@@ -14,7 +14,7 @@ namespace stet::kernels {
 constexpr int kLanes = 8;  // the logical accumulator width on every path (rule R4)
 
 // The fixed lane tree: s4[i] = l[i] + l[i+4]; s2[i] = s4[i] + s4[i+2]; s2[0] + s2[1].
-inline float CombineLanes(const float* l) {
+static inline float CombineLanes(const float* l) {
   const float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
   const float t0 = s0 + s2, t1 = s1 + s3;
   return t0 + t1;
@@ -44,6 +44,47 @@ struct ActQ8K {
   int16_t* bsums = nullptr;  // [m][nsb * 16]
 };
 
+// AVX-512 layouts (kernels/cpu/*_avx512.cc), built from the above once per
+// MatMul. They only move data; the numbers and their order stay the canonical ones.
+//
+// ActPairs: float activation rows interleaved in pairs, 8 elements at a time,
+// so one 16-lane vector holds two rows' 8-lane chunks: x2[(p * chunks + c) * 16
+// + h * 8 + e] = x[2p + h][8c + e], zero past k and past m.
+struct ActPairs {
+  int64_t m = 0, k = 0;
+  int64_t chunks = 0;  // ceil(k / 8)
+  int64_t pairs = 0;   // ceil(m / 2)
+  float* x2 = nullptr;
+};
+
+// ActQ8V: 32-block quantized activations (ActQ8's q's and d's) "vertical" for
+// VNNI: 16 rows per group, 4 consecutive q's of a row per 32-bit lane:
+// qs[((g * nb + b) * 8 + j) * 64 + t * 4 + e] = q[16g + t][32b + 4j + e], plus
+// 128 when `biased` (q8_0 weights are signed, so the activations must be the
+// unsigned operand; the kernel subtracts 128 * sum w exactly), raw otherwise
+// (q4 weights are the unsigned operand). d[(g * nb + b) * 16 + t] = d[16g + t][b];
+// likewise qsum (q4_0) and s (q4_1) when not null. Rows past m hold q = 0, d = 0.
+struct ActQ8V {
+  int64_t m = 0, nb = 0, groups = 0;
+  bool biased = true;
+  uint8_t* qs = nullptr;
+  float* d = nullptr;
+  int32_t* qsum = nullptr;
+  float* s = nullptr;
+};
+
+// ActQ8KV: ActQ8K's rows vertical the same way, for q4_k: per group of 16 rows
+// and superblock b, 64 steps of 4 q's (signed, as quantized):
+// qs[((g * nsb + b) * 64 + s) * 64 + t * 4 + e] = q[16g + t][256b + 4s + e];
+// d[(g * nsb + b) * 16 + t]; and the sums of each 32-q sub-block j as int16
+// pairs (j even, j odd) per row: sx[((g * nsb + b) * 4 + j / 2) * 32 + 2t + j % 2].
+struct ActQ8KV {
+  int64_t m = 0, nsb = 0, groups = 0;
+  int8_t* qs = nullptr;
+  float* d = nullptr;
+  int16_t* sx = nullptr;
+};
+
 // Lays out `act` for m rows of k in `storage` (grown as needed, never shrunk).
 void PrepareActQ8(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActQ8* act);
 void PrepareActQ8K(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActQ8K* act);
@@ -56,6 +97,9 @@ struct MatMulArgs {
   const ActQ8K* a8k;  // for the K-quants
   int64_t m;
   float* y;
+  const ActPairs* xp = nullptr;  // AVX-512 float path
+  const ActQ8V* a8v = nullptr;   // AVX-512 VNNI q8_0/q4_0/q4_1 path
+  const ActQ8KV* a8kv = nullptr; // AVX-512 VNNI q4_k path
 };
 
 namespace ref {
@@ -92,6 +136,26 @@ void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
                 int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
                 float* scratch);
+// s[t] = ExpF(s[t] - max s) in place; returns the 8-lane sum of the results
+// (lane t % 8, fixed tree): AttendHead's softmax step.
+float Softmax(float* s, int64_t n);
 }  // namespace avx2
+
+// AVX-512 (F/BW/DQ/VL/VNNI): batched MatMul for float, q8_0/q4_0/q4_1 and q4_k weights; every
+// other kernel and m == 1 use the AVX2 path. Same bits as ref (rule R4).
+namespace avx512 {
+// Fill row pairs [p0, p1) / row groups [g0, g1) (threads split them).
+void PairActivations(const float* x, ActPairs* xp, int64_t p0, int64_t p1);
+void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1);  // a8 quantized already
+void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // needs a.xp
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q8_0/q4_0/q4_1, needs a.a8v
+void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1);
+void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);     // q4_k, needs a.a8kv
+// Two AttendHead calls over the same K/V (n_kv0, n_kv1 positions), one pass;
+// head_dim % 8 == 0. scratch: 2 * max(n_kv) + 2 * head_dim floats.
+void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v,
+                    DType kv_type, int64_t kv_stride_bytes, int64_t n_kv0, int64_t n_kv1,
+                    int head_dim, float scale, float* out0, float* out1, float* scratch);
+}  // namespace avx512
 
 }  // namespace stet::kernels

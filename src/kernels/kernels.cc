@@ -4,6 +4,7 @@
 // grows; threads then split w.rows only (rule R2), so no thread count or batch
 // size can reach a reduction order.
 #include <cstring>
+#include <functional>
 
 #include "base/check.h"
 #include "kernels/internal.h"
@@ -18,14 +19,29 @@ constexpr bool kBuiltAvx2 = true;
 constexpr bool kBuiltAvx2 = false;
 #endif
 
-// True for Isa::kAvx2; aborts if this CPU or build cannot run it (a caller
+#if defined(STET_KERNELS_HAVE_AVX512)
+constexpr bool kBuiltAvx512 = true;
+#else
+constexpr bool kBuiltAvx512 = false;
+#endif
+
+// True for Isa::kAvx2 and kAvx512 (which uses the AVX2 path for the kernels it
+// has no AVX-512 version of); aborts if this CPU or build cannot run it (a caller
 // asking for a path it never checked is a programmer error).
 bool UseAvx2(Isa isa) {
   if (isa == Isa::kScalar) return false;
   static const bool ok = kBuiltAvx2 && CpuHasAvx2Fma();
   STET_CHECK_MSG(ok, "Isa::kAvx2 requested on a CPU or build without AVX2+FMA+F16C");
+  if (isa == Isa::kAvx512) {
+    static const bool ok512 = kBuiltAvx512 && CpuHasAvx512();
+    STET_CHECK_MSG(ok512, "Isa::kAvx512 requested on a CPU or build without AVX-512 VNNI");
+  }
   return true;
 }
+
+// The AVX-512 MatMul paths serve batches (m >= 2); one row is memory-bound and
+// the AVX2 tiles already stream it.
+constexpr int64_t kAvx512MinRows = 2;
 
 uint8_t* Carve(std::vector<uint8_t>* storage, size_t* offset, size_t bytes) {
   constexpr size_t kAlign = 64;
@@ -46,6 +62,7 @@ void Reserve(std::vector<uint8_t>* storage, size_t bytes, int n_arrays) {
 // The thread that calls MatMul owns these; pool workers only read them while
 // the caller waits in ThreadPool::Run.
 thread_local std::vector<uint8_t> tls_act_storage;
+thread_local std::vector<uint8_t> tls_act_layout;  // the AVX-512 layouts of the same rows
 
 #if defined(STET_KERNELS_HAVE_AVX2)
 #define STET_PATH(avx, fn) ((avx) ? avx2::fn : ref::fn)
@@ -86,37 +103,149 @@ void PrepareActQ8K(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActQ8K* 
   a->bsums = reinterpret_cast<int16_t*>(Carve(storage, &off, bs_bytes));
 }
 
+void PrepareActPairs(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActPairs* a) {
+  a->m = m;
+  a->k = k;
+  a->chunks = (k + 7) / 8;
+  a->pairs = (m + 1) / 2;
+  const size_t bytes = static_cast<size_t>(a->pairs * a->chunks) * 16 * 4;
+  Reserve(storage, bytes, 1);
+  size_t off = 0;
+  a->x2 = reinterpret_cast<float*>(Carve(storage, &off, bytes));
+}
+
+void PrepareActQ8V(int64_t m, int64_t nb, DType w_type, std::vector<uint8_t>* storage,
+                   ActQ8V* a) {
+  a->m = m;
+  a->nb = nb;
+  a->groups = (m + 15) / 16;
+  a->biased = w_type == DType::kQ8_0;
+  const size_t n = static_cast<size_t>(a->groups * nb);
+  const size_t qs_bytes = n * 512, v_bytes = n * 16 * 4;
+  Reserve(storage, qs_bytes + 3 * v_bytes, 4);
+  size_t off = 0;
+  a->qs = Carve(storage, &off, qs_bytes);
+  a->d = reinterpret_cast<float*>(Carve(storage, &off, v_bytes));
+  a->qsum = w_type == DType::kQ4_0 ? reinterpret_cast<int32_t*>(Carve(storage, &off, v_bytes))
+                                   : nullptr;
+  a->s = w_type == DType::kQ4_1 ? reinterpret_cast<float*>(Carve(storage, &off, v_bytes)) : nullptr;
+}
+
+void PrepareActQ8KV(int64_t m, int64_t nsb, std::vector<uint8_t>* storage, ActQ8KV* a) {
+  a->m = m;
+  a->nsb = nsb;
+  a->groups = (m + 15) / 16;
+  const size_t n = static_cast<size_t>(a->groups * nsb);
+  const size_t qs_bytes = n * 4096, d_bytes = n * 16 * 4, sx_bytes = n * 4 * 32 * 2;
+  Reserve(storage, qs_bytes + d_bytes + sx_bytes, 3);
+  size_t off = 0;
+  a->qs = reinterpret_cast<int8_t*>(Carve(storage, &off, qs_bytes));
+  a->d = reinterpret_cast<float*>(Carve(storage, &off, d_bytes));
+  a->sx = reinterpret_cast<int16_t*>(Carve(storage, &off, sx_bytes));
+}
+
+namespace {
+
+// Runs fn(begin, end) over [0, n) on the pool when there is enough work to
+// split. Activation rows are quantized and laid out independently of each
+// other (R6), so the split never reaches a value.
+void ParallelRows(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool == nullptr || pool->size() == 1 || n < 4) {
+    fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, 1, fn);
+}
+
+// View of rows [r0, r1) of a quantized activation.
+ActQ8 RowsOf(const ActQ8& a, int64_t r0, int64_t r1) {
+  ActQ8 v = a;
+  v.m = r1 - r0;
+  v.qs += r0 * a.nb_pad * kQK;
+  v.d += r0 * a.nb_pad;
+  v.s += r0 * a.nb_pad;
+  v.qsum += r0 * a.nb_pad;
+  return v;
+}
+ActQ8K RowsOf(const ActQ8K& a, int64_t r0, int64_t r1) {
+  ActQ8K v = a;
+  v.m = r1 - r0;
+  v.qs += r0 * a.k;
+  v.d += r0 * a.nsb;
+  v.bsums += r0 * a.nsb * 16;
+  return v;
+}
+
+}  // namespace
+
 void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Isa isa) {
   STET_CHECK(m >= 0 && w.rows >= 0 && w.cols >= 1);
   if (m == 0 || w.rows == 0) return;
   const bool avx = UseAvx2(isa);
   MatMulArgs args{&w, x, nullptr, nullptr, m, y};
+  const bool avx512 = avx && isa == Isa::kAvx512 && m >= kAvx512MinRows;
   ActQ8 a8;
   ActQ8K a8k;
+  ActPairs xp;
+  ActQ8V a8v;
+  ActQ8KV a8kv;
   void (*rows_fn)(const MatMulArgs&, int64_t, int64_t) = nullptr;
   switch (w.type) {
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
       rows_fn = STET_PATH(avx, MatMulFloatRows);
+#if defined(STET_KERNELS_HAVE_AVX512)
+      if (avx512) {
+        PrepareActPairs(m, w.cols, &tls_act_layout, &xp);
+        ParallelRows(pool, xp.pairs,
+                     [&](int64_t p0, int64_t p1) { avx512::PairActivations(x, &xp, p0, p1); });
+        args.xp = &xp;
+        rows_fn = avx512::MatMulFloatRows;
+      }
+#endif
       break;
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_1:
       STET_CHECK_MSG(w.cols % kQK == 0, "MatMul: 32-block weight with cols % 32 != 0");
       PrepareActQ8(m, w.cols, &tls_act_storage, &a8);
-      STET_PATH(avx, QuantizeActQ8)(x, &a8);
+      ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {
+        ActQ8 v = RowsOf(a8, r0, r1);
+        STET_PATH(avx, QuantizeActQ8)(x + r0 * w.cols, &v);
+      });
       args.a8 = &a8;
       rows_fn = STET_PATH(avx, MatMulQ8Rows);
+#if defined(STET_KERNELS_HAVE_AVX512)
+      if (avx512) {
+        PrepareActQ8V(m, a8.nb, w.type, &tls_act_layout, &a8v);
+        ParallelRows(pool, a8v.groups,
+                     [&](int64_t g0, int64_t g1) { avx512::VerticalizeQ8(a8, &a8v, g0, g1); });
+        args.a8v = &a8v;
+        rows_fn = avx512::MatMulQ8Rows;
+      }
+#endif
       break;
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
       STET_CHECK_MSG(w.cols % kQKK == 0, "MatMul: K-quant weight with cols % 256 != 0");
       PrepareActQ8K(m, w.cols, &tls_act_storage, &a8k);
-      STET_PATH(avx, QuantizeActQ8K)(x, &a8k);
+      ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {
+        ActQ8K v = RowsOf(a8k, r0, r1);
+        STET_PATH(avx, QuantizeActQ8K)(x + r0 * w.cols, &v);
+      });
       args.a8k = &a8k;
       rows_fn = STET_PATH(avx, MatMulQKRows);
+#if defined(STET_KERNELS_HAVE_AVX512)
+      if (avx512 && w.type == DType::kQ4_K) {
+        PrepareActQ8KV(m, a8k.nsb, &tls_act_layout, &a8kv);
+        ParallelRows(pool, a8kv.groups,
+                     [&](int64_t g0, int64_t g1) { avx512::VerticalizeQ8K(a8k, &a8kv, g0, g1); });
+        args.a8kv = &a8kv;
+        rows_fn = avx512::MatMulQKRows;
+      }
+#endif
       break;
     default:
       STET_CHECK_MSG(false, "MatMul: unsupported weight type (the loader must reject it)");
@@ -161,6 +290,20 @@ void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
                 float* scratch, Isa isa) {
   STET_PATH(UseAvx2(isa), AttendHead)
   (q, k, v, kv_type, kv_stride_bytes, n_kv, head_dim, scale, out, scratch);
+}
+
+void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v, DType kv_type,
+                    int64_t kv_stride_bytes, int64_t n_kv0, int64_t n_kv1, int head_dim,
+                    float scale, float* out0, float* out1, float* scratch, Isa isa) {
+#if defined(STET_KERNELS_HAVE_AVX512)
+  if (UseAvx2(isa) && isa == Isa::kAvx512 && head_dim % 8 == 0) {
+    avx512::AttendHeadPair(q0, q1, k, v, kv_type, kv_stride_bytes, n_kv0, n_kv1, head_dim, scale,
+                           out0, out1, scratch);
+    return;
+  }
+#endif
+  AttendHead(q0, k, v, kv_type, kv_stride_bytes, n_kv0, head_dim, scale, out0, scratch, isa);
+  AttendHead(q1, k, v, kv_type, kv_stride_bytes, n_kv1, head_dim, scale, out1, scratch, isa);
 }
 
 }  // namespace stet::kernels

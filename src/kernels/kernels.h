@@ -78,4 +78,12 @@ void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
                 int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
                 float* scratch, Isa isa);
 
+// AttendHead for two queries over the same K/V rows (two heads of one KV group,
+// or two tokens of one sequence: n_kv0 and n_kv1 may differ). Results are
+// exactly those of two AttendHead calls; the AVX-512 path shares each K/V load
+// between both. Needs scratch[2 * max(n_kv0, n_kv1) + 2 * head_dim].
+void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v, DType kv_type,
+                    int64_t kv_stride_bytes, int64_t n_kv0, int64_t n_kv1, int head_dim,
+                    float scale, float* out0, float* out1, float* scratch, Isa isa);
+
 }  // namespace stet::kernels

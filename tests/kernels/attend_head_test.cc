@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -78,6 +79,60 @@ TEST_P(AttendHeadTest, Avx2EqualsScalar) {
       ASSERT_TRUE(testing::SameBits(s.data(), a.data(), head_dim))
           << "head_dim=" << head_dim << " n_kv=" << n_kv;
     }
+  }
+}
+
+// AttendHeadPair == two AttendHead calls (the scalar reference), on every path:
+// equal and different n_kv either way round, head_dims with and without the
+// AVX-512 kernel (head_dim % 8 != 0 falls back).
+TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
+  std::mt19937 rng(73);
+  for (int head_dim : {64, 128, 96, 16, 8, 13}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 140);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    for (auto [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {1, 2}, {2, 1}, {7, 8}, {8, 9}, {17, 16}, {64, 64}, {100, 131}, {139, 5}}) {
+      const auto q0 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+      const auto q1 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+      const auto want0 = Attend(c, 1, q0, n0, scale, Isa::kScalar);
+      const auto want1 = Attend(c, 1, q1, n1, scale, Isa::kScalar);
+      for (Isa isa : testing::AvailableIsas()) {
+        std::vector<float> out0(head_dim, -5.0f), out1(head_dim, -5.0f);
+        std::vector<float> scratch(static_cast<size_t>(2 * std::max(n0, n1) + 2 * head_dim));
+        AttendHeadPair(q0.data(), q1.data(), c.kh(1), c.vh(1), c.type, c.stride(), n0, n1,
+                       head_dim, scale, out0.data(), out1.data(), scratch.data(), isa);
+        ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim))
+            << IsaName(isa) << " head_dim=" << head_dim << " n0=" << n0 << " n1=" << n1;
+        ASSERT_TRUE(testing::SameBits(want1.data(), out1.data(), head_dim))
+            << IsaName(isa) << " head_dim=" << head_dim << " n0=" << n0 << " n1=" << n1;
+      }
+    }
+  }
+}
+
+// The shorter query of a pair never sees the rows past its n_kv, even when
+// they hold inf or nan (its lanes are masked, not multiplied by zero).
+TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {
+  std::mt19937 rng(74);
+  const int head_dim = 64;
+  Cache c = MakeCache(rng, GetParam(), head_dim, 1, 40);
+  std::vector<float> bad(static_cast<size_t>(head_dim), INFINITY);
+  bad[3] = std::nanf("");
+  for (int64_t t = 20; t < 40; ++t) {
+    StoreRow(bad.data(), head_dim, c.type, c.v.data() + t * c.stride(), Isa::kScalar);
+  }
+  const float scale = 0.125f;
+  const auto q0 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+  const auto q1 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+  const auto want0 = Attend(c, 0, q0, 20, scale, Isa::kScalar);
+  for (Isa isa : testing::AvailableIsas()) {
+    std::vector<float> out0(head_dim), out1(head_dim), scratch(2 * 40 + 2 * head_dim);
+    AttendHeadPair(q0.data(), q1.data(), c.kh(0), c.vh(0), c.type, c.stride(), 20, 40, head_dim,
+                   scale, out0.data(), out1.data(), scratch.data(), isa);
+    ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
+    AttendHeadPair(q1.data(), q0.data(), c.kh(0), c.vh(0), c.type, c.stride(), 40, 20, head_dim,
+                   scale, out1.data(), out0.data(), scratch.data(), isa);
+    ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
   }
 }
 

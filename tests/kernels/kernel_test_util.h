@@ -29,6 +29,19 @@ inline double Gamma(double n) { return n * kU / (1.0 - n * kU); }
     if (!::stet::CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2+FMA+F16C"; \
   } while (0)
 
+#define STET_REQUIRE_AVX512()                                                             \
+  do {                                                                                    \
+    if (!::stet::CpuHasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/DQ/VL/VNNI";      \
+  } while (0)
+
+// Every kernel path this CPU can run, the scalar reference first.
+inline std::vector<Isa> AvailableIsas() {
+  std::vector<Isa> out{Isa::kScalar};
+  if (::stet::CpuHasAvx2Fma()) out.push_back(Isa::kAvx2);
+  if (::stet::CpuHasAvx512()) out.push_back(Isa::kAvx512);
+  return out;
+}
+
 inline bool SameBits(const float* a, const float* b, int64_t n) {
   return n == 0 || std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
 }

@@ -1,5 +1,5 @@
 // MatMul, every weight type (f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k):
-// AVX2 == scalar bit for bit; row r of a batch of m = 1..17 equals its m = 1
+// AVX2 and AVX-512 == scalar bit for bit; row r of a batch of m = 1..17 equals its m = 1
 // result (R1); pool sizes 1..4 give the same bits (R2); and the result is
 // within gamma(n) * sum|terms| of a float64 computation on the dequantized
 // weights and (for quant types) the quantized activations.
@@ -76,6 +76,29 @@ TEST_P(MatMulTest, Avx2EqualsScalar) {
   }
 }
 
+// The AVX-512 batched paths (float pairs, q8_0 VNNI groups of 16 rows) against
+// the scalar reference: m covers odd pairs, partial and several groups, and
+// more than one 256-row block.
+TEST_P(MatMulTest, Avx512EqualsScalar) {
+  STET_REQUIRE_AVX512();
+  const DType t = GetParam();
+  std::mt19937 rng(4321 + static_cast<int>(t));
+  for (int64_t k : Lengths(t)) {
+    for (int64_t rows : {1, 5, 9, 21}) {
+      const Problem p = MakeProblem(rng, t, rows, k);
+      for (int64_t m : {1, 2, 3, 16, 17, 35, 300}) {
+        if (m == 300 && k > 600) continue;  // the scalar oracle is slow
+        const auto x = RandomActivations(rng, m * k);
+        const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
+        const auto ya = RunMatMul(p, x.data(), m, nullptr, Isa::kAvx512);
+        ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
+            << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m << " first diff at "
+            << testing::FirstDiff(ys.data(), ya.data(), m * rows);
+      }
+    }
+  }
+}
+
 // Activations outside the usual range still give equal bits: huge blocks, a
 // block of subnormals only (1/d overflows; q clamps to +-127), zeros, nan.
 TEST_P(MatMulTest, Avx2EqualsScalarOnExtremeActivations) {
@@ -89,10 +112,13 @@ TEST_P(MatMulTest, Avx2EqualsScalarOnExtremeActivations) {
   for (int64_t j = 256; j < 512; ++j) x[j] = (j % 3 == 0) ? 0.0f : (j % 2 ? 1e-40f : -3e-41f);
   x[k + 5] = std::nanf("");
   const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
-  const auto ya = RunMatMul(p, x.data(), m, nullptr, Isa::kAvx2);
-  for (int64_t i = 0; i < m * rows; ++i) {
-    // nan compares by bits too: both paths must produce the same nan.
-    ASSERT_EQ(FloatBits(ys[i]), FloatBits(ya[i])) << DTypeName(t) << " output " << i;
+  for (Isa isa : testing::AvailableIsas()) {
+    const auto ya = RunMatMul(p, x.data(), m, nullptr, isa);
+    for (int64_t i = 0; i < m * rows; ++i) {
+      // nan compares by bits too: both paths must produce the same nan.
+      ASSERT_EQ(FloatBits(ys[i]), FloatBits(ya[i]))
+          << DTypeName(t) << " isa=" << IsaName(isa) << " output " << i;
+    }
   }
 }
 
@@ -104,8 +130,7 @@ TEST_P(MatMulTest, BatchInvariance) {
   const Problem p = MakeProblem(rng, t, rows, k);
   const int64_t pool_rows = 40;
   const auto pool_x = RandomActivations(rng, pool_rows * k);
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
-    if (isa == Isa::kAvx2 && !CpuHasAvx2Fma()) continue;
+  for (Isa isa : testing::AvailableIsas()) {
     std::vector<std::vector<float>> solo(pool_rows);
     for (int64_t r = 0; r < pool_rows; ++r)
       solo[r] = RunMatMul(p, pool_x.data() + r * k, 1, nullptr, isa);
@@ -136,8 +161,7 @@ TEST_P(MatMulTest, ThreadInvariance) {
   const Problem p = MakeProblem(rng, t, rows, k);
   std::vector<std::unique_ptr<ThreadPool>> pools;
   for (int n = 1; n <= 4; ++n) pools.push_back(std::make_unique<ThreadPool>(n));
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
-    if (isa == Isa::kAvx2 && !CpuHasAvx2Fma()) continue;
+  for (Isa isa : testing::AvailableIsas()) {
     for (int64_t m : {1, 3, 8}) {
       const auto x = RandomActivations(rng, m * k);
       const auto base = RunMatMul(p, x.data(), m, nullptr, isa);
@@ -188,8 +212,7 @@ TEST_P(MatMulTest, AccuracyAgainstFloat64) {
       terms_per_lane = 2 * ((a.nb + 7) / 8);
     }
     const double gamma = testing::Gamma(static_cast<double>(terms_per_lane + 8));
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
-      if (isa == Isa::kAvx2 && !CpuHasAvx2Fma()) continue;
+    for (Isa isa : testing::AvailableIsas()) {
       const auto y = RunMatMul(p, x.data(), m, nullptr, isa);
       for (int64_t r = 0; r < rows; ++r) {
         const uint8_t* row = p.w.data() + r * RowBytes(t, k);
@@ -219,8 +242,7 @@ TEST(MatMulOrder, F32EqualsDot) {
   for (int64_t k : {1, 5, 8, 13, 64, 99}) {
     const Problem p = MakeProblem(rng, DType::kF32, 5, k);
     const auto x = RandomActivations(rng, 2 * k);
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
-      if (isa == Isa::kAvx2 && !CpuHasAvx2Fma()) continue;
+    for (Isa isa : testing::AvailableIsas()) {
       const auto y = RunMatMul(p, x.data(), 2, nullptr, isa);
       for (int64_t i = 0; i < 2; ++i) {
         for (int64_t r = 0; r < 5; ++r) {

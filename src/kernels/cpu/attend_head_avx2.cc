@@ -2,7 +2,8 @@
 // Dot8(q, k_t) * scale (four positions in flight, each its own 8-lane chain);
 // max; e_t = ExpF8(s_t - max) (ExpF for the tail); denominator = 8-lane sum of
 // e_t, lane t%8; out[d] = fma(e_t, v_t[d], out[d]) for t = 0, 1, ..., then / den.
-// Depends on n_kv and head_dim only (attend_head_test.cc).
+// Depends on n_kv and head_dim only (attend_head_test.cc). Softmax is shared
+// with the AVX-512 paired kernel.
 #include <immintrin.h>
 
 #include <cmath>
@@ -98,22 +99,7 @@ void Attend(const float* q, const uint8_t* k, const uint8_t* v, int64_t stride, 
     Scores<T, 4>(q, k + t * stride, stride, head_dim, scale, scratch + t);
   for (; t < n_kv; ++t) Scores<T, 1>(q, k + t * stride, stride, head_dim, scale, scratch + t);
 
-  float mx = -INFINITY;
-  for (t = 0; t < n_kv; ++t) mx = scratch[t] > mx ? scratch[t] : mx;
-  const __m256 mxv = _mm256_set1_ps(mx);
-  __m256 den = _mm256_setzero_ps();
-  for (t = 0; t + 8 <= n_kv; t += 8) {
-    const __m256 e = ExpF8(_mm256_sub_ps(_mm256_loadu_ps(scratch + t), mxv));
-    _mm256_storeu_ps(scratch + t, e);
-    den = _mm256_add_ps(den, e);
-  }
-  if (t < n_kv) {
-    for (int64_t u = t; u < n_kv; ++u) scratch[u] = ExpF(scratch[u] - mx);
-    const __m256i mask = TailMask(n_kv - t);
-    const __m256 next = _mm256_add_ps(den, _mm256_maskload_ps(scratch + t, mask));
-    den = _mm256_blendv_ps(den, next, _mm256_castsi256_ps(mask));
-  }
-  const float denominator = CombineLanes8(den);
+  const float denominator = Softmax(scratch, n_kv);
 
   // Chunks of up to 8 vectors (64 dims) stay in registers across all t.
   int j0 = 0;
@@ -156,6 +142,26 @@ void Attend(const float* q, const uint8_t* k, const uint8_t* v, int64_t stride, 
 }
 
 }  // namespace
+
+float Softmax(float* s, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t t = 0; t < n; ++t) mx = s[t] > mx ? s[t] : mx;
+  const __m256 mxv = _mm256_set1_ps(mx);
+  __m256 den = _mm256_setzero_ps();
+  int64_t t = 0;
+  for (; t + 8 <= n; t += 8) {
+    const __m256 e = ExpF8(_mm256_sub_ps(_mm256_loadu_ps(s + t), mxv));
+    _mm256_storeu_ps(s + t, e);
+    den = _mm256_add_ps(den, e);
+  }
+  if (t < n) {
+    for (int64_t u = t; u < n; ++u) s[u] = ExpF(s[u] - mx);
+    const __m256i mask = TailMask(n - t);
+    const __m256 next = _mm256_add_ps(den, _mm256_maskload_ps(s + t, mask));
+    den = _mm256_blendv_ps(den, next, _mm256_castsi256_ps(mask));
+  }
+  return CombineLanes8(den);
+}
 
 void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
                 int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
