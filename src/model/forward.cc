@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -159,23 +160,37 @@ void Forward::Gather(const std::vector<BatchToken>& batch, int layer, KvStore& k
 void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv) {
   const HParams& hp = model_.hparams();
   const int64_t m = static_cast<int64_t>(batch.size());
-  const int64_t n_tasks = m * hp.n_head;
   const int group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   const int64_t elem = kv.type() == DType::kF32 ? 4 : 2;
   const bool strided = kv.KBase(layer, batch[0].seq) != nullptr;
   if (!strided) Gather(batch, layer, kv);
+  // Consecutive tokens of one sequence attend in pairs (AttendHeadPair shares
+  // each K/V load; results are those of two AttendHead calls).
+  attn_units_.clear();
+  for (int64_t i = 0; i < m; ++i) {
+    if (i + 1 < m && batch[i + 1].seq == batch[i].seq) {
+      attn_units_.push_back({i, i + 1});
+      ++i;
+    } else {
+      attn_units_.push_back({i, -1});
+    }
+  }
+  const int64_t n_tasks = static_cast<int64_t>(attn_units_.size()) * hp.n_head;
+  // Tasks are dealt round-robin: causal prefill makes later queries longer, so
+  // contiguous ranges would leave the first thread idle. Which thread runs a
+  // task never changes its result.
+  const int64_t n_threads = pool_ ? pool_->size() : 1;
   auto work = [&](int thread) {
-    int64_t b, e;
-    PartitionRange(n_tasks, 1, thread, pool_ ? pool_->size() : 1, &b, &e);
     std::vector<float>& scratch = scratch_[thread];
-    for (int64_t task = b; task < e; ++task) {
-      const int64_t i = task / hp.n_head;
+    for (int64_t task = thread; task < n_tasks; task += n_threads) {
+      const auto [i, i1] = attn_units_[task / hp.n_head];
       const int h = static_cast<int>(task % hp.n_head);
       const int kvh = h / group;
       const BatchToken& t = batch[i];
       const int64_t n_kv = t.pos + 1;
-      Grow(scratch, n_kv);
+      const int64_t n_kv1 = i1 >= 0 ? batch[i1].pos + 1 : 0;
+      Grow(scratch, 2 * std::max(n_kv, n_kv1) + 2 * hp.head_dim);
       const uint8_t *k0, *v0;
       if (strided) {
         k0 = kv.KBase(layer, t.seq);
@@ -186,10 +201,19 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
         k0 = g->k.data();
         v0 = g->v.data();
       }
-      kernels::AttendHead(&q_[i * hp.q_dim() + h * hp.head_dim], k0 + kvh * hp.head_dim * elem,
-                          v0 + kvh * hp.head_dim * elem, kv.type(), kv.row_bytes(), n_kv,
-                          hp.head_dim, scale, &attn_[i * hp.q_dim() + h * hp.head_dim],
-                          scratch.data(), isa_);
+      const int64_t head = h * hp.head_dim;
+      if (i1 >= 0) {
+        kernels::AttendHeadPair(&q_[i * hp.q_dim() + head], &q_[i1 * hp.q_dim() + head],
+                                k0 + kvh * hp.head_dim * elem, v0 + kvh * hp.head_dim * elem,
+                                kv.type(), kv.row_bytes(), n_kv, n_kv1, hp.head_dim, scale,
+                                &attn_[i * hp.q_dim() + head], &attn_[i1 * hp.q_dim() + head],
+                                scratch.data(), isa_);
+      } else {
+        kernels::AttendHead(&q_[i * hp.q_dim() + head], k0 + kvh * hp.head_dim * elem,
+                            v0 + kvh * hp.head_dim * elem, kv.type(), kv.row_bytes(), n_kv,
+                            hp.head_dim, scale, &attn_[i * hp.q_dim() + head], scratch.data(),
+                            isa_);
+      }
     }
   };
   if (pool_) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -60,6 +61,7 @@ class Forward {
   // Workspace, grown on demand and then reused (no allocation in steady state).
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+  std::vector<std::pair<int64_t, int64_t>> attn_units_;  // token pairs (second -1: single)
   struct GatheredSeq {
     int seq;
     std::vector<uint8_t> k, v;  // [n_rows, row_bytes]

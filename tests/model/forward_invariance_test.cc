@@ -83,6 +83,12 @@ void ExpectInvariant(const std::string& path, int n_prompt) {
                                         {7, 3, Isa::kAvx2, 2}, {5, 2, Isa::kAvx2, 4}})
       configs.push_back(c);
   }
+  if (CpuHasAvx512()) {
+    for (Config c : std::vector<Config>{{n_prompt, 1, Isa::kAvx512, 0}, {1, 2, Isa::kAvx512, 0},
+                                        {7, 3, Isa::kAvx512, 2}, {5, 2, Isa::kAvx512, 4},
+                                        {n_prompt, 2, Isa::kAvx512, 3}})
+      configs.push_back(c);
+  }
   for (const Config& c : configs) {
     const auto got = AllLogits(**model, prompt, c);
     ASSERT_EQ(got.size(), want.size()) << Describe(c);
