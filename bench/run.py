@@ -184,7 +184,8 @@ def run_case(case, model, stet, peer, args, env):
     reps = args.big_reps if case.get("big") else args.reps
     batched = args.batched and case["id"] in args.batched_cases
     r = dict(id=case["id"], label=case["label"], model=model, note=case.get("note"), reps=reps,
-             stet={}, llama={}, stet_batched={}, llama_batched={}, loadavg=[os.getloadavg()])
+             stet={}, llama={}, stet_batched={}, llama_batched={}, stet_adaptive={},
+             stet_adaptive_batched={}, loadavg=[os.getloadavg()])
     pp, tg = args.pp, args.tg
     for rep in range(reps):
         log(f"{case['id']}: rep {rep + 1}/{reps}")
@@ -195,6 +196,12 @@ def run_case(case, model, stet, peer, args, env):
                                             "numerics", "kv_type", "commit", "cpu", "threads")}
         for t in j["tests"]:
             r["stet"].setdefault(t["test"], []).append(t["median_tok_s"])
+        if args.adaptive:
+            j = stet_bench(stet, model, args, ["-p", ",".join(map(str, pp)),
+                                               "-n", ",".join(map(str, tg)),
+                                               "--numerics", "adaptive"], env)
+            for t in j["tests"]:
+                r["stet_adaptive"].setdefault(t["test"], []).append(t["median_tok_s"])
         if peer:
             for t in llama_bench(peer, model, args, pp, tg):
                 name = f"pp{t['n_prompt']}" if t["n_gen"] == 0 else f"tg{t['n_gen']}"
@@ -209,12 +216,21 @@ def run_case(case, model, stet, peer, args, env):
                                                str(args.batched_prompt)], env)
             for t in j["tests"]:
                 r["stet_batched"].setdefault(str(t["batch"]), []).append(t["median_tok_s"])
+            if args.adaptive:
+                j = stet_bench(stet, model, args, ["-p", "0", "-n", str(args.batched_n), "--batch",
+                                                   ",".join(map(str, args.batch)), "--tg-prompt",
+                                                   str(args.batched_prompt), "--numerics",
+                                                   "adaptive"], env)
+                for t in j["tests"]:
+                    r["stet_adaptive_batched"].setdefault(str(t["batch"]), []).append(
+                        t["median_tok_s"])
             if peer and peer["batched"]:
                 for row in llama_batched(peer, model, args, args.batch, args.batched_n,
                                          args.batched_prompt):
                     r["llama_batched"].setdefault(str(row["pl"]), []).append(row["speed_tg"])
     r["loadavg"].append(os.getloadavg())
-    for side in ("stet", "llama", "stet_batched", "llama_batched"):
+    for side in ("stet", "llama", "stet_batched", "llama_batched", "stet_adaptive",
+                 "stet_adaptive_batched"):
         r[side + "_median"] = {k: median(v) for k, v in r[side].items()}
     return r
 
@@ -248,7 +264,7 @@ def write_markdown(res, path):
     L.append(f"- memory bandwidth (bench/membw.c, {bw['threads']} threads, 1 GiB streaming "
              f"read, best of {bw['passes']}): {bw['gbps_best']:.2f} GB/s "
              f"(median {bw['gbps_median']:.2f})")
-    L.append(f"- method: A/B/A/B — each repetition runs `stet bench` then `llama-bench` (then "
+    L.append(f"- method: A/B/A/B — each repetition runs `stet bench` (invariant, then adaptive) then `llama-bench` (then "
              f"the batched pair) as separate processes, one rep each, both at nice "
              f"{h['nice']} (own session and autogroup); medians over {h['reps']} reps "
              f"({h['big_reps']} for the 0.5B/1B cases). pp = prompt of N random tokens in one batch, logits for the last; "
@@ -258,17 +274,23 @@ def write_markdown(res, path):
     L.append(f"- total runtime: {h['runtime_min']:.1f} min\n")
 
     L.append("## Prefill and decode (tokens/s, median)\n")
-    L.append("| case | test | stet | llama.cpp | stet / llama.cpp |")
-    L.append("|---|---|---:|---:|---:|")
+    L.append("stet runs in its default invariant mode; *adaptive* is the same binary with "
+             "`--numerics adaptive` (batch-variant split-K below 64 rows, rule R8), so the last "
+             "column is the price of invariance: ≥ 1.00 means none.\n")
+    L.append("| case | test | stet | llama.cpp | stet / llama.cpp | stet adaptive | "
+             "invariant / adaptive |")
+    L.append("|---|---|---:|---:|---:|---:|---:|")
     for c in res["cases"]:
         if "error" in c:
             L.append(f"| {c['label']} | error: {c['error'][:80]} | | | |")
             continue
         for t in [f"pp{p}" for p in h["pp"]] + [f"tg{n}" for n in h["tg"]]:
             s, l = c["stet_median"].get(t), c["llama_median"].get(t)
-            rt = ratio(s, l)
+            a = c.get("stet_adaptive_median", {}).get(t)
+            rt, ra = ratio(s, l), ratio(s, a)
             L.append(f"| {c['label']} | {t} | {fmt(s)} | {fmt(l)} | "
-                     f"{'—' if rt is None else f'{rt:.2f}'} |")
+                     f"{'—' if rt is None else f'{rt:.2f}'} | {fmt(a)} | "
+                     f"{'—' if ra is None else f'{ra:.2f}'} |")
     L.append("")
     L.append("## Decode against the memory-bandwidth roofline\n")
     L.append("Roofline = bandwidth / weight bytes read per decoded token (every layer matrix "
@@ -291,15 +313,18 @@ def write_markdown(res, path):
     if bcases:
         L.append(f"## Batched decode (aggregate tokens/s, B sequences x {h['batched_n']} "
                  f"tokens after a {h['batched_prompt']}-token prompt each)\n")
-        L.append("| case | B | stet | llama.cpp (llama-batched-bench S_TG) | stet / llama.cpp |")
-        L.append("|---|---:|---:|---:|---:|")
+        L.append("| case | B | stet | llama.cpp (llama-batched-bench S_TG) | stet / llama.cpp | "
+                 "stet adaptive | invariant / adaptive |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|")
         for c in bcases:
             for b in h["batch"]:
                 s = c["stet_batched_median"].get(str(b))
                 l = c["llama_batched_median"].get(str(b))
-                rt = ratio(s, l)
+                a = c.get("stet_adaptive_batched_median", {}).get(str(b))
+                rt, ra = ratio(s, l), ratio(s, a)
                 L.append(f"| {c['label']} | {b} | {fmt(s)} | {fmt(l)} | "
-                         f"{'—' if rt is None else f'{rt:.2f}'} |")
+                         f"{'—' if rt is None else f'{rt:.2f}'} | {fmt(a)} | "
+                         f"{'—' if ra is None else f'{ra:.2f}'} |")
         L.append("")
     notes = [c for c in res["cases"] if c.get("note")]
     if notes:
@@ -333,6 +358,8 @@ def main():
     ap.add_argument("--batched-cases", default="real-q4_1,0.5b-q4_1",
                     help="cases that get batched decode")
     ap.add_argument("--no-batched", dest="batched", action="store_false")
+    ap.add_argument("--no-adaptive", dest="adaptive", action="store_false",
+                    help="skip the --numerics adaptive runs (the invariant/adaptive column)")
     ap.add_argument("--nice", type=int, default=0,
                     help="niceness of the measured processes, each in its own session and "
                          "autogroup (negative needs root; keeps a shared machine's other load "

@@ -6,7 +6,8 @@
 // MatMulAdaptive picks its reduction strategy from the batch shape, as common
 // CPU/GPU libraries and their autotuners do: below kAdaptiveSplitRows rows it
 // splits K into a number of chunks that depends on the row count and the
-// thread count and adds the partial sums (split-K); from there on it uses the
+// thread count (threads x (1 + m % 3)), computes the chunks in parallel and
+// adds the partial sums (split-K); from there on it uses the
 // canonical kernel (the "large GEMM" path). A request's logits therefore change
 // with what it is batched with.
 #pragma once
