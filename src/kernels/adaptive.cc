@@ -54,6 +54,7 @@ void MatMulAdaptive(const WeightView& w, const float* x, int64_t m, float* y, Th
       WeightView sub = w;
       sub.cols = k1 - k0;
       sub.data = static_cast<const uint8_t*>(w.data) + RowBytes(w.type, k0);
+      sub.packed = nullptr;  // the packed copy covers whole rows only
       if (tls_x_part.size() < static_cast<size_t>(m * sub.cols)) tls_x_part.resize(m * sub.cols);
       for (int64_t i = 0; i < m; ++i) {
         std::copy(x + i * w.cols + k0, x + i * w.cols + k1, &tls_x_part[i * sub.cols]);

@@ -85,6 +85,9 @@ struct ActQ8KV {
   int16_t* sx = nullptr;
 };
 
+// Bytes per (16-row group, 32-block) of the packed layout (kernels.h).
+int64_t PackedBlockBytes(DType t);
+
 // Lays out `act` for m rows of k in `storage` (grown as needed, never shrunk).
 void PrepareActQ8(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActQ8* act);
 void PrepareActQ8K(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActQ8K* act);
@@ -151,6 +154,8 @@ void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // needs a.x
 void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q8_0/q4_0/q4_1, needs a.a8v
 void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1);
 void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);     // q4_k, needs a.a8kv
+// q8_0/q4_0/q4_1 from w.packed on ActQ8 rows; r0 a multiple of 16.
+void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 // Two AttendHead calls over the same K/V (n_kv0, n_kv1 positions), one pass;
 // head_dim % 8 == 0. scratch: 2 * max(n_kv) + 2 * head_dim floats.
 void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v,

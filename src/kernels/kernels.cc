@@ -40,8 +40,11 @@ bool UseAvx2(Isa isa) {
 }
 
 // The AVX-512 MatMul paths serve batches (m >= 2); one row is memory-bound and
-// the AVX2 tiles already stream it.
+// the AVX2 tiles already stream it — unless the weights are packed.
 constexpr int64_t kAvx512MinRows = 2;
+// Below this many rows a packed matrix is streamed once per activation row
+// (the vertical-activation kernel would leave most of its 16 lanes idle).
+constexpr int64_t kPackedMaxRows = 8;
 
 uint8_t* Carve(std::vector<uint8_t>* storage, size_t* offset, size_t bytes) {
   constexpr size_t kAlign = 64;
@@ -217,7 +220,9 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
       args.a8 = &a8;
       rows_fn = STET_PATH(avx, MatMulQ8Rows);
 #if defined(STET_KERNELS_HAVE_AVX512)
-      if (avx512) {
+      if (avx && isa == Isa::kAvx512 && w.packed != nullptr && m < kPackedMaxRows) {
+        rows_fn = avx512::MatMulPackedRows;
+      } else if (avx512) {
         PrepareActQ8V(m, a8.nb, w.type, &tls_act_layout, &a8v);
         ParallelRows(pool, a8v.groups,
                      [&](int64_t g0, int64_t g1) { avx512::VerticalizeQ8(a8, &a8v, g0, g1); });

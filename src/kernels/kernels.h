@@ -36,7 +36,18 @@ struct WeightView {
   int64_t cols = 0;
   const void* data = nullptr;
   int64_t row_bytes = 0;
+  // Optional copy of `data` in the AVX-512 decode layout (PackWeights), used by
+  // Isa::kAvx512 for small batches. Same numbers, same results (R4).
+  const void* packed = nullptr;
 };
+
+// The row-interleaved layout for q8_0/q4_0/q4_1 weights that the AVX-512
+// decode kernel streams: 16 rows per group, per 32-block the 16 rows' quants
+// 4 bytes at a time (q8_0 stored as q + 128), then their 16 scales (and q4_1's
+// mins) as f16. PackedBytes is 0 for types without a packed layout. The
+// packed copy is 64-byte aligned by the caller's allocation.
+int64_t PackedBytes(const WeightView& w);
+void PackWeights(const WeightView& w, void* dst);
 
 // y[m, w.rows] = x[m, w.cols] · wᵀ. Per output the order depends on w.cols only.
 // pool may be null (single thread). Threads partition w.rows.

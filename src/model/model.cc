@@ -1,5 +1,8 @@
 #include "model/model.h"
 
+#include <cstdlib>
+
+#include "base/cpu_features.h"
 #include "base/progress.h"
 #include "numerics/dequant.h"
 #include "numerics/rope_table.h"
@@ -143,7 +146,30 @@ Status Model::LoadWeights(bool progress) {
   }
   bar.Finish();
   weight_bytes_ += w_.output.rows * w_.output.row_bytes;
+  PackWeights();
   return Status::Ok();
+}
+
+void Model::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+void Model::PackWeights() {
+  // Only the AVX-512 path reads the packed copies; elsewhere they would be dead weight.
+  if (!CpuHasAvx512() || std::getenv("STET_NO_PACK") != nullptr) return;
+  std::vector<kernels::WeightView*> views;
+  for (LayerWeights& L : w_.layers) {
+    for (auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(w);
+  }
+  views.push_back(&w_.output);
+  for (kernels::WeightView* w : views) {
+    const int64_t bytes = kernels::PackedBytes(*w);
+    if (bytes == 0) continue;
+    void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+    if (p == nullptr) return;  // out of memory: the unpacked path still works
+    kernels::PackWeights(*w, p);
+    packed_.emplace_back(static_cast<uint8_t*>(p));
+    w->packed = p;
+    packed_bytes_ += bytes;
+  }
 }
 
 }  // namespace stet

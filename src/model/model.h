@@ -45,15 +45,27 @@ class Model {
   const gguf::GgufFile& file() const { return *file_; }
   // Bytes of weights read per decoded token (for the bandwidth roofline).
   int64_t weight_bytes() const { return weight_bytes_; }
+  // Bytes of AVX-512 decode-layout copies held besides the mapped file (0 when
+  // the CPU lacks AVX-512 or STET_NO_PACK is set).
+  int64_t packed_bytes() const { return packed_bytes_; }
 
  private:
   Model() = default;
   Status LoadWeights(bool progress);
 
+  // Gives every q8_0/q4_0/q4_1 matrix a copy in the AVX-512 decode layout
+  // (kernels::PackWeights), on CPUs that can use it.
+  void PackWeights();
+
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
   std::unique_ptr<gguf::GgufFile> file_;
   HParams hp_;
   ModelWeights w_;
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> packed_;
   int64_t weight_bytes_ = 0;
+  int64_t packed_bytes_ = 0;
 };
 
 }  // namespace stet

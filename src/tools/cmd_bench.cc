@@ -281,6 +281,7 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
   field("n_params", std::to_string(f.n_params));
   field("weight_bytes", std::to_string(m.weight_bytes()));
   field("file_bytes", std::to_string(m.file().file_size()));
+  field("packed_bytes", std::to_string(m.packed_bytes()));
   field("threads", ints(threads));
   field("isa", JsonString(IsaName(isa)));
   field("numerics", JsonString(numerics));

@@ -99,6 +99,50 @@ TEST_P(MatMulTest, Avx512EqualsScalar) {
   }
 }
 
+// The packed decode layout (q8_0/q4_0/q4_1): PackWeights + Isa::kAvx512 with
+// few rows equals the scalar reference on the unpacked matrix; row counts that
+// are not a multiple of the 16-row group, pool splits included.
+TEST(MatMulPacked, Avx512PackedEqualsScalar) {
+  STET_REQUIRE_AVX512();
+  std::mt19937 rng(4242);
+  ThreadPool pool(3);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    for (int64_t k : {32, 96, 256, 288, 576, 1056}) {
+      for (int64_t rows : {1, 15, 16, 17, 40, 100}) {
+        const Problem p = MakeProblem(rng, t, rows, k);
+        WeightView wv = p.view();
+        const int64_t bytes = PackedBytes(wv);
+        ASSERT_GT(bytes, 0);
+        std::vector<uint8_t> packed(static_cast<size_t>(bytes) + 64);
+        void* aligned = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
+        PackWeights(wv, aligned);
+        WeightView pv = wv;
+        pv.packed = aligned;
+        for (int64_t m : {1, 2, 3, 5}) {
+          const auto x = RandomActivations(rng, m * k);
+          const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
+          for (ThreadPool* pl : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            std::vector<float> ya(static_cast<size_t>(m * rows), -777.0f);
+            MatMul(pv, x.data(), m, ya.data(), pl, Isa::kAvx512);
+            ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
+                << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m << " first diff at "
+                << testing::FirstDiff(ys.data(), ya.data(), m * rows);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulPacked, OnlyThe32BlockTypesHaveAPackedLayout) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
+    EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
+  }
+  WeightView w{DType::kQ4_1, 17, 64, nullptr, RowBytes(DType::kQ4_1, 64)};
+  EXPECT_EQ(PackedBytes(w), 2 * 2 * 320);  // 2 groups of 16 rows x 2 blocks x 320 bytes
+}
+
 // Activations outside the usual range still give equal bits: huge blocks, a
 // block of subnormals only (1/d overflows; q clamps to +-127), zeros, nan.
 TEST_P(MatMulTest, Avx2EqualsScalarOnExtremeActivations) {

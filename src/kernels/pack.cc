@@ -1,0 +1,80 @@
+// PackWeights: the AVX-512 decode layout of q8_0/q4_0/q4_1 matrices (see
+// kernels.h). Pure byte moves, so any CPU can build it; the kernel that reads
+// it is cpu/matmul_packed_avx512.cc.
+#include <cstring>
+#include <type_traits>
+
+#include "base/check.h"
+#include "kernels/internal.h"
+
+namespace stet::kernels {
+
+namespace {
+
+template <typename Block>
+void Pack(const WeightView& w, uint8_t* dst) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
+  constexpr bool kQ41 = std::is_same_v<Block, BlockQ4_1>;
+  const int64_t nb = w.cols / kQK, groups = (w.rows + 15) / 16;
+  const int64_t stride = PackedBlockBytes(w.type);
+  constexpr int kQBytes = kQ8 ? 512 : 256;
+  std::memset(dst, 0, static_cast<size_t>(groups * nb * stride));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const auto* row =
+        reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
+    const int64_t g = r / 16, t = r % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* p = dst + (g * nb + b) * stride;
+      constexpr int kWords = kQ8 ? 8 : 4;
+      for (int j = 0; j < kWords; ++j) {
+        uint8_t word[4];
+        std::memcpy(word, reinterpret_cast<const uint8_t*>(row[b].qs) + 4 * j, 4);
+        if constexpr (kQ8) {
+          for (uint8_t& c : word) c ^= 0x80;  // q + 128
+        }
+        std::memcpy(p + j * 64 + t * 4, word, 4);
+      }
+      std::memcpy(p + kQBytes + t * 2, &row[b].d, 2);
+      if constexpr (kQ41) std::memcpy(p + kQBytes + 32 + t * 2, &row[b].m, 2);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t PackedBlockBytes(DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+      return 512 + 32;
+    case DType::kQ4_0:
+      return 256 + 32;
+    case DType::kQ4_1:
+      return 256 + 64;
+    default:
+      return 0;
+  }
+}
+
+int64_t PackedBytes(const WeightView& w) {
+  const int64_t per = PackedBlockBytes(w.type);
+  if (per == 0 || w.cols % kQK != 0) return 0;
+  return (w.rows + 15) / 16 * (w.cols / kQK) * per;
+}
+
+void PackWeights(const WeightView& w, void* dst) {
+  STET_CHECK_MSG(PackedBytes(w) > 0, "PackWeights: no packed layout for this type");
+  auto* out = static_cast<uint8_t*>(dst);
+  switch (w.type) {
+    case DType::kQ8_0:
+      Pack<BlockQ8_0>(w, out);
+      break;
+    case DType::kQ4_0:
+      Pack<BlockQ4_0>(w, out);
+      break;
+    default:
+      Pack<BlockQ4_1>(w, out);
+      break;
+  }
+}
+
+}  // namespace stet::kernels
