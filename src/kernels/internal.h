@@ -156,6 +156,7 @@ void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1);
 void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);     // q4_k, needs a.a8kv
 // q8_0/q4_0/q4_1 from w.packed on ActQ8 rows; r0 a multiple of 16.
 void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
+void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k on ActQ8K
 // Two AttendHead calls over the same K/V (n_kv0, n_kv1 positions), one pass;
 // head_dim % 8 == 0. scratch: 2 * max(n_kv) + 2 * head_dim floats.
 void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v,

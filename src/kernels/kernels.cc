@@ -243,7 +243,9 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
       args.a8k = &a8k;
       rows_fn = STET_PATH(avx, MatMulQKRows);
 #if defined(STET_KERNELS_HAVE_AVX512)
-      if (avx512 && w.type == DType::kQ4_K) {
+      if (avx && isa == Isa::kAvx512 && w.packed != nullptr && m < kPackedMaxRows) {
+        rows_fn = avx512::MatMulPackedQKRows;
+      } else if (avx512 && w.type == DType::kQ4_K) {
         PrepareActQ8KV(m, a8k.nsb, &tls_act_layout, &a8kv);
         ParallelRows(pool, a8kv.groups,
                      [&](int64_t g0, int64_t g1) { avx512::VerticalizeQ8K(a8k, &a8kv, g0, g1); });

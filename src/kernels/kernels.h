@@ -41,10 +41,10 @@ struct WeightView {
   const void* packed = nullptr;
 };
 
-// The row-interleaved layout for q8_0/q4_0/q4_1 weights that the AVX-512
-// decode kernel streams: 16 rows per group, per 32-block the 16 rows' quants
-// 4 bytes at a time (q8_0 stored as q + 128), then their 16 scales (and q4_1's
-// mins) as f16. PackedBytes is 0 for types without a packed layout. The
+// The row-interleaved layout for q8_0/q4_0/q4_1/q4_k weights that the AVX-512
+// decode kernels stream: 16 rows per group, per 32-block (q4_k: superblock)
+// the 16 rows' quants 4 bytes at a time (q8_0 stored as q + 128), then their
+// scales (and mins) — see pack.cc. PackedBytes is 0 for types without a packed layout. The
 // packed copy is 64-byte aligned by the caller's allocation.
 int64_t PackedBytes(const WeightView& w);
 void PackWeights(const WeightView& w, void* dst);

@@ -1,4 +1,4 @@
-// PackWeights: the AVX-512 decode layout of q8_0/q4_0/q4_1 matrices (see
+// PackWeights: the AVX-512 decode layout of q8_0/q4_0/q4_1/q4_k matrices (see
 // kernels.h). Pure byte moves, so any CPU can build it; the kernel that reads
 // it is cpu/matmul_packed_avx512.cc.
 #include <cstring>
@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "kernels/internal.h"
+#include "numerics/dequant.h"
 
 namespace stet::kernels {
 
@@ -40,6 +41,34 @@ void Pack(const WeightView& w, uint8_t* dst) {
   }
 }
 
+// q4_k: per 16-row group and superblock, the 32 quant words (4 bytes = 8
+// nibbles of each row: word w holds elements 64(w/8) + 4(w%8).. in its low
+// nibbles and 32 more in its high ones), then the 8 sub-block scales as bytes
+// [j][row], the mins as int16 pairs [j/2][row][j%2], d and dmin as f16 [row].
+void PackQ4K(const WeightView& w, uint8_t* dst) {
+  const int64_t nsb = w.cols / kQKK, groups = (w.rows + 15) / 16;
+  const int64_t stride = PackedBlockBytes(DType::kQ4_K);
+  std::memset(dst, 0, static_cast<size_t>(groups * nsb * stride));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const auto* row =
+        reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
+    const int64_t g = r / 16, t = r % 16;
+    for (int64_t b = 0; b < nsb; ++b) {
+      uint8_t* p = dst + (g * nsb + b) * stride;
+      for (int word = 0; word < 32; ++word) std::memcpy(p + word * 64 + t * 4, row[b].qs + 4 * word, 4);
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, mn;
+        UnpackScaleMinK4(row[b].scales, j, &sc, &mn);
+        p[2048 + j * 16 + t] = sc;
+        const int16_t m16 = mn;
+        std::memcpy(p + 2048 + 128 + ((j / 2) * 32 + t * 2 + j % 2) * 2, &m16, 2);
+      }
+      std::memcpy(p + 2048 + 128 + 256 + t * 2, &row[b].d, 2);
+      std::memcpy(p + 2048 + 128 + 256 + 32 + t * 2, &row[b].dmin, 2);
+    }
+  }
+}
+
 }  // namespace
 
 int64_t PackedBlockBytes(DType t) {
@@ -50,6 +79,8 @@ int64_t PackedBlockBytes(DType t) {
       return 256 + 32;
     case DType::kQ4_1:
       return 256 + 64;
+    case DType::kQ4_K:
+      return 2048 + 128 + 256 + 64;
     default:
       return 0;
   }
@@ -57,8 +88,9 @@ int64_t PackedBlockBytes(DType t) {
 
 int64_t PackedBytes(const WeightView& w) {
   const int64_t per = PackedBlockBytes(w.type);
-  if (per == 0 || w.cols % kQK != 0) return 0;
-  return (w.rows + 15) / 16 * (w.cols / kQK) * per;
+  const int64_t block = w.type == DType::kQ4_K ? kQKK : kQK;
+  if (per == 0 || w.cols % block != 0) return 0;
+  return (w.rows + 15) / 16 * (w.cols / block) * per;
 }
 
 void PackWeights(const WeightView& w, void* dst) {
@@ -70,6 +102,9 @@ void PackWeights(const WeightView& w, void* dst) {
       break;
     case DType::kQ4_0:
       Pack<BlockQ4_0>(w, out);
+      break;
+    case DType::kQ4_K:
+      PackQ4K(w, out);
       break;
     default:
       Pack<BlockQ4_1>(w, out);

@@ -99,15 +99,16 @@ TEST_P(MatMulTest, Avx512EqualsScalar) {
   }
 }
 
-// The packed decode layout (q8_0/q4_0/q4_1): PackWeights + Isa::kAvx512 with
+// The packed decode layout (q8_0/q4_0/q4_1/q4_k): PackWeights + Isa::kAvx512 with
 // few rows equals the scalar reference on the unpacked matrix; row counts that
 // are not a multiple of the 16-row group, pool splits included.
 TEST(MatMulPacked, Avx512PackedEqualsScalar) {
   STET_REQUIRE_AVX512();
   std::mt19937 rng(4242);
   ThreadPool pool(3);
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
-    for (int64_t k : {32, 96, 256, 288, 576, 1056}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K}) {
+    for (int64_t k : {32, 96, 256, 288, 512, 576, 1056, 2304}) {
+      if (IsKQuant(t) && k % 256 != 0) continue;
       for (int64_t rows : {1, 15, 16, 17, 40, 100}) {
         const Problem p = MakeProblem(rng, t, rows, k);
         WeightView wv = p.view();
@@ -134,8 +135,8 @@ TEST(MatMulPacked, Avx512PackedEqualsScalar) {
   }
 }
 
-TEST(MatMulPacked, OnlyThe32BlockTypesHaveAPackedLayout) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ5_K, DType::kQ6_K}) {
     WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
     EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
   }

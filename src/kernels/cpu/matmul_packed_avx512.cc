@@ -1,4 +1,4 @@
-// AVX-512 VNNI MatMul for q8_0/q4_0/q4_1 weights in the packed layout
+// AVX-512 VNNI MatMul for q8_0/q4_0/q4_1 (and q4_k) weights in the packed layout
 // (kernels/pack.cc), for small batches (decode). One 16-lane vector holds 16
 // weight rows: a 64-byte load brings 4 quants of each, and one vpdpbusd with a
 // broadcast 4-byte activation word does 64 exact multiply-adds, so a block's
@@ -8,7 +8,10 @@
 //
 // Numerics: per output, block b's exact isum goes to logical lane b % 8 as
 // lane = fma(dw * dx, float(isum), lane) (q4_1 then lane = fma(mw, s, lane)),
-// in increasing b, then the fixed lane tree: equal to ref/matmul_q8.cc.
+// in increasing b, then the fixed lane tree: equal to ref/matmul_q8.cc. q4_k:
+// per superblock isum = sum_j sc_j * dot_j (vpmulld) and msum = sum_j min_j *
+// sum qx_j (vpdpwssd), exact; lane = fma(d*dx, float(isum), lane); lane =
+// fma(-(dmin*dx), float(msum), lane): equal to ref/matmul_qk.cc.
 #include <immintrin.h>
 
 #include <cstring>
@@ -97,7 +100,75 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+// q4_k superblock b of a 16-row group (pack.cc's layout) into acc.
+inline void OneSuper(const uint8_t* p, const ActQ8K& act, int64_t i, int64_t b, __m512& acc) {
+  const int8_t* xq = act.qs + i * act.k + b * kQKK;
+  const int16_t* bs = act.bsums + (i * act.nsb + b) * 16;
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  __m512i isum = _mm512_setzero_si512();
+  STET_UNROLL
+  for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
+    __m512i dlo = _mm512_setzero_si512(), dhi = _mm512_setzero_si512();
+    STET_UNROLL
+    for (int s = 0; s < 8; ++s) {
+      const __m512i raw = _mm512_loadu_si512(p + (8 * jp + s) * 64);
+      dlo = _mm512_dpbusd_epi32(dlo, _mm512_and_si512(raw, mask),
+                                _mm512_set1_epi32(Load32(xq + 64 * jp + 4 * s)));
+      dhi = _mm512_dpbusd_epi32(dhi, _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask),
+                                _mm512_set1_epi32(Load32(xq + 64 * jp + 32 + 4 * s)));
+    }
+    const __m512i sc_lo =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2048 + 32 * jp)));
+    const __m512i sc_hi = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2048 + 32 * jp + 16)));
+    isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(dlo, sc_lo),
+                                                   _mm512_mullo_epi32(dhi, sc_hi)));
+  }
+  // msum = sum_j min_j * (sum of the activation's q over sub-block j), as int16 pairs.
+  __m512i msum = _mm512_setzero_si512();
+  STET_UNROLL
+  for (int q = 0; q < 4; ++q) {
+    const int32_t s_even = bs[4 * q] + bs[4 * q + 1], s_odd = bs[4 * q + 2] + bs[4 * q + 3];
+    const int32_t pair = static_cast<int32_t>((static_cast<uint32_t>(s_even) & 0xffffu) |
+                                              (static_cast<uint32_t>(s_odd) << 16));
+    msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512(p + 2048 + 128 + 64 * q),
+                               _mm512_set1_epi32(pair));
+  }
+  const uint8_t* dp = p + 2048 + 128 + 256;
+  const __m512 dx = _mm512_set1_ps(act.d[i * act.nsb + b]);
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp)));
+  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp + 32)));
+  const __m512 sm = _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(dmin, dx)),
+                       _mm512_set1_epi32(static_cast<int32_t>(0x80000000u))));
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum), acc);
+  acc = _mm512_fmadd_ps(sm, _mm512_cvtepi32_ps(msum), acc);
+}
+
 }  // namespace
+
+void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  STET_CHECK_MSG(a.w->type == DType::kQ4_K, "avx512::MatMulPackedQKRows: q4_k only");
+  const WeightView& w = *a.w;
+  const ActQ8K& act = *a.a8k;
+  const int64_t nsb = act.nsb, stride = PackedBlockBytes(w.type);
+  const auto* packed = static_cast<const uint8_t*>(w.packed);
+  STET_CHECK(r0 % 16 == 0);
+  for (int64_t i = 0; i < a.m; ++i) {
+    for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+      const uint8_t* p = packed + g * nsb * stride;
+      __m512 acc[kLanes];
+      STET_UNROLL
+      for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nsb; ++b) OneSuper(p + b * stride, act, i, b, acc[b % kLanes]);
+      const __m512 s0 = _mm512_add_ps(acc[0], acc[4]), s1 = _mm512_add_ps(acc[1], acc[5]);
+      const __m512 s2 = _mm512_add_ps(acc[2], acc[6]), s3 = _mm512_add_ps(acc[3], acc[7]);
+      const __m512 r = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+      const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
+      _mm512_mask_storeu_ps(a.y + i * w.rows + row0, static_cast<__mmask16>((1u << n) - 1), r);
+    }
+  }
+}
 
 void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   switch (a.w->type) {
