@@ -181,11 +181,22 @@ ActQ8K RowsOf(const ActQ8K& a, int64_t r0, int64_t r1) {
 
 }  // namespace
 
-void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Isa isa) {
-  STET_CHECK(m >= 0 && w.rows >= 0 && w.cols >= 1);
-  if (m == 0 || w.rows == 0) return;
+void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, float* const* ys,
+                 ThreadPool* pool, Isa isa) {
+  STET_CHECK(n >= 1 && n <= kMaxMatMulGroup && m >= 0);
+  const WeightView& w = *ws[0];
+  bool packed = true;
+  int64_t total_rows = 0;
+  for (int j = 0; j < n; ++j) {
+    STET_CHECK(ws[j]->rows >= 0 && ws[j]->cols >= 1);
+    STET_CHECK_MSG(ws[j]->type == w.type && ws[j]->cols == w.cols,
+                   "MatMulGroup: the matrices must share type and K");
+    packed = packed && ws[j]->packed != nullptr;
+    total_rows += ws[j]->rows;
+  }
+  if (m == 0 || total_rows == 0) return;
   const bool avx = UseAvx2(isa);
-  MatMulArgs args{&w, x, nullptr, nullptr, m, y};
+  MatMulArgs args{&w, x, nullptr, nullptr, m, ys[0]};
   const bool avx512 = avx && isa == Isa::kAvx512 && m >= kAvx512MinRows;
   ActQ8 a8;
   ActQ8K a8k;
@@ -220,7 +231,7 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
       args.a8 = &a8;
       rows_fn = STET_PATH(avx, MatMulQ8Rows);
 #if defined(STET_KERNELS_HAVE_AVX512)
-      if (avx && isa == Isa::kAvx512 && w.packed != nullptr && m < kPackedMaxRows) {
+      if (avx && isa == Isa::kAvx512 && packed && m < kPackedMaxRows) {
         rows_fn = avx512::MatMulPackedRows;
       } else if (avx512) {
         PrepareActQ8V(m, a8.nb, w.type, &tls_act_layout, &a8v);
@@ -243,7 +254,7 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
       args.a8k = &a8k;
       rows_fn = STET_PATH(avx, MatMulQKRows);
 #if defined(STET_KERNELS_HAVE_AVX512)
-      if (avx && isa == Isa::kAvx512 && w.packed != nullptr && m < kPackedMaxRows) {
+      if (avx && isa == Isa::kAvx512 && packed && m < kPackedMaxRows) {
         rows_fn = avx512::MatMulPackedQKRows;
       } else if (avx512 && w.type == DType::kQ4_K) {
         PrepareActQ8KV(m, a8k.nsb, &tls_act_layout, &a8kv);
@@ -257,13 +268,39 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
     default:
       STET_CHECK_MSG(false, "MatMul: unsupported weight type (the loader must reject it)");
   }
-  // Grain 16 keeps the AVX2 path's row tiles whole; any split gives the same bits.
+  // Grain 16 keeps the AVX2 path's row tiles and the packed 16-row groups
+  // whole; any split gives the same bits.
   constexpr int64_t kGrain = 16;
-  if (pool == nullptr || pool->size() == 1 || w.rows <= kGrain) {
-    rows_fn(args, 0, w.rows);
+  MatMulArgs per[kMaxMatMulGroup];
+  int64_t first_unit[kMaxMatMulGroup + 1] = {0};
+  for (int j = 0; j < n; ++j) {
+    per[j] = args;
+    per[j].w = ws[j];
+    per[j].y = ys[j];
+    first_unit[j + 1] = first_unit[j] + (ws[j]->rows + kGrain - 1) / kGrain;
+  }
+  if (pool == nullptr || pool->size() == 1 || total_rows <= kGrain) {
+    for (int j = 0; j < n; ++j) rows_fn(per[j], 0, ws[j]->rows);
     return;
   }
-  pool->ParallelFor(w.rows, kGrain, [&](int64_t r0, int64_t r1) { rows_fn(args, r0, r1); });
+  // Threads take contiguous runs of 16-row units across the matrices.
+  pool->ParallelFor(first_unit[n], 1, [&](int64_t u0, int64_t u1) {
+    for (int j = 0; j < n; ++j) {
+      const int64_t a = u0 > first_unit[j] ? u0 : first_unit[j];
+      const int64_t b = u1 < first_unit[j + 1] ? u1 : first_unit[j + 1];
+      if (a >= b) continue;
+      const int64_t r0 = (a - first_unit[j]) * kGrain;
+      const int64_t r1 = (b - first_unit[j]) * kGrain < ws[j]->rows ? (b - first_unit[j]) * kGrain
+                                                                      : ws[j]->rows;
+      rows_fn(per[j], r0, r1);
+    }
+  });
+}
+
+void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Isa isa) {
+  const WeightView* ws[1] = {&w};
+  float* ys[1] = {y};
+  MatMulGroup(ws, 1, x, m, ys, pool, isa);
 }
 
 float Dot(const float* a, const float* b, int64_t n, Isa isa) {

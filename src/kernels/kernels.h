@@ -53,6 +53,14 @@ void PackWeights(const WeightView& w, void* dst);
 // pool may be null (single thread). Threads partition w.rows.
 void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Isa isa);
 
+// Several MatMuls of the same input (q/k/v, gate/up) in one call: the
+// activation is quantized once and one parallel region covers every matrix's
+// rows. ws[j] must share type and cols; y_j gets [m, ws[j]->rows]. Each output
+// is computed exactly as by MatMul.
+constexpr int kMaxMatMulGroup = 4;
+void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, float* const* ys,
+                 ThreadPool* pool, Isa isa);
+
 // Canonical 8-lane dot product of two float vectors of length n.
 float Dot(const float* a, const float* b, int64_t n, Isa isa);
 

@@ -70,9 +70,7 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
     const LayerWeights& L = w.layers[l];
     // Attention block.
     kernels::RmsNorm(x_.data(), L.attn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
-    MatMul(L.wq, xn_.data(), m, q_.data());
-    MatMul(L.wk, xn_.data(), m, k_.data());
-    MatMul(L.wv, xn_.data(), m, v_.data());
+    MatMuls({&L.wq, &L.wk, &L.wv}, xn_.data(), m, {q_.data(), k_.data(), v_.data()});
     if (!L.bq.empty()) {
       for (int64_t i = 0; i < m; ++i) {
         kernels::Add(&q_[i * hp.q_dim()], L.bq.data(), hp.q_dim(), &q_[i * hp.q_dim()], isa_);
@@ -105,8 +103,7 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
 
     // Feed-forward block (SwiGLU).
     kernels::RmsNorm(x_.data(), L.ffn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
-    MatMul(L.w_gate, xn_.data(), m, ff_gate_.data());
-    MatMul(L.w_up, xn_.data(), m, ff_up_.data());
+    MatMuls({&L.w_gate, &L.w_up}, xn_.data(), m, {ff_gate_.data(), ff_up_.data()});
     kernels::SwiGlu(ff_gate_.data(), ff_up_.data(), m * hp.n_ff, ff_gate_.data(), isa_);
     MatMul(L.w_down, ff_gate_.data(), m, xn_.data());
     kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
@@ -125,6 +122,22 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
     MatMul(w.output, xn_.data(), n_out, logits->data() + base);
   }
   return Status::Ok();
+}
+
+void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x,
+                      int64_t m, std::initializer_list<float*> ys) {
+  const kernels::WeightView* const* w = ws.begin();
+  bool same = mode_ == NumericsMode::kInvariant;
+  for (const kernels::WeightView* v : ws) {
+    same = same && v->type == w[0]->type && v->cols == w[0]->cols &&
+           (v->packed != nullptr) == (w[0]->packed != nullptr);
+  }
+  if (same) {
+    kernels::MatMulGroup(w, static_cast<int>(ws.size()), x, m, const_cast<float* const*>(ys.begin()),
+                         pool_, isa_);
+    return;
+  }
+  for (size_t j = 0; j < ws.size(); ++j) MatMul(*w[j], x, m, ys.begin()[j]);
 }
 
 void Forward::MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -47,6 +48,10 @@ class Forward {
 
  private:
   void MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y);
+  // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call
+  // when they share type and K (invariant mode), else one MatMul each.
+  void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
+               std::initializer_list<float*> ys);
   void Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv);
   // For stores without a fixed stride: copies rows [0, n) of (layer, seq) into
   // gathered_ (exact byte copies, so the numbers are the same as in place).

@@ -198,6 +198,51 @@ TEST_P(MatMulTest, BatchInvariance) {
   }
 }
 
+// MatMulGroup (q/k/v and gate/up in one call) gives each matrix exactly its
+// own MatMul's bits, on every path and pool size, with row counts that split
+// the 16-row units unevenly, packed weights included.
+TEST_P(MatMulTest, GroupEqualsSeparateCalls) {
+  const DType t = GetParam();
+  std::mt19937 rng(31 + static_cast<int>(t));
+  const int64_t k = IsFloat(t) ? 72 : IsKQuant(t) ? 512 : 96;
+  std::vector<Problem> ps;
+  for (int64_t rows : {37, 16, 5}) ps.push_back(MakeProblem(rng, t, rows, k));
+  std::vector<std::vector<uint8_t>> packed(ps.size());
+  std::vector<WeightView> views;
+  for (size_t j = 0; j < ps.size(); ++j) {
+    views.push_back(ps[j].view());
+    const int64_t bytes = PackedBytes(views[j]);
+    if (bytes > 0 && CpuHasAvx512()) {
+      packed[j].resize(static_cast<size_t>(bytes));
+      PackWeights(views[j], packed[j].data());
+      views[j].packed = packed[j].data();
+    }
+  }
+  ThreadPool pool(3);
+  for (Isa isa : testing::AvailableIsas()) {
+    for (ThreadPool* pl : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      for (int64_t m : {1, 3, 9, 20}) {
+        const auto x = RandomActivations(rng, m * k);
+        std::vector<std::vector<float>> got(ps.size());
+        const WeightView* ws[3];
+        float* ys[3];
+        for (size_t j = 0; j < ps.size(); ++j) {
+          got[j].assign(static_cast<size_t>(m * ps[j].rows), -777.0f);
+          ws[j] = &views[j];
+          ys[j] = got[j].data();
+        }
+        MatMulGroup(ws, 3, x.data(), m, ys, pl, isa);
+        for (size_t j = 0; j < ps.size(); ++j) {
+          const auto want = RunMatMul(ps[j], x.data(), m, nullptr, Isa::kScalar);
+          ASSERT_TRUE(SameBits(want.data(), got[j].data(), m * ps[j].rows))
+              << DTypeName(t) << " isa=" << IsaName(isa) << " m=" << m << " matrix " << j
+              << (pl ? " pool" : " no pool");
+        }
+      }
+    }
+  }
+}
+
 TEST_P(MatMulTest, ThreadInvariance) {
   const DType t = GetParam();
   std::mt19937 rng(7 + static_cast<int>(t));
