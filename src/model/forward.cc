@@ -127,7 +127,9 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
 void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x,
                       int64_t m, std::initializer_list<float*> ys) {
   const kernels::WeightView* const* w = ws.begin();
-  bool same = mode_ == NumericsMode::kInvariant;
+  // Adaptive mode from kAdaptiveSplitRows rows on runs the canonical kernel, so
+  // it gets the fused call too (a fair invariant/adaptive comparison).
+  bool same = mode_ == NumericsMode::kInvariant || m >= kernels::kAdaptiveSplitRows;
   for (const kernels::WeightView* v : ws) {
     same = same && v->type == w[0]->type && v->cols == w[0]->cols &&
            (v->packed != nullptr) == (w[0]->packed != nullptr);
