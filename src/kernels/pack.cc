@@ -44,7 +44,8 @@ void Pack(const WeightView& w, uint8_t* dst) {
 // q4_k: per 16-row group and superblock, the 32 quant words (4 bytes = 8
 // nibbles of each row: word w holds elements 64(w/8) + 4(w%8).. in its low
 // nibbles and 32 more in its high ones), then the 8 sub-block scales as bytes
-// [j][row], the mins as int16 pairs [j/2][row][j%2], d and dmin as f16 [row].
+// [j][row], the mins as bytes [j/2][row][j%2], d and dmin as f16 [row]:
+// 2368 bytes for 16 rows, 3% more than the 16 blocks it copies.
 void PackQ4K(const WeightView& w, uint8_t* dst) {
   const int64_t nsb = w.cols / kQKK, groups = (w.rows + 15) / 16;
   const int64_t stride = PackedBlockBytes(DType::kQ4_K);
@@ -60,11 +61,10 @@ void PackQ4K(const WeightView& w, uint8_t* dst) {
         uint8_t sc, mn;
         UnpackScaleMinK4(row[b].scales, j, &sc, &mn);
         p[2048 + j * 16 + t] = sc;
-        const int16_t m16 = mn;
-        std::memcpy(p + 2048 + 128 + ((j / 2) * 32 + t * 2 + j % 2) * 2, &m16, 2);
+        p[2048 + 128 + (j / 2) * 32 + t * 2 + j % 2] = mn;
       }
-      std::memcpy(p + 2048 + 128 + 256 + t * 2, &row[b].d, 2);
-      std::memcpy(p + 2048 + 128 + 256 + 32 + t * 2, &row[b].dmin, 2);
+      std::memcpy(p + 2048 + 128 + 128 + t * 2, &row[b].d, 2);
+      std::memcpy(p + 2048 + 128 + 128 + 32 + t * 2, &row[b].dmin, 2);
     }
   }
 }
@@ -80,7 +80,7 @@ int64_t PackedBlockBytes(DType t) {
     case DType::kQ4_1:
       return 256 + 64;
     case DType::kQ4_K:
-      return 2048 + 128 + 256 + 64;
+      return 2048 + 128 + 128 + 64;
     default:
       return 0;
   }

@@ -131,10 +131,11 @@ inline void OneSuper(const uint8_t* p, const ActQ8K& act, int64_t i, int64_t b, 
     const int32_t s_even = bs[4 * q] + bs[4 * q + 1], s_odd = bs[4 * q + 2] + bs[4 * q + 3];
     const int32_t pair = static_cast<int32_t>((static_cast<uint32_t>(s_even) & 0xffffu) |
                                               (static_cast<uint32_t>(s_odd) << 16));
-    msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512(p + 2048 + 128 + 64 * q),
-                               _mm512_set1_epi32(pair));
+    const __m512i mins = _mm512_cvtepu8_epi16(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2048 + 128 + 32 * q)));
+    msum = _mm512_dpwssd_epi32(msum, mins, _mm512_set1_epi32(pair));
   }
-  const uint8_t* dp = p + 2048 + 128 + 256;
+  const uint8_t* dp = p + 2048 + 128 + 128;
   const __m512 dx = _mm512_set1_ps(act.d[i * act.nsb + b]);
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp)));
   const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp + 32)));
