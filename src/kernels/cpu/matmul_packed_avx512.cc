@@ -19,17 +19,12 @@
 
 #include "base/check.h"
 #include "kernels/cpu/avx2_util.h"
+#include "kernels/cpu/avx512_util.h"
 #include "kernels/internal.h"
 
 namespace stet::kernels::avx512 {
 
 namespace {
-
-inline int32_t Load32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // Block b of a 16-row group into lane accumulator acc.
 template <typename Block>
@@ -90,10 +85,7 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
         for (int l = 0; l < kLanes; ++l) OneBlock<Block>(p + (b + l) * stride, act, i, b + l, acc[l]);
       }
       for (int l = 0; b < nb; ++b, ++l) OneBlock<Block>(p + b * stride, act, i, b, acc[l]);
-      // The fixed lane tree, 16 outputs at a time.
-      const __m512 s0 = _mm512_add_ps(acc[0], acc[4]), s1 = _mm512_add_ps(acc[1], acc[5]);
-      const __m512 s2 = _mm512_add_ps(acc[2], acc[6]), s3 = _mm512_add_ps(acc[3], acc[7]);
-      const __m512 r = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+      const __m512 r = CombineLanes16(acc);  // the fixed lane tree, 16 outputs at a time
       const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
       _mm512_mask_storeu_ps(a.y + i * w.rows + row0, static_cast<__mmask16>((1u << n) - 1), r);
     }
@@ -139,11 +131,8 @@ inline void OneSuper(const uint8_t* p, const ActQ8K& act, int64_t i, int64_t b, 
   const __m512 dx = _mm512_set1_ps(act.d[i * act.nsb + b]);
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp)));
   const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp + 32)));
-  const __m512 sm = _mm512_castsi512_ps(
-      _mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(dmin, dx)),
-                       _mm512_set1_epi32(static_cast<int32_t>(0x80000000u))));
   acc = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum), acc);
-  acc = _mm512_fmadd_ps(sm, _mm512_cvtepi32_ps(msum), acc);
+  acc = _mm512_fmadd_ps(NegMul(dmin, dx), _mm512_cvtepi32_ps(msum), acc);
 }
 
 }  // namespace
@@ -162,9 +151,7 @@ void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
       STET_UNROLL
       for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
       for (int64_t b = 0; b < nsb; ++b) OneSuper(p + b * stride, act, i, b, acc[b % kLanes]);
-      const __m512 s0 = _mm512_add_ps(acc[0], acc[4]), s1 = _mm512_add_ps(acc[1], acc[5]);
-      const __m512 s2 = _mm512_add_ps(acc[2], acc[6]), s3 = _mm512_add_ps(acc[3], acc[7]);
-      const __m512 r = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+      const __m512 r = CombineLanes16(acc);
       const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
       _mm512_mask_storeu_ps(a.y + i * w.rows + row0, static_cast<__mmask16>((1u << n) - 1), r);
     }

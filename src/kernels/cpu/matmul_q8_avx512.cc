@@ -21,17 +21,12 @@
 
 #include "base/check.h"
 #include "kernels/cpu/avx2_util.h"
+#include "kernels/cpu/avx512_util.h"
 #include "kernels/internal.h"
 
 namespace stet::kernels::avx512 {
 
 namespace {
-
-inline int32_t Load32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // Per weight row and block: the scale as float, q4_1's m as float, and for
 // q8_0 the correction 128 * sum(q).
@@ -141,19 +136,12 @@ void Tile(const Block* const* wrow, const BlockAux* aux, const ActQ8V& act, int6
     for (int g = 0; g < TG; ++g) STET_UNROLL
     for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
   }
-  // The fixed lane tree, 16 outputs at a time: s4[i] = l[i] + l[i+4];
-  // s2[i] = s4[i] + s4[i+2]; s2[0] + s2[1].
+  // The fixed lane tree, 16 outputs at a time.
   for (int g = 0; g < TG; ++g) {
     for (int n = 0; n < RN; ++n) {
       __m512 l8[kLanes];
       for (int l = 0; l < kLanes; ++l) l8[l] = _mm512_load_ps(lanes[l][g][n]);
-      const __m512 s0 = _mm512_add_ps(l8[0], l8[4]), s1 = _mm512_add_ps(l8[1], l8[5]);
-      const __m512 s2 = _mm512_add_ps(l8[2], l8[6]), s3 = _mm512_add_ps(l8[3], l8[7]);
-      const __m512 r = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
-      alignas(64) float out[16];
-      _mm512_store_ps(out, r);
-      const int64_t row0 = 16 * (g0 + g);
-      for (int t = 0; t < 16 && row0 + t < act.m; ++t) y[(row0 + t) * ldy + n] = out[t];
+      StoreRows16(CombineLanes16(l8), 16 * (g0 + g), act.m, y + n, ldy);
     }
   }
 }

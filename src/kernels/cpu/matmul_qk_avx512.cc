@@ -17,18 +17,13 @@
 
 #include "base/check.h"
 #include "kernels/cpu/avx2_util.h"
+#include "kernels/cpu/avx512_util.h"
 #include "kernels/internal.h"
 #include "numerics/dequant.h"
 
 namespace stet::kernels::avx512 {
 
 namespace {
-
-inline int32_t Load32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // Per weight row and superblock: d, dmin, the 8 sub-block scales, and the
 // mins as 4 int16 pairs (for vpdpwssd against the activation sums).
@@ -115,9 +110,7 @@ void Tile(const BlockQ4_K* const* wrow, const SuperAux* aux, const ActQ8KV& act,
           STET_UNROLL
           for (int p = 0; p < 4; ++p) msum = _mm512_dpwssd_epi32(msum, sx[p], _mm512_set1_epi32(a.mn2[p]));
           const __m512 sd = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
-          const __m512 sm = _mm512_castsi512_ps(_mm512_xor_si512(
-              _mm512_castps_si512(_mm512_mul_ps(_mm512_set1_ps(a.dmin), dx)),
-              _mm512_set1_epi32(static_cast<int32_t>(0x80000000u))));
+          const __m512 sm = NegMul(_mm512_set1_ps(a.dmin), dx);
           acc[g][n] = _mm512_fmadd_ps(sd, _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
           acc[g][n] = _mm512_fmadd_ps(sm, _mm512_cvtepi32_ps(msum), acc[g][n]);
         }
@@ -132,13 +125,7 @@ void Tile(const BlockQ4_K* const* wrow, const SuperAux* aux, const ActQ8KV& act,
     for (int n = 0; n < RN; ++n) {
       __m512 l8[kLanes];
       for (int l = 0; l < kLanes; ++l) l8[l] = _mm512_load_ps(lanes[l][g][n]);
-      const __m512 s0 = _mm512_add_ps(l8[0], l8[4]), s1 = _mm512_add_ps(l8[1], l8[5]);
-      const __m512 s2 = _mm512_add_ps(l8[2], l8[6]), s3 = _mm512_add_ps(l8[3], l8[7]);
-      const __m512 r = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
-      alignas(64) float out[16];
-      _mm512_store_ps(out, r);
-      const int64_t row0 = 16 * (g0 + g);
-      for (int t = 0; t < 16 && row0 + t < act.m; ++t) y[(row0 + t) * ldy + n] = out[t];
+      StoreRows16(CombineLanes16(l8), 16 * (g0 + g), act.m, y + n, ldy);
     }
   }
 }

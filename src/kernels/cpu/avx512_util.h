@@ -1,0 +1,42 @@
+// AVX-512 helpers shared by kernels/cpu/*_avx512.cc: the canonical lane tree
+// over 8 logical-lane vectors (16 outputs at once), the strided store of a
+// vertical kernel's 16 rows, unaligned 4-byte loads. Only include from files
+// compiled with the AVX-512 flags; static, so no out-of-line copy can leak
+// into another path.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace stet::kernels::avx512 {
+
+static inline int32_t Load32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// internal.h's CombineLanes, lane-wise over 16 outputs: l[i] holds logical
+// lane i of each. s4[i] = l[i] + l[i+4]; s2[i] = s4[i] + s4[i+2]; s2[0] + s2[1].
+static inline __m512 CombineLanes16(const __m512* l) {
+  const __m512 s0 = _mm512_add_ps(l[0], l[4]), s1 = _mm512_add_ps(l[1], l[5]);
+  const __m512 s2 = _mm512_add_ps(l[2], l[6]), s3 = _mm512_add_ps(l[3], l[7]);
+  return _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+}
+
+// y[(row0 + t) * ldy] = r[t] for the rows t of a 16-row group that are < m.
+static inline void StoreRows16(__m512 r, int64_t row0, int64_t m, float* y, int64_t ldy) {
+  alignas(64) float out[16];
+  _mm512_store_ps(out, r);
+  for (int t = 0; t < 16 && row0 + t < m; ++t) y[(row0 + t) * ldy] = out[t];
+}
+
+// -(a * b), as C++'s unary minus of the rounded product (sign flip, nan too).
+static inline __m512 NegMul(__m512 a, __m512 b) {
+  return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(a, b)),
+                                              _mm512_set1_epi32(static_cast<int32_t>(0x80000000u))));
+}
+
+}  // namespace stet::kernels::avx512
