@@ -69,7 +69,7 @@ void ThreadPool::WorkerLoop(int index) {
   }
 }
 
-void ThreadPool::Run(const std::function<void(int)>& fn) {
+void ThreadPool::Run(FunctionRef<void(int)> fn) {
   if (n_threads_ == 1) {
     fn(0);
     return;
@@ -92,8 +92,7 @@ void ThreadPool::Run(const std::function<void(int)>& fn) {
   job_ = nullptr;
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   Run([&](int t) {
     int64_t b, e;

@@ -6,10 +6,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/function_ref.h"
 
 namespace stet {
 
@@ -22,19 +23,20 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Runs fn(thread_index) once on each of size() threads; returns when all finish.
-  void Run(const std::function<void(int thread_index)>& fn);
+  // Runs fn(thread_index) once on each of size() threads; returns when all
+  // finish. fn is referenced, not copied: no allocation per call.
+  void Run(FunctionRef<void(int thread_index)> fn);
 
   // Splits [0, n) into size() contiguous ranges (some possibly empty), each a
   // multiple of `grain` except the last, and runs fn(begin, end) on each.
-  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  void ParallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
  private:
   void WorkerLoop(int index);
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  const std::function<void(int)>* job_ = nullptr;
+  const FunctionRef<void(int)>* job_ = nullptr;  // the running Run's fn
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
