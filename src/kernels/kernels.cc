@@ -4,7 +4,6 @@
 // grows; threads then split w.rows only (rule R2), so no thread count or batch
 // size can reach a reduction order.
 #include <cstring>
-#include <functional>
 
 #include "base/check.h"
 #include "kernels/internal.h"
@@ -38,6 +37,9 @@ bool UseAvx2(Isa isa) {
   }
   return true;
 }
+
+// True for Isa::kAvx512 (checked by UseAvx2 as above).
+bool UseAvx512(Isa isa) { return UseAvx2(isa) && isa == Isa::kAvx512; }
 
 // The AVX-512 MatMul paths serve batches (m >= 2); one row is memory-bound and
 // the AVX2 tiles already stream it — unless the weights are packed.
@@ -152,7 +154,7 @@ namespace {
 // Runs fn(begin, end) over [0, n) on the pool when there is enough work to
 // split. Activation rows are quantized and laid out independently of each
 // other (R6), so the split never reaches a value.
-void ParallelRows(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+void ParallelRows(ThreadPool* pool, int64_t n, FunctionRef<void(int64_t, int64_t)> fn) {
   if (pool == nullptr || pool->size() == 1 || n < 4) {
     fn(0, n);
     return;
@@ -189,15 +191,21 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
   int64_t total_rows = 0;
   for (int j = 0; j < n; ++j) {
     STET_CHECK(ws[j]->rows >= 0 && ws[j]->cols >= 1);
-    STET_CHECK_MSG(ws[j]->type == w.type && ws[j]->cols == w.cols,
-                   "MatMulGroup: the matrices must share type and K");
+    if (ws[j]->type != w.type || ws[j]->cols != w.cols) {
+      // Mixed types (e.g. a q6_k attn_v among q4_k): one call per matrix.
+      for (int i = 0; i < n; ++i) MatMulGroup(&ws[i], 1, x, m, &ys[i], pool, isa);
+      return;
+    }
     packed = packed && ws[j]->packed != nullptr;
     total_rows += ws[j]->rows;
   }
   if (m == 0 || total_rows == 0) return;
   const bool avx = UseAvx2(isa);
   MatMulArgs args{&w, x, nullptr, nullptr, m, ys[0]};
-  const bool avx512 = avx && isa == Isa::kAvx512 && m >= kAvx512MinRows;
+  // The AVX-512 kernels: packed decode for few rows, vertical/paired layouts
+  // for batches.
+  const bool packed512 = UseAvx512(isa) && packed && m < kPackedMaxRows;
+  const bool avx512 = UseAvx512(isa) && m >= kAvx512MinRows;
   ActQ8 a8;
   ActQ8K a8k;
   ActPairs xp;
@@ -231,7 +239,7 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       args.a8 = &a8;
       rows_fn = STET_PATH(avx, MatMulQ8Rows);
 #if defined(STET_KERNELS_HAVE_AVX512)
-      if (avx && isa == Isa::kAvx512 && packed && m < kPackedMaxRows) {
+      if (packed512) {
         rows_fn = avx512::MatMulPackedRows;
       } else if (avx512) {
         PrepareActQ8V(m, a8.nb, w.type, &tls_act_layout, &a8v);
@@ -254,7 +262,7 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       args.a8k = &a8k;
       rows_fn = STET_PATH(avx, MatMulQKRows);
 #if defined(STET_KERNELS_HAVE_AVX512)
-      if (avx && isa == Isa::kAvx512 && packed && m < kPackedMaxRows) {
+      if (packed512) {
         rows_fn = avx512::MatMulPackedQKRows;
       } else if (avx512 && w.type == DType::kQ4_K) {
         PrepareActQ8KV(m, a8k.nsb, &tls_act_layout, &a8kv);
@@ -340,7 +348,7 @@ void AttendHeadPair(const float* q0, const float* q1, const void* k, const void*
                     int64_t kv_stride_bytes, int64_t n_kv0, int64_t n_kv1, int head_dim,
                     float scale, float* out0, float* out1, float* scratch, Isa isa) {
 #if defined(STET_KERNELS_HAVE_AVX512)
-  if (UseAvx2(isa) && isa == Isa::kAvx512 && head_dim % 8 == 0) {
+  if (UseAvx512(isa) && head_dim % 8 == 0) {
     avx512::AttendHeadPair(q0, q1, k, v, kv_type, kv_stride_bytes, n_kv0, n_kv1, head_dim, scale,
                            out0, out1, scratch);
     return;

@@ -55,8 +55,8 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
 
 // Several MatMuls of the same input (q/k/v, gate/up) in one call: the
 // activation is quantized once and one parallel region covers every matrix's
-// rows. ws[j] must share type and cols; y_j gets [m, ws[j]->rows]. Each output
-// is computed exactly as by MatMul.
+// rows; y_j gets [m, ws[j]->rows]. Matrices of different types or K fall back
+// to one call each. Each output is computed exactly as by MatMul.
 constexpr int kMaxMatMulGroup = 4;
 void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, float* const* ys,
                  ThreadPool* pool, Isa isa);

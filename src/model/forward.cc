@@ -126,20 +126,13 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
 
 void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x,
                       int64_t m, std::initializer_list<float*> ys) {
-  const kernels::WeightView* const* w = ws.begin();
   // Adaptive mode from kAdaptiveSplitRows rows on runs the canonical kernel, so
   // it gets the fused call too (a fair invariant/adaptive comparison).
-  bool same = mode_ == NumericsMode::kInvariant || m >= kernels::kAdaptiveSplitRows;
-  for (const kernels::WeightView* v : ws) {
-    same = same && v->type == w[0]->type && v->cols == w[0]->cols &&
-           (v->packed != nullptr) == (w[0]->packed != nullptr);
-  }
-  if (same) {
-    kernels::MatMulGroup(w, static_cast<int>(ws.size()), x, m, const_cast<float* const*>(ys.begin()),
-                         pool_, isa_);
+  if (mode_ == NumericsMode::kInvariant || m >= kernels::kAdaptiveSplitRows) {
+    kernels::MatMulGroup(ws.begin(), static_cast<int>(ws.size()), x, m, ys.begin(), pool_, isa_);
     return;
   }
-  for (size_t j = 0; j < ws.size(); ++j) MatMul(*w[j], x, m, ys.begin()[j]);
+  for (size_t j = 0; j < ws.size(); ++j) MatMul(*ws.begin()[j], x, m, ys.begin()[j]);
 }
 
 void Forward::MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y) {
@@ -217,15 +210,15 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
         v0 = g->v.data();
       }
       const int64_t head = h * hp.head_dim;
+      const uint8_t* kh = k0 + kvh * hp.head_dim * elem;
+      const uint8_t* vh = v0 + kvh * hp.head_dim * elem;
       if (i1 >= 0) {
-        kernels::AttendHeadPair(&q_[i * hp.q_dim() + head], &q_[i1 * hp.q_dim() + head],
-                                k0 + kvh * hp.head_dim * elem, v0 + kvh * hp.head_dim * elem,
+        kernels::AttendHeadPair(&q_[i * hp.q_dim() + head], &q_[i1 * hp.q_dim() + head], kh, vh,
                                 kv.type(), kv.row_bytes(), n_kv, n_kv1, hp.head_dim, scale,
                                 &attn_[i * hp.q_dim() + head], &attn_[i1 * hp.q_dim() + head],
                                 scratch.data(), isa_);
       } else {
-        kernels::AttendHead(&q_[i * hp.q_dim() + head], k0 + kvh * hp.head_dim * elem,
-                            v0 + kvh * hp.head_dim * elem, kv.type(), kv.row_bytes(), n_kv,
+        kernels::AttendHead(&q_[i * hp.q_dim() + head], kh, vh, kv.type(), kv.row_bytes(), n_kv,
                             hp.head_dim, scale, &attn_[i * hp.q_dim() + head], scratch.data(),
                             isa_);
       }

@@ -49,8 +49,7 @@ class Forward {
  private:
   void MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y);
   // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call
-  // when they share type and K (and the mode runs the canonical kernel), else
-  // one MatMul each.
+  // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
                std::initializer_list<float*> ys);
   void Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv);

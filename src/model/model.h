@@ -53,7 +53,7 @@ class Model {
   Model() = default;
   Status LoadWeights(bool progress);
 
-  // Gives every q8_0/q4_0/q4_1 matrix a copy in the AVX-512 decode layout
+  // Gives every q8_0/q4_0/q4_1/q4_k matrix a copy in the AVX-512 decode layout
   // (kernels::PackWeights), on CPUs that can use it.
   void PackWeights();
 

@@ -243,6 +243,27 @@ TEST_P(MatMulTest, GroupEqualsSeparateCalls) {
   }
 }
 
+// Matrices of different types in one group (a q6_k attn_v among q4_k, say)
+// are computed one call each, with the same bits.
+TEST(MatMulGroupMixed, DifferentTypesFallBackToSeparateCalls) {
+  std::mt19937 rng(32);
+  const int64_t k = 512, m = 3;
+  const Problem a = MakeProblem(rng, DType::kQ4_K, 20, k), b = MakeProblem(rng, DType::kQ6_K, 7, k);
+  const WeightView va = a.view(), vb = b.view();
+  const auto x = RandomActivations(rng, m * k);
+  ThreadPool pool(2);
+  for (Isa isa : testing::AvailableIsas()) {
+    std::vector<float> ya(static_cast<size_t>(m * a.rows)), yb(static_cast<size_t>(m * b.rows));
+    const WeightView* ws[2] = {&va, &vb};
+    float* ys[2] = {ya.data(), yb.data()};
+    MatMulGroup(ws, 2, x.data(), m, ys, &pool, isa);
+    const auto wa = RunMatMul(a, x.data(), m, nullptr, Isa::kScalar);
+    const auto wb = RunMatMul(b, x.data(), m, nullptr, Isa::kScalar);
+    EXPECT_TRUE(SameBits(wa.data(), ya.data(), m * a.rows)) << IsaName(isa);
+    EXPECT_TRUE(SameBits(wb.data(), yb.data(), m * b.rows)) << IsaName(isa);
+  }
+}
+
 TEST_P(MatMulTest, ThreadInvariance) {
   const DType t = GetParam();
   std::mt19937 rng(7 + static_cast<int>(t));
