@@ -18,40 +18,9 @@ import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SKIP = 77
-
-
-def in_ci():
-    return os.environ.get("CI") == "true"
-
-
-def require(ok, what):
-    if ok:
-        return
-    if in_ci():
-        print(f"FAIL: required test material missing: {what}", file=sys.stderr)
-        sys.exit(1)
-    print(f"SKIP: test material not present: {what}", file=sys.stderr)
-    sys.exit(SKIP)
-
-
-def stet_binary():
-    b = os.environ.get("STET_BINARY")
-    if not b:
-        for cand in ("build/bin/stet", "build-rec/bin/stet"):
-            p = os.path.join(HERE, "..", "..", cand)
-            if os.path.exists(p):
-                b = p
-                break
-    require(b and os.path.exists(b), "the stet binary (set STET_BINARY)")
-    return b
-
-
-def stories_path():
-    shared = os.environ.get("STET_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared"))
-    p = os.path.join(shared, "models", "stories260K", "stories260K.gguf")
-    require(os.path.exists(p), p)
-    return p
+# The material checks are the server tests' (tests/server/stet_server.py).
+sys.path.insert(0, os.path.join(HERE, "..", "server"))
+from stet_server import SKIP, in_ci, require, stet_binary, stories_path  # noqa: E402,F401
 
 
 def read(path):

@@ -46,7 +46,7 @@ def require_openai():
 def stet_binary():
     b = os.environ.get("STET_BINARY")
     if not b:
-        for cand in ("build/bin/stet", "build-server/bin/stet"):
+        for cand in ("build/bin/stet", "build-server/bin/stet", "build-rec/bin/stet"):
             p = os.path.join(HERE, "..", "..", cand)
             if os.path.exists(p):
                 b = p
