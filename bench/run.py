@@ -28,7 +28,8 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import REPO, cpu_model, git, log, session_preexec  # noqa: E402
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "stet")
 REAL_MODEL = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
@@ -52,48 +53,14 @@ CASES = [
 ]
 
 
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
 def run(cmd, nice=0, timeout=900, env=None):
     """Runs cmd; returns (stdout, stderr, seconds). Raises on failure."""
-    def preexec():
-        # With autogroup scheduling (Linux's default), niceness only ranks processes within
-        # one session; a new session with its autogroup's nice set ranks against the rest.
-        if nice:
-            os.setsid()
-            try:
-                with open("/proc/self/autogroup", "w") as f:
-                    f.write(str(nice))
-            except OSError:
-                pass
-            os.nice(nice)
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                       preexec_fn=preexec)
+                       preexec_fn=session_preexec(nice))
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-2000:]}")
     return p.stdout, p.stderr, time.time() - t0
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def git(*args):
-    try:
-        return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def median(xs):

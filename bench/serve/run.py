@@ -11,7 +11,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import socket
 import statistics
@@ -25,55 +24,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sse_load  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_MODEL = os.path.expanduser("~/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+sys.path.insert(0, os.path.dirname(HERE))
+from benchutil import REPO, cpu_model, git, log, session_preexec  # noqa: E402
 
 
 def preexec(nice):
-    """Own session; with autogroup scheduling only the autogroup's niceness ranks a
-    session against the machine's other sessions (plain nice does not)."""
-    def f():
-        os.setsid()
-        if nice:
-            try:
-                with open("/proc/self/autogroup", "w") as fh:
-                    fh.write(str(nice))
-            except OSError:
-                pass
-            try:
-                os.nice(nice)
-            except OSError:
-                pass
-    return f
+    """Measured processes always get their own session (see benchutil.session_preexec)."""
+    return session_preexec(nice, always_new_session=True, tolerate_nice_error=True)
+
+
+DEFAULT_MODEL = os.path.expanduser("~/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def git(*args):
-    try:
-        return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def peer_version(python):
