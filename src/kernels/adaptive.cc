@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/thread_pool.h"
+
 namespace stet {
 
 const char* NumericsModeName(NumericsMode m) {

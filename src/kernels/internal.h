@@ -118,9 +118,8 @@ void Add(const float* a, const float* b, int64_t n, float* out);
 void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
           RopeStyle style);
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
-void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
-                int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
-                float* scratch);
+void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
+                int head_dim, float scale, float* out, float* scratch);
 }  // namespace ref
 
 namespace avx2 {
@@ -136,9 +135,8 @@ void Add(const float* a, const float* b, int64_t n, float* out);
 void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
           RopeStyle style);
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
-void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
-                int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
-                float* scratch);
+void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
+                int head_dim, float scale, float* out, float* scratch);
 // s[t] = ExpF(s[t] - max s) in place; returns the 8-lane sum of the results
 // (lane t % 8, fixed tree): AttendHead's softmax step.
 float Softmax(float* s, int64_t n);
@@ -159,9 +157,9 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k on ActQ8K
 // Two AttendHead calls over the same K/V (n_kv0, n_kv1 positions), one pass;
 // head_dim % 8 == 0. scratch: 2 * max(n_kv) + 2 * head_dim floats.
-void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v,
-                    DType kv_type, int64_t kv_stride_bytes, int64_t n_kv0, int64_t n_kv1,
-                    int head_dim, float scale, float* out0, float* out1, float* scratch);
+void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
+                    DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
+                    float* out0, float* out1, float* scratch);
 }  // namespace avx512
 
 }  // namespace stet::kernels

@@ -23,8 +23,12 @@
 #include <cstdint>
 
 #include "base/cpu_features.h"
-#include "base/thread_pool.h"
+#include "kernels/kv_rows.h"
 #include "numerics/dtype.h"
+
+namespace stet {
+class ThreadPool;
+}
 
 namespace stet::kernels {
 
@@ -88,21 +92,21 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
 // rounds to nearest even). Attention reads back what this wrote (rule R3).
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst, Isa isa);
 
-// Attention of one query head over KV positions [0, n_kv). k and v point at
-// position 0 of this KV head; position t's row is at byte offset t * kv_stride_bytes.
-// s_t = Dot(q, k_t) * scale; m = max s_t; e_t = ExpF(s_t - m); denominator is the
-// 8-lane sum of e_t (lane t % 8); out[d] accumulates fma(e_t, v_t[d], out[d]) for
-// t = 0, 1, ...; finally out[d] /= denominator. Needs scratch[n_kv].
-void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
-                int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
-                float* scratch, Isa isa);
+// Attention of one query head over KV positions [0, n_kv) of one KV head,
+// read through k/v (kv_rows.h: a paged block table or a contiguous run; the
+// layout never changes a bit). s_t = Dot(q, k_t) * scale; m = max s_t; e_t =
+// ExpF(s_t - m); denominator is the 8-lane sum of e_t (lane t % 8); out[d]
+// accumulates fma(e_t, v_t[d], out[d]) for t = 0, 1, ...; finally out[d] /=
+// denominator. Needs scratch[n_kv].
+void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
+                int head_dim, float scale, float* out, float* scratch, Isa isa);
 
 // AttendHead for two queries over the same K/V rows (two heads of one KV group,
 // or two tokens of one sequence: n_kv0 and n_kv1 may differ). Results are
 // exactly those of two AttendHead calls; the AVX-512 path shares each K/V load
 // between both. Needs scratch[2 * max(n_kv0, n_kv1) + 2 * head_dim].
-void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v, DType kv_type,
-                    int64_t kv_stride_bytes, int64_t n_kv0, int64_t n_kv1, int head_dim,
-                    float scale, float* out0, float* out1, float* scratch, Isa isa);
+void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
+                    DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
+                    float* out0, float* out1, float* scratch, Isa isa);
 
 }  // namespace stet::kernels

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "base/check.h"
 #include "numerics/dequant.h"
@@ -143,36 +142,12 @@ void Forward::MatMul(const kernels::WeightView& w, const float* x, int64_t m, fl
   }
 }
 
-void Forward::Gather(const std::vector<BatchToken>& batch, int layer, KvStore& kv) {
-  gathered_.clear();
-  for (const BatchToken& t : batch) {
-    GatheredSeq* g = nullptr;
-    for (auto& x : gathered_) if (x.seq == t.seq) g = &x;
-    if (!g) {
-      gathered_.push_back({t.seq, {}, {}});
-      g = &gathered_.back();
-    }
-    const size_t need = static_cast<size_t>(t.pos + 1) * kv.row_bytes();
-    if (g->k.size() < need) {
-      const int64_t from = static_cast<int64_t>(g->k.size() / kv.row_bytes());
-      g->k.resize(need);
-      g->v.resize(need);
-      for (int64_t p = from; p <= t.pos; ++p) {
-        std::memcpy(&g->k[p * kv.row_bytes()], kv.K(layer, t.seq, static_cast<int>(p)), kv.row_bytes());
-        std::memcpy(&g->v[p * kv.row_bytes()], kv.V(layer, t.seq, static_cast<int>(p)), kv.row_bytes());
-      }
-    }
-  }
-}
-
 void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv) {
   const HParams& hp = model_.hparams();
   const int64_t m = static_cast<int64_t>(batch.size());
   const int group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   const int64_t elem = kv.type() == DType::kF32 ? 4 : 2;
-  const bool strided = kv.KBase(layer, batch[0].seq) != nullptr;
-  if (!strided) Gather(batch, layer, kv);
   // Consecutive tokens of one sequence attend in pairs (AttendHeadPair shares
   // each K/V load; results are those of two AttendHead calls).
   attn_units_.clear();
@@ -199,28 +174,18 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
       const int64_t n_kv = t.pos + 1;
       const int64_t n_kv1 = i1 >= 0 ? batch[i1].pos + 1 : 0;
       Grow(scratch, 2 * std::max(n_kv, n_kv1) + 2 * hp.head_dim);
-      const uint8_t *k0, *v0;
-      if (strided) {
-        k0 = kv.KBase(layer, t.seq);
-        v0 = kv.VBase(layer, t.seq);
-      } else {
-        const GatheredSeq* g = nullptr;
-        for (const auto& x : gathered_) if (x.seq == t.seq) g = &x;
-        k0 = g->k.data();
-        v0 = g->v.data();
-      }
       const int64_t head = h * hp.head_dim;
-      const uint8_t* kh = k0 + kvh * hp.head_dim * elem;
-      const uint8_t* vh = v0 + kvh * hp.head_dim * elem;
+      const int64_t kv_head_bytes = kvh * hp.head_dim * elem;
+      const kernels::KvRows kh = kv.KRows(layer, t.seq).Offset(kv_head_bytes);
+      const kernels::KvRows vh = kv.VRows(layer, t.seq).Offset(kv_head_bytes);
       if (i1 >= 0) {
         kernels::AttendHeadPair(&q_[i * hp.q_dim() + head], &q_[i1 * hp.q_dim() + head], kh, vh,
-                                kv.type(), kv.row_bytes(), n_kv, n_kv1, hp.head_dim, scale,
+                                kv.type(), n_kv, n_kv1, hp.head_dim, scale,
                                 &attn_[i * hp.q_dim() + head], &attn_[i1 * hp.q_dim() + head],
                                 scratch.data(), isa_);
       } else {
-        kernels::AttendHead(&q_[i * hp.q_dim() + head], kh, vh, kv.type(), kv.row_bytes(), n_kv,
-                            hp.head_dim, scale, &attn_[i * hp.q_dim() + head], scratch.data(),
-                            isa_);
+        kernels::AttendHead(&q_[i * hp.q_dim() + head], kh, vh, kv.type(), n_kv, hp.head_dim,
+                            scale, &attn_[i * hp.q_dim() + head], scratch.data(), isa_);
       }
     }
   };

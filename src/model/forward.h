@@ -52,10 +52,8 @@ class Forward {
   // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
                std::initializer_list<float*> ys);
+  // Reads K/V in place through the store's views (a paged block table: no copy).
   void Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv);
-  // For stores without a fixed stride: copies rows [0, n) of (layer, seq) into
-  // gathered_ (exact byte copies, so the numbers are the same as in place).
-  void Gather(const std::vector<BatchToken>& batch, int layer, KvStore& kv);
 
   const Model& model_;
   ThreadPool* pool_;
@@ -67,11 +65,6 @@ class Forward {
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
   std::vector<std::pair<int64_t, int64_t>> attn_units_;  // token pairs (second -1: single)
-  struct GatheredSeq {
-    int seq;
-    std::vector<uint8_t> k, v;  // [n_rows, row_bytes]
-  };
-  std::vector<GatheredSeq> gathered_;
 };
 
 }  // namespace stet

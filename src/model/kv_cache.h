@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/kv_rows.h"
 #include "model/hparams.h"
 #include "numerics/dtype.h"
 
@@ -23,10 +24,10 @@ class KvStore {
   virtual bool Has(int seq, int pos) const = 0;
   virtual uint8_t* K(int layer, int seq, int pos) = 0;
   virtual uint8_t* V(int layer, int seq, int pos) = 0;
-  // When positions 0.. of (layer, seq) lie at a fixed stride of row_bytes(),
-  // their first row; else nullptr and the forward pass gathers them.
-  virtual const uint8_t* KBase(int layer, int seq) { return nullptr; }
-  virtual const uint8_t* VBase(int layer, int seq) { return nullptr; }
+  // Where attention reads the K/V rows of (layer, seq) in place (kv_rows.h);
+  // valid until the slot's storage changes.
+  virtual kernels::KvRows KRows(int layer, int seq) = 0;
+  virtual kernels::KvRows VRows(int layer, int seq) = 0;
 };
 
 // One contiguous region per (layer, slot): simple and gather-free; used by
@@ -42,8 +43,8 @@ class KvCache : public KvStore {
   }
   uint8_t* K(int layer, int seq, int pos) override { return k_.data() + Offset(layer, seq, pos); }
   uint8_t* V(int layer, int seq, int pos) override { return v_.data() + Offset(layer, seq, pos); }
-  const uint8_t* KBase(int layer, int seq) override { return K(layer, seq, 0); }
-  const uint8_t* VBase(int layer, int seq) override { return V(layer, seq, 0); }
+  kernels::KvRows KRows(int layer, int seq) override { return {K(layer, seq, 0), row_bytes_}; }
+  kernels::KvRows VRows(int layer, int seq) override { return {V(layer, seq, 0), row_bytes_}; }
 
   int n_seq() const { return n_seq_; }
   int n_ctx() const { return n_ctx_; }

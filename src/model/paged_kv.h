@@ -21,6 +21,9 @@ class PagedKvCache : public KvStore {
   bool Has(int seq, int pos) const override;
   uint8_t* K(int layer, int seq, int pos) override { return Row(k_, layer, seq, pos); }
   uint8_t* V(int layer, int seq, int pos) override { return Row(v_, layer, seq, pos); }
+  // The slot's block table read in place: no copy of its history per step.
+  kernels::KvRows KRows(int layer, int seq) override { return Rows(k_, layer, seq); }
+  kernels::KvRows VRows(int layer, int seq) override { return Rows(v_, layer, seq); }
 
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
@@ -37,6 +40,12 @@ class PagedKvCache : public KvStore {
     const int64_t block = tables_[seq][pos / block_size_];
     return pool.data() + ((static_cast<int64_t>(layer) * n_blocks_ + block) * block_size_ +
                           pos % block_size_) * row_bytes_;
+  }
+
+  kernels::KvRows Rows(const std::vector<uint8_t>& pool, int layer, int seq) const {
+    STET_CHECK(seq >= 0 && seq < n_slots() && layer >= 0 && layer < n_layer_);
+    return {pool.data() + static_cast<int64_t>(layer) * n_blocks_ * block_size_ * row_bytes_,
+            row_bytes_, tables_[seq].data(), block_size_};
   }
 
   DType type_;

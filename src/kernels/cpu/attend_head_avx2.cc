@@ -2,7 +2,8 @@
 // Dot8(q, k_t) * scale (four positions in flight, each its own 8-lane chain);
 // max; e_t = ExpF8(s_t - max) (ExpF for the tail); denominator = 8-lane sum of
 // e_t, lane t%8; out[d] = fma(e_t, v_t[d], out[d]) for t = 0, 1, ..., then / den.
-// Depends on n_kv and head_dim only (attend_head_test.cc). Softmax is shared
+// Depends on n_kv and head_dim only, not on the cache's layout (K/V rows are
+// walked run by run through kv_rows.h; attend_head_test.cc). Softmax is shared
 // with the AVX-512 paired kernel.
 #include <immintrin.h>
 
@@ -63,20 +64,26 @@ inline void Scores(const float* q, const uint8_t* k, int64_t stride, int head_di
 }
 
 // out[j0 .. j0 + 8*NV) (the last vector may be partial: `last` real lanes).
+// Positions in increasing t, run by run; the accumulators live across runs.
 template <DType T, int NV>
-inline void Accumulate(const uint8_t* v, int64_t stride, int64_t n_kv, const float* e, int j0,
-                       int last, float denominator, float* out) {
+inline void Accumulate(const KvRows& v, int64_t n_kv, const float* e, int j0, int last,
+                       float denominator, float* out) {
   __m256 acc[NV];
   STET_UNROLL
   for (int i = 0; i < NV; ++i) acc[i] = _mm256_setzero_ps();
-  for (int64_t t = 0; t < n_kv; ++t) {
-    const __m256 et = _mm256_set1_ps(e[t]);
-    const uint8_t* vt = v + t * stride;
-    STET_UNROLL
-    for (int i = 0; i < NV; ++i) {
-      const bool partial = i == NV - 1 && last < 8;
-      const __m256 vv = partial ? LoadTail<T>(vt, j0 + 8 * i, last) : Load8<T>(vt, j0 + 8 * i);
-      acc[i] = _mm256_fmadd_ps(et, vv, acc[i]);
+  const int64_t run = v.RunRows(n_kv), stride = v.row_stride;
+  for (int64_t t0 = 0, r = 0; t0 < n_kv; t0 += run, ++r) {
+    const uint8_t* vr = v.RunBase(r);
+    const int64_t len = run < n_kv - t0 ? run : n_kv - t0;
+    for (int64_t t = 0; t < len; ++t) {
+      const __m256 et = _mm256_set1_ps(e[t0 + t]);
+      const uint8_t* vt = vr + t * stride;
+      STET_UNROLL
+      for (int i = 0; i < NV; ++i) {
+        const bool partial = i == NV - 1 && last < 8;
+        const __m256 vv = partial ? LoadTail<T>(vt, j0 + 8 * i, last) : Load8<T>(vt, j0 + 8 * i);
+        acc[i] = _mm256_fmadd_ps(et, vv, acc[i]);
+      }
     }
   }
   const __m256 den = _mm256_set1_ps(denominator);
@@ -92,12 +99,18 @@ inline void Accumulate(const uint8_t* v, int64_t stride, int64_t n_kv, const flo
 }
 
 template <DType T>
-void Attend(const float* q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_kv,
-            int head_dim, float scale, float* out, float* scratch) {
-  int64_t t = 0;
-  for (; t + 4 <= n_kv; t += 4)
-    Scores<T, 4>(q, k + t * stride, stride, head_dim, scale, scratch + t);
-  for (; t < n_kv; ++t) Scores<T, 1>(q, k + t * stride, stride, head_dim, scale, scratch + t);
+void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int head_dim,
+            float scale, float* out, float* scratch) {
+  // Scores are independent per position: four at a time within each run.
+  const int64_t run = k.RunRows(n_kv), stride = k.row_stride;
+  for (int64_t t0 = 0, r = 0; t0 < n_kv; t0 += run, ++r) {
+    const uint8_t* kr = k.RunBase(r);
+    const int64_t len = run < n_kv - t0 ? run : n_kv - t0;
+    int64_t t = 0;
+    for (; t + 4 <= len; t += 4)
+      Scores<T, 4>(q, kr + t * stride, stride, head_dim, scale, scratch + t0 + t);
+    for (; t < len; ++t) Scores<T, 1>(q, kr + t * stride, stride, head_dim, scale, scratch + t0 + t);
+  }
 
   const float denominator = Softmax(scratch, n_kv);
 
@@ -106,35 +119,35 @@ void Attend(const float* q, const uint8_t* k, const uint8_t* v, int64_t stride, 
   while (j0 < head_dim) {
     const int rest = head_dim - j0;
     if (rest >= 64) {
-      Accumulate<T, 8>(v, stride, n_kv, scratch, j0, 8, denominator, out);
+      Accumulate<T, 8>(v, n_kv, scratch, j0, 8, denominator, out);
       j0 += 64;
       continue;
     }
     const int nv = (rest + 7) / 8, last = rest - 8 * (nv - 1);
     switch (nv) {
       case 1:
-        Accumulate<T, 1>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 1>(v, n_kv, scratch, j0, last, denominator, out);
         break;
       case 2:
-        Accumulate<T, 2>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 2>(v, n_kv, scratch, j0, last, denominator, out);
         break;
       case 3:
-        Accumulate<T, 3>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 3>(v, n_kv, scratch, j0, last, denominator, out);
         break;
       case 4:
-        Accumulate<T, 4>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 4>(v, n_kv, scratch, j0, last, denominator, out);
         break;
       case 5:
-        Accumulate<T, 5>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 5>(v, n_kv, scratch, j0, last, denominator, out);
         break;
       case 6:
-        Accumulate<T, 6>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 6>(v, n_kv, scratch, j0, last, denominator, out);
         break;
       case 7:
-        Accumulate<T, 7>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 7>(v, n_kv, scratch, j0, last, denominator, out);
         break;
       default:
-        Accumulate<T, 8>(v, stride, n_kv, scratch, j0, last, denominator, out);
+        Accumulate<T, 8>(v, n_kv, scratch, j0, last, denominator, out);
         break;
     }
     j0 = head_dim;
@@ -163,18 +176,15 @@ float Softmax(float* s, int64_t n) {
   return CombineLanes8(den);
 }
 
-void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
-                int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
-                float* scratch) {
+void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
+                int head_dim, float scale, float* out, float* scratch) {
   STET_CHECK(n_kv > 0);
-  const auto* kb = static_cast<const uint8_t*>(k);
-  const auto* vb = static_cast<const uint8_t*>(v);
   switch (kv_type) {
     case DType::kF32:
-      Attend<DType::kF32>(q, kb, vb, kv_stride_bytes, n_kv, head_dim, scale, out, scratch);
+      Attend<DType::kF32>(q, k, v, n_kv, head_dim, scale, out, scratch);
       break;
     case DType::kF16:
-      Attend<DType::kF16>(q, kb, vb, kv_stride_bytes, n_kv, head_dim, scale, out, scratch);
+      Attend<DType::kF16>(q, k, v, n_kv, head_dim, scale, out, scratch);
       break;
     default:
       STET_CHECK_MSG(false, "AttendHead: the KV cache stores f32 or f16");

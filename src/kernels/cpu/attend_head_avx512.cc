@@ -57,29 +57,35 @@ inline void Scores(const float* qp, const uint8_t* k, int64_t stride, int chunks
   }
 }
 
-// Output dims [j0, j0 + 8 * NV) of both queries.
+// Output dims [j0, j0 + 8 * NV) of both queries, positions in increasing t,
+// run by run (the accumulators live across runs).
 template <DType T, int NV>
-void Accumulate(const uint8_t* v, int64_t stride, int64_t n0, int64_t n1, const float* e0,
-                const float* e1, int j0, float den0, float den1, float* out0, float* out1) {
+void Accumulate(const KvRows& v, int64_t n0, int64_t n1, const float* e0, const float* e1, int j0,
+                float den0, float den1, float* out0, float* out1) {
   __m512 acc[NV];
   STET_UNROLL
   for (int i = 0; i < NV; ++i) acc[i] = _mm512_setzero_ps();
   const int64_t n_min = std::min(n0, n1), n_max = std::max(n0, n1);
-  int64_t t = 0;
-  for (; t < n_min; ++t) {
-    const __m512 e = _mm512_insertf32x8(_mm512_set1_ps(e0[t]), _mm256_set1_ps(e1[t]), 1);
-    const uint8_t* vt = v + t * stride;
-    STET_UNROLL
-    for (int i = 0; i < NV; ++i) acc[i] = _mm512_fmadd_ps(e, LoadKv2<T>(vt, j0 + 8 * i), acc[i]);
-  }
   const __mmask16 live = n0 > n1 ? 0x00FF : 0xFF00;
   const float* e_long = n0 > n1 ? e0 : e1;
-  for (; t < n_max; ++t) {
-    const __m512 e = _mm512_set1_ps(e_long[t]);
-    const uint8_t* vt = v + t * stride;
-    STET_UNROLL
-    for (int i = 0; i < NV; ++i) {
-      acc[i] = _mm512_mask3_fmadd_ps(e, LoadKv2<T>(vt, j0 + 8 * i), acc[i], live);
+  const int64_t run = v.RunRows(n_max), stride = v.row_stride;
+  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
+    const uint8_t* vr = v.RunBase(r) - t0 * stride;  // position t's row: vr + t * stride
+    const int64_t end = std::min(t0 + run, n_max);
+    int64_t t = t0;
+    for (; t < std::min(end, n_min); ++t) {
+      const __m512 e = _mm512_insertf32x8(_mm512_set1_ps(e0[t]), _mm256_set1_ps(e1[t]), 1);
+      const uint8_t* vt = vr + t * stride;
+      STET_UNROLL
+      for (int i = 0; i < NV; ++i) acc[i] = _mm512_fmadd_ps(e, LoadKv2<T>(vt, j0 + 8 * i), acc[i]);
+    }
+    for (; t < end; ++t) {
+      const __m512 e = _mm512_set1_ps(e_long[t]);
+      const uint8_t* vt = vr + t * stride;
+      STET_UNROLL
+      for (int i = 0; i < NV; ++i) {
+        acc[i] = _mm512_mask3_fmadd_ps(e, LoadKv2<T>(vt, j0 + 8 * i), acc[i], live);
+      }
     }
   }
   const __m512 den = _mm512_insertf32x8(_mm512_set1_ps(den0), _mm256_set1_ps(den1), 1);
@@ -92,44 +98,42 @@ void Accumulate(const uint8_t* v, int64_t stride, int64_t n0, int64_t n1, const 
 }
 
 template <DType T>
-void AccumulateAll(const uint8_t* v, int64_t stride, int64_t n0, int64_t n1, const float* e0,
-                   const float* e1, int head_dim, float den0, float den1, float* out0,
-                   float* out1) {
+void AccumulateAll(const KvRows& v, int64_t n0, int64_t n1, const float* e0, const float* e1,
+                   int head_dim, float den0, float den1, float* out0, float* out1) {
   int j0 = 0;
   for (; j0 + 64 <= head_dim; j0 += 64) {
-    Accumulate<T, 8>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+    Accumulate<T, 8>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
   }
   switch ((head_dim - j0) / 8) {
     case 0:
       break;
     case 1:
-      Accumulate<T, 1>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+      Accumulate<T, 1>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
       break;
     case 2:
-      Accumulate<T, 2>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+      Accumulate<T, 2>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
       break;
     case 3:
-      Accumulate<T, 3>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+      Accumulate<T, 3>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
       break;
     case 4:
-      Accumulate<T, 4>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+      Accumulate<T, 4>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
       break;
     case 5:
-      Accumulate<T, 5>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+      Accumulate<T, 5>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
       break;
     case 6:
-      Accumulate<T, 6>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+      Accumulate<T, 6>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
       break;
     default:
-      Accumulate<T, 7>(v, stride, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+      Accumulate<T, 7>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
       break;
   }
 }
 
 template <DType T>
-void Pair(const float* q0, const float* q1, const uint8_t* k, const uint8_t* v, int64_t stride,
-          int64_t n0, int64_t n1, int head_dim, float scale, float* out0, float* out1,
-          float* scratch) {
+void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, int64_t n0,
+          int64_t n1, int head_dim, float scale, float* out0, float* out1, float* scratch) {
   const int64_t n_max = std::max(n0, n1);
   float* s0 = scratch;
   float* s1 = scratch + n_max;
@@ -139,31 +143,35 @@ void Pair(const float* q0, const float* q1, const uint8_t* k, const uint8_t* v, 
     _mm256_storeu_ps(qp + 16 * c, _mm256_loadu_ps(q0 + 8 * c));
     _mm256_storeu_ps(qp + 16 * c + 8, _mm256_loadu_ps(q1 + 8 * c));
   }
-  // Both queries' scores up to n_max; each softmax reads only its own n_kv.
-  int64_t t = 0;
-  for (; t + 8 <= n_max; t += 8) Scores<T, 8>(qp, k + t * stride, stride, chunks, scale, s0 + t, s1 + t);
-  for (; t < n_max; ++t) Scores<T, 1>(qp, k + t * stride, stride, chunks, scale, s0 + t, s1 + t);
+  // Both queries' scores up to n_max (eight positions at a time within each
+  // run); each softmax reads only its own n_kv.
+  const int64_t run = k.RunRows(n_max), stride = k.row_stride;
+  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
+    const uint8_t* kr = k.RunBase(r);
+    const int64_t len = std::min(run, n_max - t0);
+    int64_t t = 0;
+    for (; t + 8 <= len; t += 8)
+      Scores<T, 8>(qp, kr + t * stride, stride, chunks, scale, s0 + t0 + t, s1 + t0 + t);
+    for (; t < len; ++t)
+      Scores<T, 1>(qp, kr + t * stride, stride, chunks, scale, s0 + t0 + t, s1 + t0 + t);
+  }
   const float den0 = avx2::Softmax(s0, n0);
   const float den1 = avx2::Softmax(s1, n1);
-  AccumulateAll<T>(v, stride, n0, n1, s0, s1, head_dim, den0, den1, out0, out1);
+  AccumulateAll<T>(v, n0, n1, s0, s1, head_dim, den0, den1, out0, out1);
 }
 
 }  // namespace
 
-void AttendHeadPair(const float* q0, const float* q1, const void* k, const void* v,
-                    DType kv_type, int64_t kv_stride_bytes, int64_t n_kv0, int64_t n_kv1,
-                    int head_dim, float scale, float* out0, float* out1, float* scratch) {
+void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
+                    DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
+                    float* out0, float* out1, float* scratch) {
   STET_CHECK(n_kv0 > 0 && n_kv1 > 0 && head_dim % 8 == 0);
-  const auto* kb = static_cast<const uint8_t*>(k);
-  const auto* vb = static_cast<const uint8_t*>(v);
   switch (kv_type) {
     case DType::kF32:
-      Pair<DType::kF32>(q0, q1, kb, vb, kv_stride_bytes, n_kv0, n_kv1, head_dim, scale, out0, out1,
-                        scratch);
+      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
       break;
     case DType::kF16:
-      Pair<DType::kF16>(q0, q1, kb, vb, kv_stride_bytes, n_kv0, n_kv1, head_dim, scale, out0, out1,
-                        scratch);
+      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
       break;
     default:
       STET_CHECK_MSG(false, "AttendHeadPair: the KV cache stores f32 or f16");

@@ -1,7 +1,8 @@
 // Scalar reference AttendHead. Numerics: s_t = Dot8(q, k_t) * scale; max; e_t =
 // ExpF(s_t - max); denominator = 8-lane sum of e_t (lane t%8, plain adds, fixed
 // tree); out[d] = fma(e_t, v_t[d], out[d]) for t = 0, 1, ..., then / denominator.
-// Depends on n_kv and head_dim only, never on how the cache was filled (attend_head_test.cc).
+// Depends on n_kv and head_dim only, never on how the cache was filled or laid
+// out (attend_head_test.cc).
 #include <cmath>
 #include <cstring>
 
@@ -27,15 +28,12 @@ inline float LoadKv(const uint8_t* row, int j, DType t) {
 
 }  // namespace
 
-void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
-                int64_t kv_stride_bytes, int64_t n_kv, int head_dim, float scale, float* out,
-                float* scratch) {
+void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
+                int head_dim, float scale, float* out, float* scratch) {
   STET_CHECK(n_kv > 0);
   STET_CHECK(kv_type == DType::kF32 || kv_type == DType::kF16);
-  const auto* kb = static_cast<const uint8_t*>(k);
-  const auto* vb = static_cast<const uint8_t*>(v);
   for (int64_t t = 0; t < n_kv; ++t) {
-    const uint8_t* kt = kb + t * kv_stride_bytes;
+    const uint8_t* kt = k.Row(t);
     float lanes[kLanes] = {};
     for (int j = 0; j < head_dim; ++j) {
       lanes[j % kLanes] = std::fma(q[j], LoadKv(kt, j, kv_type), lanes[j % kLanes]);
@@ -52,7 +50,7 @@ void AttendHead(const float* q, const void* k, const void* v, DType kv_type,
   const float denominator = CombineLanes(den);
   for (int j = 0; j < head_dim; ++j) out[j] = 0.0f;
   for (int64_t t = 0; t < n_kv; ++t) {
-    const uint8_t* vt = vb + t * kv_stride_bytes;
+    const uint8_t* vt = v.Row(t);
     for (int j = 0; j < head_dim; ++j)
       out[j] = std::fma(scratch[t], LoadKv(vt, j, kv_type), out[j]);
   }
