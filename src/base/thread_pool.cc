@@ -1,5 +1,8 @@
 #include "base/thread_pool.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "base/check.h"
 
 #if defined(__x86_64__)
@@ -13,10 +16,26 @@ namespace stet {
 
 namespace {
 // A decode step issues hundreds of small jobs, and a condition-variable wake-up
-// per job would cost more than the job: poll first (pause), then yield the core
-// (other threads of the pool may need it when cores are oversubscribed), then sleep.
+// per job would cost more than the job: idle workers poll first (pause), then
+// yield the core (others may need it when cores are oversubscribed), then sleep.
 constexpr int kPausePolls = 2000;
 constexpr int kYieldPolls = 20000;
+// Chunks per thread: enough that a descheduled thread's share can be taken in
+// pieces, few enough that claiming stays cheap (claims hit the thread's own
+// cache line unless someone steals).
+constexpr int64_t kChunksPerThread = 8;
+// Straggler detection (ParallelFor): a wait this much longer than the job's own
+// work, and how many jobs then run on the caller alone (doubling up to kSoloMax).
+constexpr std::chrono::microseconds kStraggle{100};
+constexpr int kSoloMin = 64;
+constexpr int kSoloMax = 8192;
+
+inline uint64_t Gen(uint64_t w) { return w >> 32; }
+inline int64_t Next(uint64_t w) { return static_cast<int64_t>((w >> 16) & 0xffff); }
+inline int64_t End(uint64_t w) { return static_cast<int64_t>(w & 0xffff); }
+inline uint64_t Word(uint64_t gen, int64_t next, int64_t end) {
+  return (gen << 32) | (static_cast<uint64_t>(next) << 16) | static_cast<uint64_t>(end);
+}
 }  // namespace
 
 void PartitionRange(int64_t n, int64_t grain, int t, int n_threads, int64_t* begin,
@@ -31,7 +50,8 @@ void PartitionRange(int64_t n, int64_t grain, int t, int n_threads, int64_t* beg
   *end = std::min(n, g1 * grain);
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), shares_(static_cast<size_t>(n_threads_)) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
@@ -39,66 +59,127 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_.store(true);
-    generation_.fetch_add(1);
+    gen_.fetch_add(1);
   }
   cv_.notify_all();
   for (auto& w : workers_) w.join();
+}
+
+// A successful claim of a chunk of generation `gen`: the caller of ParallelFor
+// waits for it, so fn_, n_ and chunk_ stay those of that job until it is done.
+bool ThreadPool::Claim(Share& share, uint64_t gen, bool from_back, int64_t* chunk) {
+  uint64_t w = share.word.load(std::memory_order_acquire);
+  for (;;) {
+    if (Gen(w) != gen || Next(w) >= End(w)) return false;
+    const uint64_t claimed = from_back ? w - 1 : w + (uint64_t{1} << 16);
+    if (share.word.compare_exchange_weak(w, claimed, std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+      *chunk = from_back ? End(w) - 1 : Next(w);
+      return true;
+    }
+  }
+}
+
+void ThreadPool::Drain(uint64_t gen, int thread) {
+  int64_t ran = 0, chunk;
+  auto run = [&] {
+    const int64_t b = chunk * chunk_;
+    (*fn_)(b, std::min(n_, b + chunk_), thread);
+    ++ran;
+  };
+  while (Claim(shares_[thread], gen, false, &chunk)) run();
+  for (int k = 1; k < n_threads_; ++k) {
+    Share& victim = shares_[(thread + k) % n_threads_];
+    while (Claim(victim, gen, true, &chunk)) run();
+  }
+  if (ran > 0) done_.fetch_add(ran, std::memory_order_acq_rel);
 }
 
 void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
     int polls = 0;
-    while (generation_.load(std::memory_order_acquire) == seen) {
+    uint64_t gen;
+    while ((gen = gen_.load(std::memory_order_acquire)) == seen) {
       ++polls;
       if (polls < kPausePolls) {
         STET_PAUSE();
-        continue;
-      }
-      if (polls < kPausePolls + kYieldPolls) {
+      } else if (polls < kPausePolls + kYieldPolls) {
         std::this_thread::yield();
-        continue;
+      } else {
+        sleepers_.fetch_add(1);
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return gen_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        polls = 0;
       }
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
     }
-    seen = generation_.load(std::memory_order_acquire);
+    seen = gen;
     if (stop_.load()) return;
-    (*job_)(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    Drain(gen, index);
   }
 }
 
-void ThreadPool::Run(FunctionRef<void(int)> fn) {
-  if (n_threads_ == 1) {
-    fn(0);
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t, int)> fn) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  const int64_t n_grains = (n + grain - 1) / grain;
+  if (n_threads_ == 1 || n_grains == 1) {
+    fn(0, n, 0);
     return;
   }
-  job_ = &fn;
-  pending_.store(n_threads_ - 1, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+  if (solo_left_ > 0) {  // recent jobs waited on descheduled workers: run alone for a while
+    --solo_left_;
+    fn(0, n, 0);
+    return;
   }
-  cv_.notify_all();
-  fn(0);
-  for (int polls = 0; pending_.load(std::memory_order_acquire) != 0; ++polls) {
+  const auto t_start = std::chrono::steady_clock::now();
+  const int64_t target = std::min<int64_t>(kChunksPerThread * n_threads_, kMaxChunks);
+  chunk_ = (n_grains + target - 1) / target * grain;
+  n_ = n;
+  fn_ = &fn;
+  n_chunks_ = (n + chunk_ - 1) / chunk_;
+  done_.store(0, std::memory_order_relaxed);
+  // Deal the shares, then publish the generation (release: whoever sees it
+  // sees the shares and the fields above).
+  const uint64_t gen = gen_.load(std::memory_order_relaxed) + 1;
+  for (int t = 0; t < n_threads_; ++t) {
+    int64_t b, e;
+    PartitionRange(n_chunks_, 1, t, n_threads_, &b, &e);
+    shares_[t].word.store(Word(gen, b, e), std::memory_order_relaxed);
+  }
+  gen_.store(gen, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  }
+  Drain(gen, 0);
+  if (done_.load(std::memory_order_acquire) == n_chunks_) {
+    solo_backoff_ = kSoloMin;
+    fn_ = nullptr;
+    return;
+  }
+  const auto t_drained = std::chrono::steady_clock::now();
+  for (int polls = 0; done_.load(std::memory_order_acquire) != n_chunks_; ++polls) {
     if (polls < kPausePolls) {
       STET_PAUSE();
     } else {
       std::this_thread::yield();
     }
   }
-  job_ = nullptr;
-}
-
-void ThreadPool::ParallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
-  if (n <= 0) return;
-  Run([&](int t) {
-    int64_t b, e;
-    PartitionRange(n, grain, t, n_threads_, &b, &e);
-    if (b < e) fn(b, e);
-  });
+  fn_ = nullptr;
+  // A worker still holding a chunk long after the caller ran out of work was
+  // (almost always) descheduled: the core is busy with another process. Waiting
+  // for it costs more than the help it gives, so the next jobs run on the
+  // caller alone (a count that doubles while it keeps happening), then try
+  // again. Which thread computes what never changes a bit.
+  const auto t_end = std::chrono::steady_clock::now();
+  if (t_end - t_drained > 4 * (t_drained - t_start) + kStraggle) {
+    solo_left_ = solo_backoff_;
+    solo_backoff_ = std::min(2 * solo_backoff_, kSoloMax);
+  } else {
+    solo_backoff_ = kSoloMin;
+  }
 }
 
 }  // namespace stet

@@ -160,13 +160,12 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
     }
   }
   const int64_t n_tasks = static_cast<int64_t>(attn_units_.size()) * hp.n_head;
-  // Tasks are dealt round-robin: causal prefill makes later queries longer, so
-  // contiguous ranges would leave the first thread idle. Which thread runs a
+  // Threads claim runs of tasks as they go (causal prefill makes later queries
+  // longer, so fixed ranges would leave a thread idle). Which thread runs a
   // task never changes its result.
-  const int64_t n_threads = pool_ ? pool_->size() : 1;
-  auto work = [&](int thread) {
+  auto work = [&](int64_t task0, int64_t task1, int thread) {
     std::vector<float>& scratch = scratch_[thread];
-    for (int64_t task = thread; task < n_tasks; task += n_threads) {
+    for (int64_t task = task0; task < task1; ++task) {
       const auto [i, i1] = attn_units_[task / hp.n_head];
       const int h = static_cast<int>(task % hp.n_head);
       const int kvh = h / group;
@@ -190,9 +189,9 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
     }
   };
   if (pool_) {
-    pool_->Run(work);
+    pool_->ParallelFor(n_tasks, 1, work);
   } else {
-    work(0);
+    work(0, n_tasks, 0);
   }
 }
 
