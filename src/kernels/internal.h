@@ -137,6 +137,10 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float* out, float* scratch);
+// q8_0/q4_0/q4_1 from w.packed (the 16-row layout) on ActQ8 rows; r0 a multiple
+// of 16. For decode: each activation row streams the packed matrix once.
+void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
+void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k on ActQ8K
 // s[t] = ExpF(s[t] - max s) in place; returns the 8-lane sum of the results
 // (lane t % 8, fixed tree): AttendHead's softmax step.
 float Softmax(float* s, int64_t n);

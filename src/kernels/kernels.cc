@@ -48,6 +48,9 @@ constexpr int64_t kAvx512MinRows = 2;
 // Below this many rows a packed matrix is streamed once per activation row
 // (the vertical-activation kernel would leave most of its 16 lanes idle).
 constexpr int64_t kPackedMaxRows = 8;
+// The AVX2 packed kernel serves decode only: from two rows on, the unpacked
+// tiles reuse each weight block across rows (measured on Zen 4, --isa avx2).
+constexpr int64_t kPackedMaxRowsAvx2 = 2;
 
 uint8_t* Carve(std::vector<uint8_t>* storage, size_t* offset, size_t bytes) {
   constexpr size_t kAlign = 64;
@@ -239,6 +242,11 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       });
       args.a8 = &a8;
       rows_fn = STET_PATH(avx, MatMulQ8Rows);
+#if defined(STET_KERNELS_HAVE_AVX2)
+      if (avx && !UseAvx512(isa) && packed && m < kPackedMaxRowsAvx2) {
+        rows_fn = avx2::MatMulPackedRows;
+      }
+#endif
 #if defined(STET_KERNELS_HAVE_AVX512)
       if (packed512) {
         rows_fn = avx512::MatMulPackedRows;
@@ -262,6 +270,11 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       });
       args.a8k = &a8k;
       rows_fn = STET_PATH(avx, MatMulQKRows);
+#if defined(STET_KERNELS_HAVE_AVX2)
+      if (avx && !UseAvx512(isa) && packed && m < kPackedMaxRowsAvx2 && w.type == DType::kQ4_K) {
+        rows_fn = avx2::MatMulPackedQKRows;
+      }
+#endif
 #if defined(STET_KERNELS_HAVE_AVX512)
       if (packed512) {
         rows_fn = avx512::MatMulPackedQKRows;

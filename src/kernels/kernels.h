@@ -40,18 +40,21 @@ struct WeightView {
   int64_t cols = 0;
   const void* data = nullptr;
   int64_t row_bytes = 0;
-  // Optional copy of `data` in the AVX-512 decode layout (PackWeights), used by
-  // Isa::kAvx512 for small batches. Same numbers, same results (R4).
+  // Optional copy of `data` in the packed decode layout (PackWeights), used by
+  // the AVX2 and AVX-512 paths for small batches. Same numbers, same results (R4).
   const void* packed = nullptr;
 };
 
-// The row-interleaved layout for q8_0/q4_0/q4_1/q4_k weights that the AVX-512
-// decode kernels stream: 16 rows per group, per 32-block (q4_k: superblock)
-// the 16 rows' quants 4 bytes at a time (q8_0 stored as q + 128), then their
-// scales (and mins) — see pack.cc. PackedBytes is 0 for types without a packed layout. The
-// packed copy is 64-byte aligned by the caller's allocation.
+// The row-interleaved layout for q8_0/q4_0/q4_1/q4_k weights that the decode
+// kernels stream (AVX2 and AVX-512): 16 rows per group,
+// per 32-block (q4_k: superblock) the 16 rows' quants 4 bytes at a time (q8_0
+// stored as q + 128), then their scales (and mins) — see pack.cc. PackedBytes is
+// 0 for types without a packed layout; PackedLayoutUsed says whether this CPU's
+// best path reads it (the model packs only those). The packed copy is 64-byte
+// aligned by the caller's allocation.
 int64_t PackedBytes(const WeightView& w);
 void PackWeights(const WeightView& w, void* dst);
+bool PackedLayoutUsed(DType t);
 
 // y[m, w.rows] = x[m, w.cols] · wᵀ. Per output the order depends on w.cols only.
 // pool may be null (single thread). Threads partition w.rows.

@@ -1,6 +1,6 @@
-// PackWeights: the AVX-512 decode layout of q8_0/q4_0/q4_1/q4_k matrices (see
-// kernels.h). Pure byte moves, so any CPU can build it; the kernel that reads
-// it is cpu/matmul_packed_avx512.cc.
+// PackWeights: the decode layout of q8_0/q4_0/q4_1/q4_k matrices (see
+// kernels.h). Pure byte moves, so any CPU can build it; the kernels that read
+// it are cpu/matmul_packed_avx512.cc and cpu/matmul_packed_avx2.cc.
 #include <cstring>
 #include <type_traits>
 
@@ -91,6 +91,10 @@ int64_t PackedBytes(const WeightView& w) {
   const int64_t block = w.type == DType::kQ4_K ? kQKK : kQK;
   if (per == 0 || w.cols % block != 0) return 0;
   return (w.rows + 15) / 16 * (w.cols / block) * per;
+}
+
+bool PackedLayoutUsed(DType t) {
+  return CpuHasAvx2Fma() && PackedBlockBytes(t) > 0;
 }
 
 void PackWeights(const WeightView& w, void* dst) {

@@ -153,8 +153,9 @@ Status Model::LoadWeights(bool progress) {
 void Model::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 void Model::PackWeights() {
-  // Only the AVX-512 path reads the packed copies; elsewhere they would be dead weight.
-  if (!CpuHasAvx512() || std::getenv("STET_NO_PACK") != nullptr) return;
+  // Only types whose packed copy this CPU's fast path reads; elsewhere it would
+  // be dead weight. STET_NO_PACK=1 keeps the mapped file as the only copy.
+  if (std::getenv("STET_NO_PACK") != nullptr) return;
   std::vector<kernels::WeightView*> views;
   for (LayerWeights& L : w_.layers) {
     for (auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(w);
@@ -162,7 +163,7 @@ void Model::PackWeights() {
   views.push_back(&w_.output);
   for (kernels::WeightView* w : views) {
     const int64_t bytes = kernels::PackedBytes(*w);
-    if (bytes == 0) continue;
+    if (bytes == 0 || !kernels::PackedLayoutUsed(w->type)) continue;
     void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
     if (p == nullptr) return;  // out of memory: the unpacked path still works
     kernels::PackWeights(*w, p);

@@ -102,11 +102,10 @@ TEST_P(MatMulTest, Avx512EqualsScalar) {
 // The packed decode layout (q8_0/q4_0/q4_1/q4_k): PackWeights + Isa::kAvx512 with
 // few rows equals the scalar reference on the unpacked matrix; row counts that
 // are not a multiple of the 16-row group, pool splits included.
-TEST(MatMulPacked, Avx512PackedEqualsScalar) {
-  STET_REQUIRE_AVX512();
+void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
   std::mt19937 rng(4242);
   ThreadPool pool(3);
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K}) {
+  for (DType t : types) {
     for (int64_t k : {32, 96, 256, 288, 512, 576, 1056, 2304}) {
       if (IsKQuant(t) && k % 256 != 0) continue;
       for (int64_t rows : {1, 15, 16, 17, 40, 100}) {
@@ -124,15 +123,27 @@ TEST(MatMulPacked, Avx512PackedEqualsScalar) {
           const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
           for (ThreadPool* pl : {static_cast<ThreadPool*>(nullptr), &pool}) {
             std::vector<float> ya(static_cast<size_t>(m * rows), -777.0f);
-            MatMul(pv, x.data(), m, ya.data(), pl, Isa::kAvx512);
+            MatMul(pv, x.data(), m, ya.data(), pl, isa);
             ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
-                << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m << " first diff at "
+                << IsaName(isa) << " " << DTypeName(t) << " k=" << k << " rows=" << rows
+                << " m=" << m << " first diff at "
                 << testing::FirstDiff(ys.data(), ya.data(), m * rows);
           }
         }
       }
     }
   }
+}
+
+TEST(MatMulPacked, Avx512PackedEqualsScalar) {
+  STET_REQUIRE_AVX512();
+  PackedEqualsScalar(Isa::kAvx512, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K});
+}
+
+// The AVX2 decode kernel reads the same layout (8-row halves of each group).
+TEST(MatMulPacked, Avx2PackedEqualsScalar) {
+  STET_REQUIRE_AVX2();
+  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K});
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
