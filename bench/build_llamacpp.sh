@@ -5,15 +5,31 @@
 # Writes build-info.txt there (sdist version, vendored llama.cpp commit, CMake flags, compiler),
 # which run.py copies into the results header. Idempotent: an existing build is kept.
 #
-# Usage: bench/build_llamacpp.sh [LLAMA_CPP_PYTHON_VERSION]   (default 0.3.36)
-# Env:   JOBS (default: nproc), STET_LLAMACPP_DIR (default ~/.cache/stet/llama.cpp-<version>)
+# Usage: bench/build_llamacpp.sh [--avx2] [LLAMA_CPP_PYTHON_VERSION]   (default 0.3.36)
+#   --avx2: a build without AVX-512 (GGML_NATIVE=OFF, AVX2+FMA+F16C), the peer for
+#           `stet --isa avx2` on an AVX-512 machine; into ~/.cache/stet/llama.cpp-<version>-avx2/.
+# Env:   JOBS (default: nproc), STET_LLAMACPP_DIR (default ~/.cache/stet/llama.cpp-<version>[-avx2])
 set -euo pipefail
 
+VARIANT=native
+if [[ "${1:-}" == "--avx2" ]]; then
+  VARIANT=avx2
+  shift
+fi
 VERSION="${1:-0.3.36}"
-DEST="${STET_LLAMACPP_DIR:-$HOME/.cache/stet/llama.cpp-$VERSION}"
+SUFFIX=""
+[[ "$VARIANT" == avx2 ]] && SUFFIX="-avx2"
+DEST="${STET_LLAMACPP_DIR:-$HOME/.cache/stet/llama.cpp-$VERSION$SUFFIX}"
 JOBS="${JOBS:-$(nproc)}"
-CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF
+CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF
              -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF)
+if [[ "$VARIANT" == avx2 ]]; then
+  CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+                -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF
+                -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF)
+else
+  CMAKE_FLAGS+=(-DGGML_NATIVE=ON)
+fi
 
 if [[ -x "$DEST/bin/llama-bench" && -x "$DEST/bin/llama-batched-bench" && -f "$DEST/build-info.txt" ]]; then
   echo "llama.cpp already built in $DEST"
@@ -43,6 +59,7 @@ cp build/bin/llama-bench build/bin/llama-batched-bench bin/
 
 {
   echo "llama_cpp_python_sdist=$VERSION"
+  echo "variant=$VARIANT"
   echo "llama_cpp_commit=$COMMIT"
   echo "cmake_flags=${CMAKE_FLAGS[*]}"
   echo "compiler=$(${CXX:-c++} --version | head -1)"

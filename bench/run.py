@@ -16,6 +16,7 @@ peer with bench/build_llamacpp.sh. Missing random-weight models are written with
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -53,11 +54,13 @@ CASES = [
 ]
 
 
-def run(cmd, nice=0, timeout=900, env=None):
-    """Runs cmd; returns (stdout, stderr, seconds). Raises on failure."""
+def run(cmd, nice=0, timeout=900, env=None, own_session=True):
+    """Runs cmd; returns (stdout, stderr, seconds). Raises on failure. own_session=False
+    keeps it in this session (and autogroup): it then competes thread by thread with a
+    companion process started the same way (the contended case)."""
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                       preexec_fn=session_preexec(nice))
+                       preexec_fn=session_preexec(nice) if own_session else None)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-2000:]}")
     return p.stdout, p.stderr, time.time() - t0
@@ -76,11 +79,13 @@ def find_stet(arg):
              "-DCMAKE_BUILD_TYPE=Release && cmake --build build-bench --target stet) or pass --stet")
 
 
-def find_llamacpp(arg):
+def find_llamacpp(arg, isa="auto"):
+    """The peer build: with --isa avx2, the AVX2-only variant (build_llamacpp.sh --avx2)."""
     d = arg
     if not d:
-        cands = sorted(p for p in os.listdir(CACHE) if p.startswith("llama.cpp-")) \
-            if os.path.isdir(CACHE) else []
+        avx2 = isa == "avx2"
+        cands = sorted(p for p in os.listdir(CACHE) if p.startswith("llama.cpp-")
+                       and p.endswith("-avx2") == avx2) if os.path.isdir(CACHE) else []
         d = os.path.join(CACHE, cands[-1]) if cands else None
     if not d or not os.access(os.path.join(d, "bin", "llama-bench"), os.X_OK):
         return None
@@ -120,17 +125,73 @@ def ensure_model(stet, case, models_dir, threads):
     return path
 
 
-def stet_bench(stet, model, args, extra, env):
-    out, _, _ = run([stet, "bench", "-m", model, "-t", str(args.threads), "--reps", "1",
-                     "--json", *extra], nice=args.nice, env=env)
+def stet_bench(stet, model, args, extra, env, threads=None, contended=False):
+    out, _, _ = run([stet, "bench", "-m", model, "-t", str(threads or args.threads), "--reps", "1",
+                     "--isa", args.isa, "--json", *extra], nice=0 if contended else args.nice,
+                    env=env, own_session=not contended)
     return json.loads(out)
 
 
-def llama_bench(peer, model, args, pp, tg):
-    out, _, _ = run([peer["bench"], "-m", model, "-t", str(args.threads), "-r", "1",
-                     "-p", ",".join(map(str, pp)), "-n", ",".join(map(str, tg)), "-o", "json"],
-                    nice=args.nice)
+def llama_bench(peer, model, args, pp, tg, depths=None, threads=None, contended=False):
+    extra = ["-d", ",".join(map(str, depths))] if depths else []
+    out, _, _ = run([peer["bench"], "-m", model, "-t", str(threads or args.threads), "-r", "1",
+                     "-p", ",".join(map(str, pp)), "-n", ",".join(map(str, tg)), *extra,
+                     "-o", "json"], nice=0 if contended else args.nice,
+                    own_session=not contended)
     return json.loads(out)
+
+
+def llama_test_name(t):
+    name = f"pp{t['n_prompt']}" if t["n_gen"] == 0 else f"tg{t['n_gen']}"
+    return name + (f"@d{t['n_depth']}" if t.get("n_depth") else "")
+
+
+class Companion:
+    """`yes > /dev/null` in this session: one other CPU-bound process on the machine."""
+
+    def __enter__(self):
+        self.p = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+        time.sleep(0.2)
+        return self
+
+    def __exit__(self, *exc):
+        self.p.kill()
+        self.p.wait()
+
+
+def run_depths(case, model, stet, peer, args, env, reps):
+    """pp/tg after --depths untimed context tokens, both engines (llama-bench -d)."""
+    d = dict(stet={}, llama={})
+    for rep in range(reps):
+        log(f"{case['id']}: depths {args.depths}, rep {rep + 1}/{reps}")
+        j = stet_bench(stet, model, args, ["-p", str(args.depth_pp), "-n", str(args.depth_tg),
+                                           "-d", ",".join(map(str, args.depths))], env)
+        for t in j["tests"]:
+            d["stet"].setdefault(t["test"], []).append(t["median_tok_s"])
+        if peer:
+            for t in llama_bench(peer, model, args, [args.depth_pp], [args.depth_tg], args.depths):
+                d["llama"].setdefault(llama_test_name(t), []).append(t["avg_ts"])
+    return {side: {k: median(v) for k, v in x.items()} for side, x in d.items()}
+
+
+def run_contended(case, model, stet, peer, args, env, reps):
+    """-t 1 alone vs -t 2 beside a busy process, both engines, nice 0, one session."""
+    c = {}
+    for rep in range(reps):
+        log(f"{case['id']}: contended, rep {rep + 1}/{reps}")
+        for label, threads, busy in (("t1", 1, False), ("t2_busy", 2, True)):
+            with (Companion() if busy else contextlib.nullcontext()):
+                j = stet_bench(stet, model, args, ["-p", "128", "-n", "64"], env, threads=threads,
+                               contended=True)
+                for t in j["tests"]:
+                    c.setdefault(f"stet_{label}", {}).setdefault(t["test"], []).append(
+                        t["median_tok_s"])
+                if peer:
+                    for t in llama_bench(peer, model, args, [128], [64], threads=threads,
+                                         contended=True):
+                        c.setdefault(f"llama_{label}", {}).setdefault(llama_test_name(t),
+                                                                      []).append(t["avg_ts"])
+    return {k: {t: median(v) for t, v in x.items()} for k, x in c.items()}
 
 
 def llama_batched(peer, model, args, batches, n, prompt):
@@ -171,8 +232,7 @@ def run_case(case, model, stet, peer, args, env):
                 r["stet_adaptive"].setdefault(t["test"], []).append(t["median_tok_s"])
         if peer:
             for t in llama_bench(peer, model, args, pp, tg):
-                name = f"pp{t['n_prompt']}" if t["n_gen"] == 0 else f"tg{t['n_gen']}"
-                r["llama"].setdefault(name, []).append(t["avg_ts"])
+                r["llama"].setdefault(llama_test_name(t), []).append(t["avg_ts"])
                 r["llama_info"] = {k: t.get(k) for k in ("build_commit", "build_number",
                                                          "cpu_info", "model_type", "n_batch",
                                                          "n_ubatch", "flash_attn", "type_k",
@@ -195,6 +255,10 @@ def run_case(case, model, stet, peer, args, env):
                 for row in llama_batched(peer, model, args, args.batch, args.batched_n,
                                          args.batched_prompt):
                     r["llama_batched"].setdefault(str(row["pl"]), []).append(row["speed_tg"])
+    if args.depths and case["id"] in args.depth_cases:
+        r["depths"] = run_depths(case, model, stet, peer, args, env, reps)
+    if args.contended and case["id"] in args.contended_cases:
+        r["contended"] = run_contended(case, model, stet, peer, args, env, reps)
     r["loadavg"].append(os.getloadavg())
     for side in ("stet", "llama", "stet_batched", "llama_batched", "stet_adaptive",
                  "stet_adaptive_batched"):
@@ -244,9 +308,10 @@ def write_markdown(res, path):
     L.append("stet runs in its default invariant mode; *adaptive* is the same binary with "
              "`--numerics adaptive` (batch-variant split-K below 64 rows, rule R8), so the last "
              "column is the price of invariance: ≥ 1.00 means none.\n")
-    L.append("| case | test | stet | llama.cpp | stet / llama.cpp | stet adaptive | "
+    isa = h.get("stet_isa")
+    L.append("| case | ISA | test | stet | llama.cpp | stet / llama.cpp | stet adaptive | "
              "invariant / adaptive |")
-    L.append("|---|---|---:|---:|---:|---:|---:|")
+    L.append("|---|---|---|---:|---:|---:|---:|---:|")
     for c in res["cases"]:
         if "error" in c:
             L.append(f"| {c['label']} | error: {c['error'][:80]} | | | |")
@@ -255,16 +320,16 @@ def write_markdown(res, path):
             s, l = c["stet_median"].get(t), c["llama_median"].get(t)
             a = c.get("stet_adaptive_median", {}).get(t)
             rt, ra = ratio(s, l), ratio(s, a)
-            L.append(f"| {c['label']} | {t} | {fmt(s)} | {fmt(l)} | "
+            L.append(f"| {c['label']} | {isa} | {t} | {fmt(s)} | {fmt(l)} | "
                      f"{'—' if rt is None else f'{rt:.2f}'} | {fmt(a)} | "
                      f"{'—' if ra is None else f'{ra:.2f}'} |")
     L.append("")
     L.append("## Decode against the memory-bandwidth roofline\n")
     L.append("Roofline = bandwidth / weight bytes read per decoded token (every layer matrix "
              "plus the output matrix, `Model::weight_bytes()`; KV reads are ignored).\n")
-    L.append("| case | weights read / token | roofline tok/s | stet tg | % of roofline | "
+    L.append("| case | ISA | weights read / token | roofline tok/s | stet tg | % of roofline | "
              "llama.cpp tg | % of roofline |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|")
     tg = f"tg{h['tg'][0]}"
     for c in res["cases"]:
         if "error" in c:
@@ -272,7 +337,7 @@ def write_markdown(res, path):
         wb = c["stet_info"]["weight_bytes"]
         roof = bw["gbps_best"] * 1e9 / wb
         s, l = c["stet_median"].get(tg), c["llama_median"].get(tg)
-        L.append(f"| {c['label']} | {wb / 2**20:.1f} MiB | {roof:.1f} | {fmt(s)} | "
+        L.append(f"| {c['label']} | {isa} | {wb / 2**20:.1f} MiB | {roof:.1f} | {fmt(s)} | "
                  f"{fmt(None if s is None else 100 * s / roof, 0)}% | {fmt(l)} | "
                  f"{fmt(None if l is None else 100 * l / roof, 0)}% |")
     L.append("")
@@ -280,18 +345,64 @@ def write_markdown(res, path):
     if bcases:
         L.append(f"## Batched decode (aggregate tokens/s, B sequences x {h['batched_n']} "
                  f"tokens after a {h['batched_prompt']}-token prompt each)\n")
-        L.append("| case | B | stet | llama.cpp (llama-batched-bench S_TG) | stet / llama.cpp | "
-                 "stet adaptive | invariant / adaptive |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|")
+        L.append("| case | ISA | B | stet | llama.cpp (llama-batched-bench S_TG) | "
+                 "stet / llama.cpp | stet adaptive | invariant / adaptive |")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|")
         for c in bcases:
             for b in h["batch"]:
                 s = c["stet_batched_median"].get(str(b))
                 l = c["llama_batched_median"].get(str(b))
                 a = c.get("stet_adaptive_batched_median", {}).get(str(b))
                 rt, ra = ratio(s, l), ratio(s, a)
-                L.append(f"| {c['label']} | {b} | {fmt(s)} | {fmt(l)} | "
+                L.append(f"| {c['label']} | {isa} | {b} | {fmt(s)} | {fmt(l)} | "
                          f"{'—' if rt is None else f'{rt:.2f}'} | {fmt(a)} | "
                          f"{'—' if ra is None else f'{ra:.2f}'} |")
+        L.append("")
+    dcases = [c for c in res["cases"] if c.get("depths")]
+    if dcases:
+        L.append(f"## Long context (tokens/s after D untimed context tokens; stet `-d`, "
+                 f"llama-bench `-d`)\n")
+        L.append("Attention per decoded token = time per token at depth D minus at depth 0 "
+                 "(the same binary, the same run).\n")
+        L.append("| case | ISA | test | stet | llama.cpp | stet / llama.cpp | "
+                 "stet attention ms/token | llama.cpp attention ms/token |")
+        L.append("|---|---|---|---:|---:|---:|---:|---:|")
+        tg0 = f"tg{h['depth_tg']}"
+        for c in dcases:
+            base_s = c["stet_median"].get(tg0)
+            base_l = c["llama_median"].get(tg0)
+            for dep in h["depths"]:
+                for kind in (f"pp{h['depth_pp']}", f"tg{h['depth_tg']}"):
+                    t = f"{kind}@d{dep}"
+                    s_, l_ = c["depths"]["stet"].get(t), c["depths"]["llama"].get(t)
+                    att_s = att_l = None
+                    if kind.startswith("tg"):
+                        if s_ and base_s:
+                            att_s = 1e3 / s_ - 1e3 / base_s
+                        if l_ and base_l:
+                            att_l = 1e3 / l_ - 1e3 / base_l
+                    rt = ratio(s_, l_)
+                    L.append(f"| {c['label']} | {isa} | {t} | {fmt(s_)} | {fmt(l_)} | "
+                             f"{'—' if rt is None else f'{rt:.2f}'} | {fmt(att_s, 2)} | "
+                             f"{fmt(att_l, 2)} |")
+        L.append("")
+    ccases = [c for c in res["cases"] if c.get("contended")]
+    if ccases:
+        L.append("## A busy machine (one `yes > /dev/null` beside the engine, all at nice 0 in "
+                 "one session)\n")
+        L.append("Contended `-t 2` against uncontended `-t 1` of the same engine (target ≥ 0.9).\n")
+        L.append("| case | ISA | test | stet -t 1 | stet -t 2 + busy | ratio | llama.cpp -t 1 | "
+                 "llama.cpp -t 2 + busy | ratio |")
+        L.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+        for c in ccases:
+            x = c["contended"]
+            for t in ("pp128", "tg64"):
+                a1, a2 = x.get("stet_t1", {}).get(t), x.get("stet_t2_busy", {}).get(t)
+                b1, b2 = x.get("llama_t1", {}).get(t), x.get("llama_t2_busy", {}).get(t)
+                ra, rb = ratio(a2, a1), ratio(b2, b1)
+                L.append(f"| {c['label']} | {isa} | {t} | {fmt(a1)} | {fmt(a2)} | "
+                         f"{'—' if ra is None else f'{ra:.2f}'} | {fmt(b1)} | {fmt(b2)} | "
+                         f"{'—' if rb is None else f'{rb:.2f}'} |")
         L.append("")
     notes = [c for c in res["cases"] if c.get("note")]
     if notes:
@@ -313,6 +424,9 @@ def main():
                                           "(default: this checkout's HEAD)")
     ap.add_argument("--no-peer", action="store_true", help="measure stet only")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--isa", default="auto", choices=["auto", "scalar", "avx2", "avx512"],
+                    help="stet's kernel path; avx2 also picks the AVX2-only llama.cpp build "
+                         "(bench/build_llamacpp.sh --avx2)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--big-reps", type=int, default=3, help="reps for the 0.5B and 1B cases")
     ap.add_argument("--cases", default="all", help="comma list of: " +
@@ -325,6 +439,15 @@ def main():
     ap.add_argument("--batched-cases", default="real-q4_1,0.5b-q4_1",
                     help="cases that get batched decode")
     ap.add_argument("--no-batched", dest="batched", action="store_false")
+    ap.add_argument("--depths", default="2048,4096,8192",
+                    help="context depths for the long-context tests ('' for none)")
+    ap.add_argument("--depth-pp", type=int, default=512)
+    ap.add_argument("--depth-tg", type=int, default=128)
+    ap.add_argument("--depth-cases", default="real-q4_1,0.5b-q4_1",
+                    help="cases that get the long-context tests")
+    ap.add_argument("--no-contended", dest="contended", action="store_false",
+                    help="skip the busy-machine case")
+    ap.add_argument("--contended-cases", default="real-q4_1")
     ap.add_argument("--no-adaptive", dest="adaptive", action="store_false",
                     help="skip the --numerics adaptive runs (the invariant/adaptive column)")
     ap.add_argument("--nice", type=int, default=0,
@@ -338,6 +461,11 @@ def main():
     args.tg = [int(x) for x in args.tg.split(",") if x]
     args.batch = [int(x) for x in args.batch.split(",") if x]
     args.batched_cases = args.batched_cases.split(",")
+    args.depths = [int(x) for x in args.depths.split(",") if x]
+    args.depth_cases = args.depth_cases.split(",")
+    args.contended_cases = args.contended_cases.split(",")
+    if args.depths and args.depth_tg not in args.tg:
+        args.tg.append(args.depth_tg)  # depth 0 of the attention-cost column
     want = [c["id"] for c in CASES] if args.cases == "all" else args.cases.split(",")
     unknown = set(want) - {c["id"] for c in CASES}
     if unknown:
@@ -345,7 +473,7 @@ def main():
 
     t_start = time.time()
     stet = find_stet(args.stet)
-    peer = None if args.no_peer else find_llamacpp(args.llamacpp)
+    peer = None if args.no_peer else find_llamacpp(args.llamacpp, args.isa)
     if not args.no_peer and not peer:
         log("llama.cpp not found: measuring stet only (build it with bench/build_llamacpp.sh)")
     commit = args.stet_commit or git("rev-parse", "HEAD")
@@ -356,6 +484,7 @@ def main():
                   nproc=os.cpu_count(), threads=args.threads, reps=args.reps,
                   big_reps=args.big_reps, pp=args.pp, tg=args.tg, batch=args.batch,
                   batched_n=args.batched_n, batched_prompt=args.batched_prompt, nice=args.nice,
+                  depths=args.depths, depth_pp=args.depth_pp, depth_tg=args.depth_tg,
                   stet_commit=commit, stet_binary=os.path.relpath(stet, REPO),
                   llama_cpp=peer, python=platform.python_version(),
                   loadavg_start=os.getloadavg())
@@ -391,7 +520,8 @@ def main():
             header.setdefault("llama_flash_attn", c["llama_info"]["flash_attn"])
     res = dict(header=header, cases=cases)
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"{now.strftime('%Y-%m-%d')}-{re.sub(r'[^A-Za-z0-9_.-]', '_', host)}")
+    stem = os.path.join(args.out, f"{now.strftime('%Y-%m-%d')}-{re.sub(r'[^A-Za-z0-9_.-]', '_', host)}"
+                        + ("" if args.isa == "auto" else f"-{args.isa}"))
     with open(stem + ".json", "w") as f:
         json.dump(res, f, indent=1)
     write_markdown(res, stem + ".md")

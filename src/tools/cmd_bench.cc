@@ -20,6 +20,7 @@
 #include "kernels/adaptive.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
+#include "model/paged_kv.h"
 #include "tools/common.h"
 
 namespace stet::tools {
@@ -31,6 +32,7 @@ struct BenchArgs {
   std::vector<int> n_prompt{128};
   std::vector<int> n_gen{128};
   std::vector<int> batch{1};
+  std::vector<int> depth{0};    // untimed context tokens before each test (llama-bench -d)
   int tg_prompt = 0;
   int threads = 0;
   int reps = 5;
@@ -55,6 +57,7 @@ struct TestResult {
   std::string kind;  // "pp" or "tg"
   int n_prompt = 0;
   int n_gen = 0;
+  int depth = 0;
   int batch = 1;
   std::vector<double> seconds;  // per rep
   std::vector<double> tok_s;    // per rep
@@ -80,11 +83,29 @@ class Bench {
         int max_ctx)
       : model_(model), kv_type_(kv_type), forward_(model, pool, isa, max_ctx, mode) {}
 
-  // One pp rep: a fresh cache (positions restart at 0; every row read is written first).
-  Result<double> Prefill(KvCache& kv, int n, uint32_t rep) {
+  // Untimed context: positions [0, d) of b sequences, in forward calls of at
+  // most 512 tokens (the same tokens for every rep; later reps overwrite only
+  // what follows them).
+  Status Fill(KvStore& kv, int b, int d) {
+    constexpr int kChunk = 512;
+    for (int s = 0; s < b; ++s) {
+      for (int i0 = 0; i0 < d; i0 += kChunk) {
+        batch_.clear();
+        for (int i = i0; i < std::min(d, i0 + kChunk); ++i) {
+          batch_.push_back({TokenAt(999, s, i, n_vocab()), i, s, false});
+        }
+        STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // One pp rep: n tokens at positions [d, d + n) of sequence 0 in one batch
+  // (every row it reads past d is written first).
+  Result<double> Prefill(KvStore& kv, int d, int n, uint32_t rep) {
     batch_.clear();
     for (int i = 0; i < n; ++i) {
-      batch_.push_back({TokenAt(rep, 0, i, n_vocab()), i, 0, i + 1 == n});
+      batch_.push_back({TokenAt(rep, 0, d + i, n_vocab()), d + i, 0, i + 1 == n});
     }
     logits_.clear();
     const double t0 = Now();
@@ -92,15 +113,8 @@ class Bench {
     return Now() - t0;
   }
 
-  // One tg rep for b sequences: untimed prompt of p tokens each, then n timed steps.
-  Result<double> Decode(KvCache& kv, int b, int p, int n, uint32_t rep) {
-    if (p > 0) {
-      batch_.clear();
-      for (int s = 0; s < b; ++s) {
-        for (int i = 0; i < p; ++i) batch_.push_back({TokenAt(rep, s, i, n_vocab()), i, s, false});
-      }
-      STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
-    }
+  // One tg rep for b sequences: n timed single-token steps at positions [p, p + n).
+  Result<double> Decode(KvStore& kv, int b, int p, int n, uint32_t rep) {
     const double t0 = Now();
     for (int step = 0; step < n; ++step) {
       batch_.clear();
@@ -125,40 +139,67 @@ class Bench {
   std::vector<float> logits_;
 };
 
-Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) {
-  for (int p : a.n_prompt) {
-    if (p <= 0) continue;
-    TestResult r;
-    r.name = "pp" + std::to_string(p);
-    r.kind = "pp";
-    r.n_prompt = p;
-    KvCache kv(bench.hp(), 1, p, bench.kv_type());
-    if (auto warm_up = bench.Prefill(kv, p, 1000); !warm_up.ok()) return warm_up.status();
-    for (int rep = 0; rep < a.reps; ++rep) {
-      STET_ASSIGN_OR_RETURN(double s, bench.Prefill(kv, p, rep));
-      r.seconds.push_back(s);
-      r.tok_s.push_back(p / s);
-    }
-    out->push_back(std::move(r));
+// The serving engine's KV layout: a paged cache whose blocks interleave across
+// the sequences, as a free list hands them out under load (attention reads the
+// block table in place).
+PagedKvCache PagedFor(const HParams& hp, int n_seq, int n_ctx, DType type) {
+  constexpr int kBlock = 16;
+  const int per_seq = (n_ctx + kBlock - 1) / kBlock;
+  PagedKvCache kv(hp, n_seq * per_seq, kBlock, n_seq, type);
+  for (int s = 0; s < n_seq; ++s) {
+    std::vector<int32_t> table(per_seq);
+    for (int b = 0; b < per_seq; ++b) table[b] = b * n_seq + s;
+    kv.SetBlockTable(s, std::move(table));
   }
-  for (int n : a.n_gen) {
-    if (n <= 0) continue;
-    for (int b : a.batch) {
+  return kv;
+}
+
+std::string TestName(const std::string& base, int depth) {
+  return depth > 0 ? base + "@d" + std::to_string(depth) : base;
+}
+
+Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) {
+  for (int d : a.depth) {
+    for (int p : a.n_prompt) {
+      if (p <= 0) continue;
       TestResult r;
-      r.name = "tg" + std::to_string(n) + (b > 1 ? "x" + std::to_string(b) : "");
-      r.kind = "tg";
-      r.n_prompt = a.tg_prompt;
-      r.n_gen = n;
-      r.batch = b;
-      KvCache kv(bench.hp(), b, a.tg_prompt + n, bench.kv_type());
-      auto warm_up = bench.Decode(kv, b, a.tg_prompt, 1, 1000);
-      if (!warm_up.ok()) return warm_up.status();
+      r.name = TestName("pp" + std::to_string(p), d);
+      r.kind = "pp";
+      r.n_prompt = p;
+      r.depth = d;
+      PagedKvCache kv = PagedFor(bench.hp(), 1, d + p, bench.kv_type());
+      STET_RETURN_IF_ERROR(bench.Fill(kv, 1, d));
+      if (auto warm_up = bench.Prefill(kv, d, p, 1000); !warm_up.ok()) return warm_up.status();
       for (int rep = 0; rep < a.reps; ++rep) {
-        STET_ASSIGN_OR_RETURN(double s, bench.Decode(kv, b, a.tg_prompt, n, rep));
+        STET_ASSIGN_OR_RETURN(double s, bench.Prefill(kv, d, p, rep));
         r.seconds.push_back(s);
-        r.tok_s.push_back(static_cast<double>(b) * n / s);
+        r.tok_s.push_back(p / s);
       }
       out->push_back(std::move(r));
+    }
+    for (int n : a.n_gen) {
+      if (n <= 0) continue;
+      for (int b : a.batch) {
+        TestResult r;
+        r.name = TestName("tg" + std::to_string(n) + (b > 1 ? "x" + std::to_string(b) : ""), d);
+        r.kind = "tg";
+        r.n_prompt = a.tg_prompt;
+        r.n_gen = n;
+        r.batch = b;
+        r.depth = d;
+        const int p = d + a.tg_prompt;
+        PagedKvCache kv = PagedFor(bench.hp(), b, p + n, bench.kv_type());
+        STET_RETURN_IF_ERROR(bench.Fill(kv, b, p));
+        if (auto warm_up = bench.Decode(kv, b, p, 1, 1000); !warm_up.ok()) {
+          return warm_up.status();
+        }
+        for (int rep = 0; rep < a.reps; ++rep) {
+          STET_ASSIGN_OR_RETURN(double s, bench.Decode(kv, b, p, n, rep));
+          r.seconds.push_back(s);
+          r.tok_s.push_back(static_cast<double>(b) * n / s);
+        }
+        out->push_back(std::move(r));
+      }
     }
   }
   for (TestResult& r : *out) r.median_tok_s = Median(r.tok_s);
@@ -290,6 +331,7 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
   field("n_gen", JsonArray(a.n_gen, ints));
   field("batch", JsonArray(a.batch, ints));
   field("tg_prompt", ints(a.tg_prompt));
+  field("depth", JsonArray(a.depth, ints));
   field("reps", ints(a.reps));
   field("commit", commit && *commit ? JsonString(commit) : "null");
   field("cpu", JsonString(CpuModel()));
@@ -302,6 +344,7 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
     o += std::string(i ? "," : "") + "\n    {\"test\": " + JsonString(t.name) +
          ", \"kind\": " + JsonString(t.kind) + ", \"n_prompt\": " + ints(t.n_prompt) +
          ", \"n_gen\": " + ints(t.n_gen) + ", \"batch\": " + ints(t.batch) +
+         ", \"depth\": " + ints(t.depth) +
          ", \"median_tok_s\": " + JsonNumber(t.median_tok_s) +
          ", \"tok_s\": " + JsonArray(t.tok_s, JsonNumber) +
          ", \"seconds\": " + JsonArray(t.seconds, JsonNumber) + "}";
@@ -355,13 +398,17 @@ int RunBench(const BenchArgs& a) {
     if (v < 0) return usage("-n values must be >= 0");
   for (int v : a.batch)
     if (v < 1) return usage("--batch values must be >= 1");
+  for (int v : a.depth)
+    if (v < 0) return usage("-d values must be >= 0");
 
   auto model = Model::Load(a.model, /*progress=*/!a.json);
   if (!model.ok()) return ReportError(model.status());
   const Model& m = **model;
   int max_ctx = 1;
-  for (int p : a.n_prompt) max_ctx = std::max(max_ctx, p);
-  for (int n : a.n_gen) max_ctx = std::max(max_ctx, a.tg_prompt + n);
+  for (int d : a.depth) {
+    for (int p : a.n_prompt) max_ctx = std::max(max_ctx, d + p);
+    for (int n : a.n_gen) max_ctx = std::max(max_ctx, d + a.tg_prompt + n);
+  }
   if (max_ctx > m.hparams().n_ctx_train) {
     return ReportError(InvalidArgument("the tests need " + std::to_string(max_ctx) +
                                        " positions; the model was trained for " +
@@ -392,8 +439,10 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
       "KV each rep); tgN = N single-token decode steps from an empty cache (or after "
       "--tg-prompt tokens); with --batch B > 1, tgNxB = B sequences decoding N tokens each, "
-      "one forward call of B tokens per step (aggregate tokens/s). One untimed warm-up per "
-      "test; medians over --reps. Lists are comma-separated (-p 128,512).");
+      "one forward call of B tokens per step (aggregate tokens/s); with -d D, every test runs "
+      "after D untimed context tokens (ppN@dD, tgN@dD, as llama-bench -d). The KV cache is "
+      "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
+      "comma-separated (-p 128,512).");
   cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
   cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths for ppN (0: none)")
       ->delimiter(',')
@@ -402,6 +451,9 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "Sequences decoding at once (1: plain tg)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-d,--n-depth", a->depth, "Untimed context tokens before each test")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--tg-prompt", a->tg_prompt,

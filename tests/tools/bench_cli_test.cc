@@ -91,6 +91,26 @@ TEST(BenchCli, AdaptiveNumerics) {
   EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
 }
 
+// -d: every test after D untimed context tokens, named as llama-bench names them.
+TEST(BenchCli, DepthRunsEachTestAfterTheContext) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("bench -m " + Stories() + " -p 8 -n 3 -d 0,40 --reps 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_EQ(j["tests"].size(), 4u);
+  EXPECT_EQ(j["tests"][0]["test"], "pp8");
+  EXPECT_EQ(j["tests"][2]["test"], "pp8@d40");
+  EXPECT_EQ(j["tests"][2]["depth"], 40);
+  EXPECT_EQ(j["tests"][3]["test"], "tg3@d40");
+  EXPECT_GT(j["tests"][3]["median_tok_s"].get<double>(), 0);
+  // Past the training context (stories260K: 2048, the default) is a clear error.
+  auto deep = Sh("bench -m " + Stories() + " -p 8 -n 3 -d 2100 --reps 1", true);
+  EXPECT_EQ(deep.exit_code, 1) << deep.out;
+  EXPECT_NE(deep.out.find("trained for"), std::string::npos) << deep.out;
+  EXPECT_EQ(Sh("bench -m " + Stories() + " -d -1").exit_code, 2);
+}
+
 TEST(BenchCli, UsageErrors) {
   auto h = Sh("bench --help");
   EXPECT_EQ(h.exit_code, 0);
