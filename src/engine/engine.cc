@@ -11,6 +11,7 @@
 #include "engine/sequence.h"
 #include "model/forward.h"
 #include "model/paged_kv.h"
+#include "tokenizer/vocab.h"
 
 namespace stet {
 
@@ -115,7 +116,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   e->n_ctx_ = std::max(2, std::min(opts.n_ctx, model->hparams().n_ctx_train));
   const int per_seq = (e->n_ctx_ + opts.block_size - 1) / opts.block_size;
   int n_blocks = opts.n_kv_blocks;
-  if (n_blocks <= 0) n_blocks = std::max(per_seq + 1, (16384 + opts.block_size - 1) / opts.block_size);
+  if (n_blocks <= 0) {  // 16k positions; one sequence never needs more than its context
+    n_blocks = opts.max_seqs == 1 ? per_seq + 1
+                                  : std::max(per_seq + 1, (16384 + opts.block_size - 1) / opts.block_size);
+  }
   if (n_blocks < per_seq) {
     return InvalidArgument("the KV cache (" + std::to_string(n_blocks) + " blocks of " +
                            std::to_string(opts.block_size) + ") cannot hold one sequence of the context (" +
@@ -131,6 +135,25 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   e->impl_->stats.kv_blocks_total = n_blocks;
   e->thread_ = std::thread([eng = e.get()] { eng->Loop(); });
   return e;
+}
+
+Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, bool progress) {
+  LoadedModel out;
+  STET_ASSIGN_OR_RETURN(out.model, Model::Load(path, progress));
+  STET_ASSIGN_OR_RETURN(VocabData vocab, VocabFromGguf(out.model->file()));
+  STET_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::Create(std::move(vocab)));
+  if (out.tokenizer->n_vocab() != out.model->hparams().n_vocab) {
+    return DataLoss("the tokenizer has " + std::to_string(out.tokenizer->n_vocab()) +
+                    " tokens but the embedding has " +
+                    std::to_string(out.model->hparams().n_vocab) + " rows");
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const EngineOptions& opts,
+                                             bool progress) {
+  STET_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelAndTokenizer(path, progress));
+  return Create(std::move(loaded.model), std::move(loaded.tokenizer), opts);
 }
 
 Engine::~Engine() {
@@ -525,6 +548,7 @@ void Engine::Loop() {
       t.logprob = LogSoftmaxAt(raw, n_vocab, id);
       if (p.top_logprobs > 0) t.top = TopLogprobs(raw, n_vocab, p.top_logprobs);
       if (p.logits_hash) t.logits_hash = Fnv1a64(raw, sizeof(float) * n_vocab);
+      if (p.return_logits) t.logits.assign(raw, raw + n_vocab);
       t.text = tokenizer_->TokenToPiece(id);
       s->tokens.push_back(id);
       ++s->n_generated;

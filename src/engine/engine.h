@@ -35,7 +35,7 @@ struct EngineOptions {
   Isa isa = Isa::kScalar;         // never changes results (R4)
   NumericsMode numerics = NumericsMode::kInvariant;
   int block_size = 16;            // KV positions per block
-  int n_kv_blocks = 0;            // 0: enough for max_seqs sequences of n_ctx/4 positions, at least n_ctx
+  int n_kv_blocks = 0;            // 0: 16k positions and at least one context (max_seqs 1: one context)
   int max_seqs = 64;              // sequences in flight (KV slots)
   int max_batch_tokens = 512;     // tokens per forward step (decode first, then prefill chunks)
   int chunk_size = 256;           // prefill tokens per sequence per step; never changes results
@@ -56,6 +56,14 @@ struct EngineStats {
   int64_t requests_finished = 0;
 };
 
+// A GGUF file's model and the tokenizer its metadata describes, checked to
+// agree (the embedding has a row per vocabulary entry).
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, bool progress = false);
+
 class Engine {
  public:
   using Callback = std::function<void(const RequestEvent&)>;
@@ -65,6 +73,10 @@ class Engine {
   static Result<std::unique_ptr<Engine>> Create(std::unique_ptr<Model> model,
                                                 std::unique_ptr<Tokenizer> tokenizer,
                                                 const EngineOptions& opts);
+  // The one way tools and tests start an engine on a GGUF file: the model, its
+  // vocabulary and tokenizer (LoadModelAndTokenizer's checks), then Create.
+  static Result<std::unique_ptr<Engine>> Open(const std::string& path, const EngineOptions& opts,
+                                              bool progress = false);
   ~Engine();  // cancels what is in flight (events: kFinished/kCancelled) and joins
 
   struct Submitted {

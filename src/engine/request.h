@@ -33,6 +33,7 @@ struct RequestParams {
   int top_logprobs = 0;            // alternatives per generated token, 0..20
   bool prompt_logprobs = false;    // logprob of every prompt token after the first (echo/scoring)
   bool logits_hash = false;        // report an FNV-1a-64 of each step's full logits (tests, forensics)
+  bool return_logits = false;      // copy each step's raw logits into TokenOut::logits (n_vocab floats)
 };
 
 struct TokenOut {
@@ -41,6 +42,7 @@ struct TokenOut {
   std::vector<TokenLogprob> top;        // top_logprobs alternatives, best first (ties: lower id)
   std::string text;                     // the token's decoded bytes (may be a partial UTF-8 char)
   uint64_t logits_hash = 0;             // with RequestParams::logits_hash: the step's raw logits
+  std::vector<float> logits;            // with RequestParams::return_logits: the step's raw logits
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

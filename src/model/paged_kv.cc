@@ -13,6 +13,18 @@ PagedKvCache::PagedKvCache(const HParams& hp, int n_blocks, int block_size, int 
   tables_.resize(n_slots);
 }
 
+PagedKvCache PagedKvCache::Contiguous(const HParams& hp, int n_seq, int n_ctx, DType type,
+                                      int block_size) {
+  const int per_seq = (n_ctx + block_size - 1) / block_size;
+  PagedKvCache kv(hp, n_seq * per_seq, block_size, n_seq, type);
+  for (int s = 0; s < n_seq; ++s) {
+    std::vector<int32_t> table(per_seq);
+    for (int b = 0; b < per_seq; ++b) table[b] = s * per_seq + b;
+    kv.SetBlockTable(s, std::move(table));
+  }
+  return kv;
+}
+
 bool PagedKvCache::Has(int seq, int pos) const {
   if (seq < 0 || seq >= static_cast<int>(tables_.size()) || pos < 0) return false;
   return static_cast<size_t>(pos / block_size_) < tables_[seq].size();

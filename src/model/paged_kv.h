@@ -15,6 +15,10 @@ namespace stet {
 class PagedKvCache : public KvStore {
  public:
   PagedKvCache(const HParams& hp, int n_blocks, int block_size, int n_slots, DType type);
+  // n_seq slots that each own ceil(n_ctx / block_size) blocks, slot by slot
+  // (for callers without a block manager: tests, benchmarks).
+  static PagedKvCache Contiguous(const HParams& hp, int n_seq, int n_ctx, DType type,
+                                 int block_size = 16);
 
   DType type() const override { return type_; }
   int64_t row_bytes() const override { return row_bytes_; }

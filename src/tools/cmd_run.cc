@@ -8,9 +8,10 @@
 #include <sstream>
 #include <thread>
 
-#include "base/hash.h"
-#include "engine/session.h"
-#include "tokenizer/stream_decoder.h"
+#include <condition_variable>
+#include <mutex>
+
+#include "engine/engine.h"
 #include "tools/common.h"
 
 namespace stet::tools {
@@ -56,72 +57,105 @@ int RunRun(const RunArgs& a) {
   else if (a.kv_type == "f32") kv_type = DType::kF32;
   else return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
 
-  auto loaded = LoadModelAndTokenizer(a.model, !a.quiet);
-  if (!loaded.ok()) return ReportError(loaded.status());
-  const Model& model = *loaded->model;
-  const Tokenizer& tok = *loaded->tokenizer;
+  // `stet run` is one client of the serving engine: the same scheduler, paged
+  // KV cache, sampler and kernels as `stet serve`, with one sequence slot.
+  EngineOptions eo;
+  eo.n_ctx = a.ctx;
+  eo.kv_type = kv_type;
+  eo.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  eo.isa = *isa;
+  eo.chunk_size = std::max(1, a.chunk);
+  eo.max_batch_tokens = eo.chunk_size;
+  eo.max_seqs = 1;
+  eo.prefix_cache = false;
+  auto opened = Engine::Open(a.model, eo, !a.quiet);
+  if (!opened.ok()) return ReportError(opened.status());
+  Engine& engine = **opened;
+  const Model& model = engine.model();
+  const Tokenizer& tok = engine.tokenizer();
 
   std::vector<int32_t> ids = tok.Encode(prompt, !a.no_bos, !a.no_parse_special);
   if (ids.empty() && tok.bos() >= 0) ids.push_back(tok.bos());  // generate "from nothing"
 
-  SessionOptions so;
-  so.n_ctx = a.ctx;
-  so.kv_type = kv_type;
-  so.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
-  so.isa = *isa;
-  so.chunk_size = a.chunk;
-  Session session(model, so);
-
-  SamplingParams sp;
-  sp.temperature = a.temp;
-  sp.top_k = a.top_k;
-  sp.top_p = a.top_p;
-  sp.min_p = a.min_p;
-  sp.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
+  RequestParams rp;
+  rp.prompt = ids;
+  rp.max_tokens = a.n_predict < 0 ? engine.n_ctx() : a.n_predict;
+  rp.temperature = a.temp;
+  rp.top_k = a.top_k;
+  rp.top_p = a.top_p;
+  rp.min_p = a.min_p;
+  rp.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
+  rp.ignore_eos = a.ignore_eos;
+  rp.logits_hash = a.logits_hash;
   if (!a.quiet) {
-    std::fprintf(stderr, "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens\n",
-                 model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), so.n_threads,
-                 static_cast<unsigned long long>(sp.seed), ids.size());
+    std::fprintf(stderr, "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens, fingerprint %s\n",
+                 model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), eo.n_threads,
+                 static_cast<unsigned long long>(*rp.seed), ids.size(), engine.fingerprint().c_str());
   }
   if (a.echo) {
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);
   }
-  const int max_tokens = a.n_predict < 0 ? session.n_ctx() : a.n_predict;
-  StreamDecoder decoder(tok);
   // SentencePiece marks word starts with a space; text that begins right after
   // BOS drops that first space (as SentencePiece's own decoder and llama2.c do).
   bool strip_space = tok.vocab().add_space_prefix && ids.size() == 1 && ids[0] == tok.bos();
-  GenerateStats stats;
-  Status st = session.Generate(
-      ids, max_tokens, sp,
-      [&](int32_t id) { return !a.ignore_eos && tok.IsEog(id); },
-      [&](int32_t id, float) {
-        if (!a.ignore_eos && tok.IsEog(id)) return true;  // end marker: not printed
-        std::string piece = decoder.Push(id);
-        if (strip_space && !piece.empty()) {
-          if (piece[0] == ' ') piece.erase(0, 1);
-          strip_space = false;
-        }
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-        return true;
-      },
-      &stats);
-  const std::string rest = decoder.Flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fflush(stdout);
-  if (!st.ok()) return ReportError(st);
-  if (!a.quiet) {
-    std::fprintf(stderr, "\nstet: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s)\n",
-                 stats.prompt_tokens, stats.prefill_seconds,
-                 stats.prompt_tokens / std::max(1e-9, stats.prefill_seconds), stats.generated_tokens,
-                 stats.decode_seconds, stats.generated_tokens / std::max(1e-9, stats.decode_seconds));
+  auto emit = [&](std::string piece) {
+    if (strip_space && !piece.empty()) {
+      if (piece[0] == ' ') piece.erase(0, 1);
+      strip_space = false;
+    }
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
+  // Events arrive on the engine's thread; this one waits for the finish.
+  struct Progress {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    FinishReason finish = FinishReason::kNone;
+    std::string error;
+    int generated = 0;
+    uint64_t last_hash = 0;
+    std::chrono::steady_clock::time_point first_token;
+  } pr;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sub = engine.Submit(rp, [&](const RequestEvent& ev) {
+    if (ev.kind == RequestEvent::Kind::kToken) {
+      if (pr.generated++ == 0) pr.first_token = std::chrono::steady_clock::now();
+      pr.last_hash = ev.token.logits_hash;
+      emit(ev.text_delta);
+    } else if (ev.kind == RequestEvent::Kind::kFinished) {
+      emit(ev.text_delta);
+      std::lock_guard<std::mutex> lock(pr.mu);
+      pr.done = true;
+      pr.finish = ev.finish;
+      pr.error = ev.error;
+      pr.cv.notify_all();
+    }
+  });
+  if (!sub.ok()) return ReportError(sub.status());
+  {
+    std::unique_lock<std::mutex> lock(pr.mu);
+    pr.cv.wait(lock, [&] { return pr.done; });
   }
-  if (a.logits_hash) {
-    const auto& l = session.last_logits();
+  const auto t_end = std::chrono::steady_clock::now();
+  if (pr.finish == FinishReason::kError) return ReportError(Internal(pr.error));
+  if (!a.quiet) {
+    const double prefill = pr.generated > 0
+                               ? std::chrono::duration<double>(pr.first_token - t0).count()
+                               : std::chrono::duration<double>(t_end - t0).count();
+    const double decode =
+        pr.generated > 0 ? std::chrono::duration<double>(t_end - pr.first_token).count() : 0;
+    const int decoded = std::max(0, pr.generated - 1);  // tokens after the first one
+    std::fprintf(stderr,
+                 "\nstet: prefill %zu tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s "
+                 "(%.1f tok/s)\n",
+                 ids.size(), prefill, ids.size() / std::max(1e-9, prefill), decoded, decode,
+                 decoded / std::max(1e-9, decode));
+  }
+  if (a.logits_hash && pr.generated > 0) {
     std::fprintf(stderr, "logits-hash: fnv1a64:%016llx\n",
-                 static_cast<unsigned long long>(Fnv1a64(l.data(), l.size() * sizeof(float))));
+                 static_cast<unsigned long long>(pr.last_hash));
   }
   return kExitOk;
 }

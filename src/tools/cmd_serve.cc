@@ -117,15 +117,6 @@ int RunServe(const ServeArgs& a) {
     }
   }).detach();
 
-  auto loaded = LoadModelAndTokenizer(a.model, true);
-  if (!loaded.ok()) return ReportError(loaded.status());
-  const gguf::GgufFile& file = loaded->model->file();
-  auto general_name = file.GetString("general.name");
-  auto tmpl = file.GetString("tokenizer.chat_template");
-  server::ModelInfo info;
-  info.names = server::ModelNames(a.model, general_name.ok() ? *general_name : "");
-  if (tmpl.ok()) info.chat_template = *tmpl;
-
   EngineOptions eo;
   eo.n_ctx = a.ctx;
   eo.kv_type = kv_type;
@@ -135,8 +126,14 @@ int RunServe(const ServeArgs& a) {
   eo.max_seqs = a.max_seqs;
   eo.max_batch_tokens = a.batch_tokens;
   eo.chunk_size = a.chunk;
-  auto engine = Engine::Create(std::move(loaded->model), std::move(loaded->tokenizer), eo);
+  auto engine = Engine::Open(a.model, eo, /*progress=*/true);
   if (!engine.ok()) return ReportError(engine.status());
+  const gguf::GgufFile& file = (*engine)->model().file();
+  auto general_name = file.GetString("general.name");
+  auto tmpl = file.GetString("tokenizer.chat_template");
+  server::ModelInfo info;
+  info.names = server::ModelNames(a.model, general_name.ok() ? *general_name : "");
+  if (tmpl.ok()) info.chat_template = *tmpl;
   const std::string fingerprint = (*engine)->fingerprint();
   const int n_ctx = (*engine)->n_ctx();
   Status st = server.Attach(std::move(*engine), info);

@@ -15,19 +15,6 @@ std::string DefaultModelPath() {
   return std::string(home ? home : ".") + "/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-Result<Loaded> LoadModelAndTokenizer(const std::string& path, bool progress) {
-  Loaded out;
-  STET_ASSIGN_OR_RETURN(out.model, Model::Load(path, progress));
-  STET_ASSIGN_OR_RETURN(VocabData vocab, VocabFromGguf(out.model->file()));
-  STET_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::Create(std::move(vocab)));
-  if (out.tokenizer->n_vocab() != out.model->hparams().n_vocab) {
-    return DataLoss("the tokenizer has " + std::to_string(out.tokenizer->n_vocab()) +
-                    " tokens but the embedding has " +
-                    std::to_string(out.model->hparams().n_vocab) + " rows");
-  }
-  return out;
-}
-
 Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path) {
   STET_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::Open(path));
   STET_ASSIGN_OR_RETURN(VocabData vocab, VocabFromGguf(*file));

@@ -8,6 +8,7 @@
 
 #include "base/cpu_features.h"
 #include "base/status.h"
+#include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,11 +21,7 @@ constexpr int kExitUsage = 2;  // bad command line
 
 std::string DefaultModelPath();  // $STET_MODEL, else ~/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-struct Loaded {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-};
-Result<Loaded> LoadModelAndTokenizer(const std::string& path, bool progress);
+using Loaded = LoadedModel;  // engine/engine.h: LoadModelAndTokenizer
 Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path);
 
 // "auto" | "scalar" | "avx2" -> Isa, erroring for a path this CPU cannot run.

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "model/forward.h"
+#include "model/paged_kv.h"
 #include "support/test_support.h"
 
 namespace stet {
@@ -31,7 +32,9 @@ std::vector<std::vector<float>> AllLogits(const Model& model, const std::vector<
   const HParams& hp = model.hparams();
   ThreadPool pool(cfg.threads);
   Forward fwd(model, &pool, cfg.isa, 256);
-  KvCache kv(hp, 1 + cfg.companions, 256, DType::kF16);
+  // The block size varies with the config too: the paged layout never reaches a value.
+  PagedKvCache kv = PagedKvCache::Contiguous(hp, 1 + cfg.companions, 256, DType::kF16,
+                                             cfg.threads == 1 ? 16 : 5);
   std::vector<std::vector<float>> out;
   std::vector<int32_t> companion_pos(cfg.companions + 1, 0);
   for (size_t start = 0; start < prompt.size(); start += cfg.chunk) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "model/forward.h"
+#include "model/paged_kv.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -53,7 +54,7 @@ std::unique_ptr<Model> Load(const std::string& bytes) {
 void ExpectFiniteLogits(const Model& m) {
   ThreadPool pool(2);
   Forward fwd(m, &pool, DefaultIsa(), 8);
-  KvCache kv(m.hparams(), 1, 8, DType::kF16);
+  PagedKvCache kv = PagedKvCache::Contiguous(m.hparams(), 1, 8, DType::kF16);
   std::vector<BatchToken> batch;
   for (int i = 0; i < 4; ++i) batch.push_back({(i * 7919) % m.hparams().n_vocab, i, 0, i == 3});
   std::vector<float> logits;

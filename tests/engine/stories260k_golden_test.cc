@@ -1,15 +1,14 @@
 // stories260K (../shared/models/stories260K): greedy decoding from BOS must
 // reproduce llama2.c's run.c output (golden_greedy_256steps.llama2c_run.txt)
 // and an independent float32 reference's 120 ids and first-step top-5 logits
-// (golden_greedy_from_bos.pyref.json).
+// (golden_greedy_from_bos.pyref.json). Through the serving engine, so the
+// goldens pin the path `stet run` and `stet serve` both take.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "engine/session.h"
+#include "engine/engine.h"
 #include "support/test_support.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab.h"
 
 namespace stet {
 namespace {
@@ -21,36 +20,36 @@ struct Greedy {
   std::vector<float> first_logits;
 };
 
-Greedy RunGreedy(const Model& model, int n, Isa isa, int threads) {
-  SessionOptions so;
-  so.isa = isa;
-  so.n_threads = threads;
-  so.n_ctx = 512;
-  so.kv_type = DType::kF32;  // the float32 reference keeps its KV in float32
-  Session s(model, so);
-  SamplingParams sp;
-  sp.temperature = 0;
+Greedy RunGreedy(const std::string& path, int n, Isa isa, int threads) {
+  EngineOptions eo;
+  eo.isa = isa;
+  eo.n_threads = threads;
+  eo.n_ctx = 512;
+  eo.kv_type = DType::kF32;  // the float32 reference keeps its KV in float32
   Greedy g;
-  EXPECT_TRUE(s.Generate({1}, n, sp, [](int32_t) { return false; },
-                         [&](int32_t id, float) {
-                           if (g.ids.empty()) g.first_logits = s.last_logits();
-                           g.ids.push_back(id);
-                           return true;
-                         },
-                         nullptr)
-                  .ok());
+  auto engine = Engine::Open(path, eo);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  if (!engine.ok()) return g;
+  RequestParams rp;
+  rp.prompt = {1};
+  rp.max_tokens = n;
+  rp.temperature = 0;
+  rp.ignore_eos = true;
+  rp.return_logits = true;
+  auto done = (*engine)->Generate(rp);
+  EXPECT_TRUE(done.ok()) << done.status().ToString();
+  if (!done.ok()) return g;
+  for (const TokenOut& t : done->tokens[0]) g.ids.push_back(t.id);
+  if (!done->tokens[0].empty()) g.first_logits = done->tokens[0][0].logits;
   return g;
 }
 
 TEST(Stories260K, GreedyMatchesLlama2cAndPythonReference) {
   const std::string path = StoriesDir() + "/stories260K.gguf";
   STET_REQUIRE_FILE(path);
-  auto model = Model::Load(path);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto vocab = VocabFromGguf((*model)->file());
-  ASSERT_TRUE(vocab.ok());
-  auto tok = Tokenizer::Create(std::move(*vocab));
-  ASSERT_TRUE(tok.ok());
+  auto loaded = LoadModelAndTokenizer(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const Tokenizer& tok = *loaded->tokenizer;
 
   const auto ref = nlohmann::json::parse(
       testing::ReadFileOrDie(StoriesDir() + "/golden_greedy_from_bos.pyref.json"));
@@ -59,7 +58,7 @@ TEST(Stories260K, GreedyMatchesLlama2cAndPythonReference) {
   if (golden_text.back() == '\n') golden_text.pop_back();  // run.c ends with a newline
 
   for (Isa isa : {Isa::kScalar, BestIsa()}) {
-    const Greedy g = RunGreedy(**model, 256, isa, 2);
+    const Greedy g = RunGreedy(path, 256, isa, 2);
     ASSERT_EQ(g.ids.size(), 256u);
     // The 120 ids of the float32 reference.
     const auto& want = ref["generated_ids"];
@@ -72,7 +71,7 @@ TEST(Stories260K, GreedyMatchesLlama2cAndPythonReference) {
       EXPECT_NEAR(g.first_logits[id], pair[1].get<float>(), 1e-4) << "token " << id;
     }
     // The text run.c prints: decode drops SentencePiece's first space after BOS.
-    EXPECT_EQ((*tok)->Decode(g.ids), golden_text);
+    EXPECT_EQ(tok.Decode(g.ids), golden_text);
   }
 }
 

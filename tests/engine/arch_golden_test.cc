@@ -5,12 +5,13 @@
 // scaling), and F16 / Q8_0 weights. Greedy ids must match on every step (the
 // goldens' paths keep top-2 gaps >= 0.05); first-step logits must agree within
 // what llama.cpp's own rounding explains (f16 KV: ~2e-2; q8_0 activations: ~0.2).
+// Run through the serving engine (Engine::Open): the goldens pin the served path.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "engine/session.h"
+#include "engine/engine.h"
 #include "support/test_support.h"
 
 namespace stet {
@@ -23,29 +24,26 @@ TEST_P(ArchGolden, GreedyIdsAndLogitsMatchLlamaCpp) {
   const double logit_tol = GetParam().second;
   const std::string dir = testing::SourceDir() + "/tests/golden/arch/";
   const auto golden = nlohmann::json::parse(testing::ReadFileOrDie(dir + name + ".json"));
-  auto model = Model::Load(dir + name + ".gguf");
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  EXPECT_EQ(std::string((*model)->hparams().arch->name), golden["hparams"]["arch"].get<std::string>());
-
   for (Isa isa : {Isa::kScalar, BestIsa()}) {
-    SessionOptions so;
-    so.isa = isa;
-    so.n_ctx = 256;
-    Session s(**model, so);
-    SamplingParams sp;
-    sp.temperature = 0;
+    EngineOptions eo;
+    eo.isa = isa;
+    eo.n_ctx = 256;
+    auto engine = Engine::Open(dir + name + ".gguf", eo);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    EXPECT_EQ(std::string((*engine)->model().hparams().arch->name),
+              golden["hparams"]["arch"].get<std::string>());
+    RequestParams rp;
+    rp.prompt = golden["prompt_ids"].get<std::vector<int32_t>>();
+    rp.max_tokens = static_cast<int>(golden["steps"].size());
+    rp.temperature = 0;
+    rp.ignore_eos = true;
+    rp.return_logits = true;
+    auto done = (*engine)->Generate(rp);
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
     std::vector<int32_t> got;
-    std::vector<float> first_logits;
-    ASSERT_TRUE(s.Generate(golden["prompt_ids"].get<std::vector<int32_t>>(),
-                           static_cast<int>(golden["steps"].size()), sp,
-                           [](int32_t) { return false; },
-                           [&](int32_t id, float) {
-                             if (got.empty()) first_logits = s.last_logits();
-                             got.push_back(id);
-                             return true;
-                           },
-                           nullptr)
-                    .ok());
+    for (const TokenOut& t : done->tokens[0]) got.push_back(t.id);
+    ASSERT_FALSE(done->tokens[0].empty());
+    const std::vector<float>& first_logits = done->tokens[0][0].logits;
     EXPECT_EQ(got, golden["generated_ids"].get<std::vector<int32_t>>()) << name << " " << IsaName(isa);
     const auto want = golden["first_logits"].get<std::vector<double>>();
     ASSERT_EQ(want.size(), first_logits.size());
