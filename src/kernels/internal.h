@@ -141,6 +141,11 @@ void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type,
 // of 16. For decode: each activation row streams the packed matrix once.
 void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k on ActQ8K
+// Two AttendHead calls over the same K/V in one pass (head_dim % 8 == 0);
+// scratch: 2 * max(n_kv) floats.
+void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
+                    DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
+                    float* out0, float* out1, float* scratch);
 // s[t] = ExpF(s[t] - max s) in place; returns the 8-lane sum of the results
 // (lane t % 8, fixed tree): AttendHead's softmax step.
 float Softmax(float* s, int64_t n);

@@ -366,6 +366,13 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
     return;
   }
 #endif
+#if defined(STET_KERNELS_HAVE_AVX2)
+  if (UseAvx2(isa) && head_dim % 8 == 0) {
+    avx2::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, out0, out1,
+                         scratch);
+    return;
+  }
+#endif
   AttendHead(q0, k, v, kv_type, n_kv0, head_dim, scale, out0, scratch, isa);
   AttendHead(q1, k, v, kv_type, n_kv1, head_dim, scale, out1, scratch, isa);
 }

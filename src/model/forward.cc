@@ -148,43 +148,49 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   const int group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   const int64_t elem = kv.type() == DType::kF32 ? 4 : 2;
-  // Consecutive tokens of one sequence attend in pairs (AttendHeadPair shares
-  // each K/V load; results are those of two AttendHead calls).
-  attn_units_.clear();
+  // Two queries over the same K/V rows per task where possible (AttendHeadPair
+  // shares each K/V load; its results are those of two AttendHead calls):
+  // consecutive tokens of one sequence, head by head; a lone token (decode)
+  // pairs the heads of each KV group instead.
+  attn_tasks_.clear();
   for (int64_t i = 0; i < m; ++i) {
     if (i + 1 < m && batch[i + 1].seq == batch[i].seq) {
-      attn_units_.push_back({i, i + 1});
+      for (int h = 0; h < hp.n_head; ++h) attn_tasks_.push_back({i, i + 1, h, h});
       ++i;
-    } else {
-      attn_units_.push_back({i, -1});
+      continue;
+    }
+    for (int kvh = 0; kvh < hp.n_head_kv; ++kvh) {
+      int h = kvh * group;
+      for (; h + 1 < (kvh + 1) * group; h += 2) attn_tasks_.push_back({i, i, h, h + 1});
+      if (h < (kvh + 1) * group) attn_tasks_.push_back({i, -1, h, -1});
     }
   }
-  const int64_t n_tasks = static_cast<int64_t>(attn_units_.size()) * hp.n_head;
+  const int64_t n_tasks = static_cast<int64_t>(attn_tasks_.size());
   // Threads claim runs of tasks as they go (causal prefill makes later queries
   // longer, so fixed ranges would leave a thread idle). Which thread runs a
   // task never changes its result.
   auto work = [&](int64_t task0, int64_t task1, int thread) {
     std::vector<float>& scratch = scratch_[thread];
     for (int64_t task = task0; task < task1; ++task) {
-      const auto [i, i1] = attn_units_[task / hp.n_head];
-      const int h = static_cast<int>(task % hp.n_head);
-      const int kvh = h / group;
-      const BatchToken& t = batch[i];
+      const AttnTask& at = attn_tasks_[task];
+      const BatchToken& t = batch[at.i0];
+      const int kvh = at.h0 / group;
       const int64_t n_kv = t.pos + 1;
-      const int64_t n_kv1 = i1 >= 0 ? batch[i1].pos + 1 : 0;
+      const int64_t n_kv1 = at.i1 >= 0 ? batch[at.i1].pos + 1 : 0;
       Grow(scratch, 2 * std::max(n_kv, n_kv1) + 2 * hp.head_dim);
-      const int64_t head = h * hp.head_dim;
       const int64_t kv_head_bytes = kvh * hp.head_dim * elem;
       const kernels::KvRows kh = kv.KRows(layer, t.seq).Offset(kv_head_bytes);
       const kernels::KvRows vh = kv.VRows(layer, t.seq).Offset(kv_head_bytes);
-      if (i1 >= 0) {
-        kernels::AttendHeadPair(&q_[i * hp.q_dim() + head], &q_[i1 * hp.q_dim() + head], kh, vh,
-                                kv.type(), n_kv, n_kv1, hp.head_dim, scale,
-                                &attn_[i * hp.q_dim() + head], &attn_[i1 * hp.q_dim() + head],
-                                scratch.data(), isa_);
+      float* out0 = &attn_[at.i0 * hp.q_dim() + at.h0 * hp.head_dim];
+      const float* q0 = &q_[at.i0 * hp.q_dim() + at.h0 * hp.head_dim];
+      if (at.i1 >= 0) {
+        float* out1 = &attn_[at.i1 * hp.q_dim() + at.h1 * hp.head_dim];
+        const float* q1 = &q_[at.i1 * hp.q_dim() + at.h1 * hp.head_dim];
+        kernels::AttendHeadPair(q0, q1, kh, vh, kv.type(), n_kv, n_kv1, hp.head_dim, scale, out0,
+                                out1, scratch.data(), isa_);
       } else {
-        kernels::AttendHead(&q_[i * hp.q_dim() + head], kh, vh, kv.type(), n_kv, hp.head_dim,
-                            scale, &attn_[i * hp.q_dim() + head], scratch.data(), isa_);
+        kernels::AttendHead(q0, kh, vh, kv.type(), n_kv, hp.head_dim, scale, out0, scratch.data(),
+                            isa_);
       }
     }
   };

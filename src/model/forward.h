@@ -64,7 +64,13 @@ class Forward {
   // Workspace, grown on demand and then reused (no allocation in steady state).
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
-  std::vector<std::pair<int64_t, int64_t>> attn_units_;  // token pairs (second -1: single)
+  // One attention call: query rows (i0, h0) and, for a pair, (i1, h1) over the
+  // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query).
+  struct AttnTask {
+    int64_t i0, i1;
+    int h0, h1;
+  };
+  std::vector<AttnTask> attn_tasks_;
 };
 
 }  // namespace stet

@@ -3,7 +3,8 @@
 // max; e_t = ExpF8(s_t - max) (ExpF for the tail); denominator = 8-lane sum of
 // e_t, lane t%8; out[d] = fma(e_t, v_t[d], out[d]) for t = 0, 1, ..., then / den.
 // Depends on n_kv and head_dim only, not on the cache's layout (K/V rows are
-// walked run by run through kv_rows.h; attend_head_test.cc). Softmax is shared
+// walked run by run through kv_rows.h; attend_head_test.cc). AttendHeadPair:
+// two queries share every K/V load, each computed exactly as above. Softmax is shared
 // with the AVX-512 paired kernel.
 #include <immintrin.h>
 
@@ -154,7 +155,127 @@ void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int 
   }
 }
 
+// Pair kernels (head_dim % 8 == 0): two queries over the same K/V rows, each
+// K/V vector loaded once for both; per query exactly the single kernel's ops.
+template <DType T, int NT>
+inline void Scores2(const float* q0, const float* q1, const uint8_t* k, int64_t stride,
+                    int head_dim, float scale, float* s0, float* s1) {
+  __m256 a0[NT], a1[NT];
+  STET_UNROLL
+  for (int t = 0; t < NT; ++t) a0[t] = a1[t] = _mm256_setzero_ps();
+  for (int j = 0; j < head_dim; j += 8) {
+    const __m256 x0 = _mm256_loadu_ps(q0 + j), x1 = _mm256_loadu_ps(q1 + j);
+    STET_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      const __m256 kv = Load8<T>(k + t * stride, j);
+      a0[t] = _mm256_fmadd_ps(x0, kv, a0[t]);
+      a1[t] = _mm256_fmadd_ps(x1, kv, a1[t]);
+    }
+  }
+  STET_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    s0[t] = CombineLanes8(a0[t]) * scale;
+    s1[t] = CombineLanes8(a1[t]) * scale;
+  }
+}
+
+// Output dims [j0, j0 + 8 * NV) of both queries: positions below min(n0, n1)
+// feed both, the rest only the longer query.
+template <DType T, int NV>
+inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0, const float* e1,
+                        int j0, float den0, float den1, float* out0, float* out1) {
+  __m256 a0[NV], a1[NV];
+  STET_UNROLL
+  for (int i = 0; i < NV; ++i) a0[i] = a1[i] = _mm256_setzero_ps();
+  const int64_t n_min = n0 < n1 ? n0 : n1, n_max = n0 < n1 ? n1 : n0;
+  const int64_t run = v.RunRows(n_max), stride = v.row_stride;
+  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
+    const uint8_t* vr = v.RunBase(r) - t0 * stride;  // position t's row: vr + t * stride
+    const int64_t end = t0 + run < n_max ? t0 + run : n_max;
+    int64_t t = t0;
+    for (; t < (end < n_min ? end : n_min); ++t) {
+      const __m256 x0 = _mm256_set1_ps(e0[t]), x1 = _mm256_set1_ps(e1[t]);
+      const uint8_t* vt = vr + t * stride;
+      STET_UNROLL
+      for (int i = 0; i < NV; ++i) {
+        const __m256 vv = Load8<T>(vt, j0 + 8 * i);
+        a0[i] = _mm256_fmadd_ps(x0, vv, a0[i]);
+        a1[i] = _mm256_fmadd_ps(x1, vv, a1[i]);
+      }
+    }
+    if (t < end) {
+      __m256* acc = n0 > n1 ? a0 : a1;
+      const float* e = n0 > n1 ? e0 : e1;
+      for (; t < end; ++t) {
+        const __m256 x = _mm256_set1_ps(e[t]);
+        const uint8_t* vt = vr + t * stride;
+        STET_UNROLL
+        for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(x, Load8<T>(vt, j0 + 8 * i), acc[i]);
+      }
+    }
+  }
+  const __m256 d0 = _mm256_set1_ps(den0), d1 = _mm256_set1_ps(den1);
+  STET_UNROLL
+  for (int i = 0; i < NV; ++i) {
+    _mm256_storeu_ps(out0 + j0 + 8 * i, _mm256_div_ps(a0[i], d0));
+    _mm256_storeu_ps(out1 + j0 + 8 * i, _mm256_div_ps(a1[i], d1));
+  }
+}
+
+template <DType T>
+void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, int64_t n0,
+          int64_t n1, int head_dim, float scale, float* out0, float* out1, float* scratch) {
+  const int64_t n_max = n0 < n1 ? n1 : n0;
+  float* s0 = scratch;
+  float* s1 = scratch + n_max;
+  const int64_t run = k.RunRows(n_max), stride = k.row_stride;
+  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
+    const uint8_t* kr = k.RunBase(r);
+    const int64_t len = run < n_max - t0 ? run : n_max - t0;
+    int64_t t = 0;
+    for (; t + 4 <= len; t += 4)
+      Scores2<T, 4>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);
+    for (; t < len; ++t)
+      Scores2<T, 1>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);
+  }
+  const float den0 = Softmax(s0, n0);
+  const float den1 = Softmax(s1, n1);
+  int j0 = 0;
+  for (; j0 + 32 <= head_dim; j0 += 32) {
+    Accumulate2<T, 4>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
+  }
+  switch ((head_dim - j0) / 8) {
+    case 0:
+      break;
+    case 1:
+      Accumulate2<T, 1>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
+      break;
+    case 2:
+      Accumulate2<T, 2>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
+      break;
+    default:
+      Accumulate2<T, 3>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
+      break;
+  }
+}
+
 }  // namespace
+
+void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
+                    DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
+                    float* out0, float* out1, float* scratch) {
+  STET_CHECK(n_kv0 > 0 && n_kv1 > 0 && head_dim % 8 == 0);
+  switch (kv_type) {
+    case DType::kF32:
+      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
+      break;
+    case DType::kF16:
+      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
+      break;
+    default:
+      STET_CHECK_MSG(false, "AttendHeadPair: the KV cache stores f32 or f16");
+  }
+}
 
 float Softmax(float* s, int64_t n) {
   float mx = -INFINITY;
