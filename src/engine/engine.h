@@ -9,15 +9,10 @@
 // delivered on the engine's own thread, in order per choice.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/status.h"
@@ -120,8 +115,7 @@ class Engine {
   EngineOptions opts_;
   int n_ctx_ = 0;
   std::string model_sha256_, fingerprint_, fingerprint_descriptor_;
-  std::unique_ptr<Impl> impl_;
-  std::thread thread_;
+  std::unique_ptr<Impl> impl_;  // the engine thread and everything it owns
 };
 
 }  // namespace stet

@@ -58,6 +58,9 @@ struct RequestEvent {
   // UTF-8 completed); text_delta may be empty.
   TokenOut token;
   std::string text_delta;
+  // kToken: this token ended its choice — an end-of-generation token (unless
+  // ignore_eos) or a stop id. It is reported with its logprob but adds no text.
+  bool end_marker = false;
   // kFinished
   FinishReason finish = FinishReason::kNone;
   std::string error;         // with kError

@@ -24,6 +24,20 @@ float LogSumExpShifted(const float* logits, int n, float* max_out) {
   *max_out = mx;
   return LogF(sum);
 }
+
+// The top k entries given the row's max and log-sum-exp.
+std::vector<TokenLogprob> TopGivenLse(const float* logits, int n, int k, float mx, float lse) {
+  k = std::min(k, n);
+  std::vector<int32_t> ids(n);
+  for (int i = 0; i < n; ++i) ids[i] = i;
+  auto better = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), better);
+  std::vector<TokenLogprob> out(k);
+  for (int i = 0; i < k; ++i) out[i] = {ids[i], (logits[ids[i]] - mx) - lse};
+  return out;
+}
 }  // namespace
 
 float LogSoftmaxAt(const float* logits, int n, int32_t id) {
@@ -35,15 +49,45 @@ float LogSoftmaxAt(const float* logits, int n, int32_t id) {
 std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k) {
   float mx;
   const float lse = LogSumExpShifted(logits, n, &mx);
-  k = std::min(k, n);
-  std::vector<int32_t> ids(n);
-  for (int i = 0; i < n; ++i) ids[i] = i;
-  auto better = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), better);
-  std::vector<TokenLogprob> out(k);
-  for (int i = 0; i < k; ++i) out[i] = {ids[i], (logits[ids[i]] - mx) - lse};
+  return TopGivenLse(logits, n, k, mx, lse);
+}
+
+TokenPick Sampler::Pick(const float* raw, int n, const LogitAdjustments& adj,
+                        const SamplingParams& p, int top_logprobs, uint32_t choice,
+                        uint64_t position) {
+  const float* row = raw;
+  const bool repeat = adj.repetition_penalty != 1.0f && adj.context != nullptr;
+  const bool presence = (adj.presence_penalty != 0.0f || adj.frequency_penalty != 0.0f) &&
+                        adj.out_counts != nullptr;
+  const bool bias = adj.logit_bias != nullptr && !adj.logit_bias->empty();
+  if (bias || repeat || presence) {
+    work_.assign(raw, raw + n);
+    if (bias) {
+      for (const auto& [id, b] : *adj.logit_bias) work_[id] += b;
+    }
+    if (repeat) {
+      // Each distinct token once, whatever its count (llama.cpp / HF semantics).
+      std::vector<int32_t> seen(*adj.context);
+      std::sort(seen.begin(), seen.end());
+      seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+      for (int32_t id : seen) {
+        float& l = work_[id];
+        l = l > 0 ? l / adj.repetition_penalty : l * adj.repetition_penalty;
+      }
+    }
+    if (presence) {
+      for (const auto& [id, count] : *adj.out_counts) {
+        work_[id] -= adj.presence_penalty + adj.frequency_penalty * static_cast<float>(count);
+      }
+    }
+    row = work_.data();
+  }
+  TokenPick out;
+  out.id = Sample(row, n, p, choice, position);
+  float mx;
+  const float lse = LogSumExpShifted(raw, n, &mx);
+  out.logprob = (raw[out.id] - mx) - lse;
+  if (top_logprobs > 0) out.top = TopGivenLse(raw, n, top_logprobs, mx, lse);
   return out;
 }
 

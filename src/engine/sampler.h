@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace stet {
@@ -31,14 +33,42 @@ float LogSoftmaxAt(const float* logits, int n, int32_t id);
 // The top `k` entries by logit (ties to lower id) with their log-softmax values.
 std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k);
 
+// What a request does to a row's logits before sampling, in this order: add
+// logit_bias; divide positive (multiply negative) logits of every distinct
+// token in `context` (prompt + output so far) by repetition_penalty; subtract
+// presence_penalty + frequency_penalty * count for each generated token.
+struct LogitAdjustments {
+  const std::map<int32_t, float>* logit_bias = nullptr;
+  float repetition_penalty = 1.0f;
+  const std::vector<int32_t>* context = nullptr;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  const std::unordered_map<int32_t, int>* out_counts = nullptr;
+};
+
+// One generated token: the id drawn, and what is reported with it — the raw
+// log-softmax of the chosen token and the top alternatives (one log-sum-exp
+// for both, before any adjustment, as OpenAI and vLLM report them).
+struct TokenPick {
+  int32_t id = 0;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;
+};
+
 class Sampler {
  public:
   // Picks a token for (choice, position) from raw logits. Reuses internal buffers.
   int32_t Sample(const float* logits, int n, const SamplingParams& p, uint32_t choice,
                  uint64_t position);
 
+  // All the logit-side math of one token: adjustments (on a copy), Sample, and
+  // the reported logprobs (top_logprobs alternatives) from the raw row.
+  TokenPick Pick(const float* raw, int n, const LogitAdjustments& adj, const SamplingParams& p,
+                 int top_logprobs, uint32_t choice, uint64_t position);
+
  private:
   std::vector<TokenLogprob> cand_;  // (id, scaled logit then probability)
+  std::vector<float> work_;         // the adjusted row
 };
 
 }  // namespace stet

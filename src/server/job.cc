@@ -32,7 +32,7 @@ Collector::Collector(int n_prompts, int n, std::vector<int> prompt_lengths, Cloc
       cached_(n_prompts, 0),
       open_(static_cast<int>(choices_.size())) {}
 
-int Collector::Apply(const Job::Item& item, bool is_end_marker, bool* shown) {
+int Collector::Apply(const Job::Item& item, bool* shown) {
   const RequestEvent& ev = item.ev;
   const int idx = item.prompt * n_ + ev.choice;
   ChoiceResult& c = choices_[idx];
@@ -48,7 +48,7 @@ int Collector::Apply(const Job::Item& item, bool is_end_marker, bool* shown) {
       has_token_[idx] = true;
       last_token_[idx] = item.t;
       c.text += ev.text_delta;
-      if (!is_end_marker) {
+      if (!ev.end_marker) {  // the engine says which token ended the choice
         c.tokens.push_back(ev.token);
         *shown = true;
       }

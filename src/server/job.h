@@ -47,7 +47,7 @@ class Collector {
 
   // Folds one event in. Returns the choice index; *shown says whether a
   // kToken event's token belongs in logprobs (end markers do not).
-  int Apply(const Job::Item& item, bool is_end_marker, bool* shown);
+  int Apply(const Job::Item& item, bool* shown);
   bool done() const { return open_ == 0; }
   int open() const { return open_; }
 

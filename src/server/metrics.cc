@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "engine/engine.h"
+
 namespace stet::server {
 
 namespace {

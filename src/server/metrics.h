@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/engine.h"
+namespace stet {
+struct EngineStats;
+}
 
 namespace stet::server {
 

@@ -182,11 +182,6 @@ void Server::Impl::Release(const std::shared_ptr<Job>& job) {
   jobs_cv.notify_all();
 }
 
-bool Server::Impl::IsEndMarker(const Job::Item& it, const std::vector<bool>& ignore_eos) const {
-  return it.ev.kind == RequestEvent::Kind::kToken && !ignore_eos[it.prompt] &&
-         engine->tokenizer().IsEog(it.ev.token.id);
-}
-
 void Server::Impl::Account(const Collector& coll) {
   const UsageCounts u = coll.usage();
   metrics.AddTokens(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
@@ -198,13 +193,13 @@ void Server::Impl::Account(const Collector& coll) {
   t_record.ttft_s = coll.ttft();
 }
 
-void Server::Impl::CancelAndWait(Job& job, Collector& coll, const std::vector<bool>& ignore_eos) {
+void Server::Impl::CancelAndWait(Job& job, Collector& coll) {
   for (uint64_t id : job.engine_ids) engine->Cancel(id);
   const auto deadline = Clock::now() + kCancelWait;
   Job::Item it;
   bool shown;
   while (!coll.done() && Clock::now() < deadline) {
-    if (job.Pop(&it, kPollInterval)) coll.Apply(it, IsEndMarker(it, ignore_eos), &shown);
+    if (job.Pop(&it, kPollInterval)) coll.Apply(it, &shown);
   }
 }
 
@@ -212,7 +207,7 @@ void Server::Impl::FinishStream(Stream& st) {
   if (st.finalized) return;
   st.finalized = true;
   if (!st.coll->done()) {
-    CancelAndWait(*st.job, *st.coll, st.ignore_eos);
+    CancelAndWait(*st.job, *st.coll);
     metrics.CountCancelled();
     t_record.cancelled = true;
   }
@@ -230,11 +225,9 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
                                     " requests in flight (--max-queue); retry later."));
   }
   std::vector<int> lengths;
-  std::vector<bool> ignore_eos;
   const int n = params.empty() ? 1 : params[0].n;
   for (size_t i = 0; i < params.size(); ++i) {
     lengths.push_back(static_cast<int>(params[i].prompt.size()));
-    ignore_eos.push_back(params[i].ignore_eos);
     const int prompt = static_cast<int>(i);
     auto sub = engine->Submit(std::move(params[i]), [job, prompt](const RequestEvent& ev) { job->Push(prompt, ev); });
     if (!sub.ok()) {
@@ -250,7 +243,7 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
     Job::Item it;
     bool shown;
     while (!coll->done()) {
-      if (job->Pop(&it, kPollInterval)) coll->Apply(it, IsEndMarker(it, ignore_eos), &shown);
+      if (job->Pop(&it, kPollInterval)) coll->Apply(it, &shown);
     }
     Account(*coll);
     std::optional<ApiError> record_error;  // recorded before the answer is written (and before drain sees it done)
@@ -271,7 +264,6 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
   hooks->job = job;
   hooks->record = std::move(record);
   hooks->coll = coll;
-  hooks->ignore_eos = ignore_eos;
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -288,7 +280,7 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
             alive = sink.is_writable();
             continue;
           }
-          const int idx = st.coll->Apply(it, IsEndMarker(it, st.ignore_eos), &shown);
+          const int idx = st.coll->Apply(it, &shown);
           alive = write(st.event(idx, it, shown));
         }
         if (alive && st.coll->any(FinishReason::kError)) {

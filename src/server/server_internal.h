@@ -92,7 +92,6 @@ struct Server::Impl {
     std::function<std::string()> start;                                     // first chunks
     std::function<std::string(int, const Job::Item&, bool)> event;          // chunk for an event
     std::function<std::string(const UsageCounts&)> usage;                  // usage chunk or ""
-    std::vector<bool> ignore_eos;                                           // per prompt
     RecordFn record;                                                        // --record; null: off
     bool finalized = false;
   };
@@ -104,9 +103,8 @@ struct Server::Impl {
   void LogRequest(const httplib::Request& req, const httplib::Response& res);
   bool Admit(const std::shared_ptr<Job>& job);
   void Release(const std::shared_ptr<Job>& job);
-  bool IsEndMarker(const Job::Item& it, const std::vector<bool>& ignore_eos) const;
   void Account(const Collector& coll);
-  void CancelAndWait(Job& job, Collector& coll, const std::vector<bool>& ignore_eos);
+  void CancelAndWait(Job& job, Collector& coll);
   void FinishStream(Stream& st);
   // Submits one engine request per prompt and answers, streamed (hooks) or not (build).
   // `record` (with --record) is committed before the answer, or its final event, is written.

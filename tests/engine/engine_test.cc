@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include "support/test_support.h"
 #include <nlohmann/json.hpp>
@@ -100,6 +102,37 @@ TEST(Engine, StopStringsAcrossTokensAndStopIds) {
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->finish[0], FinishReason::kStop);
   EXPECT_EQ(t->tokens[0].size(), 6u);
+}
+
+// The engine says which token ended a choice (clients need not re-derive it):
+// a stop id's token is marked and adds no text; no other token is marked.
+TEST(Engine, MarksTheTokenThatEndedTheChoice) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  ASSERT_TRUE(e);
+  auto full = e->Generate(Greedy({1}, 12));
+  ASSERT_TRUE(full.ok());
+  RequestParams q = Greedy({1}, 60);
+  q.stop_ids = {full->tokens[0][5].id};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<bool, std::string>> marks;  // (end_marker, text_delta) per token
+  bool done = false;
+  auto sub = e->Submit(q, [&](const RequestEvent& ev) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (ev.kind == RequestEvent::Kind::kToken) marks.emplace_back(ev.end_marker, ev.text_delta);
+    if (ev.kind == RequestEvent::Kind::kFinished) {
+      done = true;
+      cv.notify_all();
+    }
+  });
+  ASSERT_TRUE(sub.ok());
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  ASSERT_EQ(marks.size(), 6u);
+  for (size_t i = 0; i + 1 < marks.size(); ++i) EXPECT_FALSE(marks[i].first) << i;
+  EXPECT_TRUE(marks.back().first);
+  EXPECT_TRUE(marks.back().second.empty());
 }
 
 TEST(Engine, ScoringEqualsGenerationLogprobsBitwise) {

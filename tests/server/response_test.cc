@@ -150,11 +150,12 @@ TEST(Collector, NumbersChoicesPromptMajorAndCountsUsage) {
   RequestEvent tok = ev(RequestEvent::Kind::kToken, 1);
   tok.text_delta = "x";
   tok.token = Tok(4, -1.0f);
-  EXPECT_EQ(c.Apply({1, tok, Clock::now()}, false, &shown), 3);
+  EXPECT_EQ(c.Apply({1, tok, Clock::now()}, &shown), 3);
   EXPECT_TRUE(shown);
   RequestEvent eos = ev(RequestEvent::Kind::kToken, 1);
   eos.token = Tok(2, -0.1f);
-  c.Apply({1, eos, Clock::now()}, true, &shown);
+  eos.end_marker = true;  // the engine marks the token that ended the choice
+  c.Apply({1, eos, Clock::now()}, &shown);
   EXPECT_FALSE(shown);  // end markers are not shown in logprobs
   for (int p = 0; p < 2; ++p) {
     for (int ch = 0; ch < 2; ++ch) {
@@ -162,7 +163,7 @@ TEST(Collector, NumbersChoicesPromptMajorAndCountsUsage) {
       f.finish = FinishReason::kStop;
       f.completion_tokens = 2;
       f.cached_prompt_tokens = p == 1 ? 4 : 0;
-      c.Apply({p, f, Clock::now()}, false, &shown);
+      c.Apply({p, f, Clock::now()}, &shown);
     }
   }
   EXPECT_TRUE(c.done());
