@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "base/check.h"
+
 namespace stet {
 
 enum class StatusCode {
@@ -61,15 +63,23 @@ class [[nodiscard]] Result {
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
+  // Reading the value of a failed Result is a programmer error: it aborts
+  // with the status, never reads an empty optional.
+  T& value() & { return Checked(), *value_; }
+  const T& value() const& { return Checked(), *value_; }
+  T&& value() && { return Checked(), std::move(*value_); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
 
  private:
+  void Checked() const {
+    if (__builtin_expect(!value_.has_value(), 0)) {
+      ::stet::internal::CheckFailed(__FILE__, __LINE__, "Result::ok()", status_.ToString().c_str());
+    }
+  }
+
   std::optional<T> value_;
   Status status_ = Internal("Result holds no value and no status");
 };

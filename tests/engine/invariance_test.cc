@@ -282,11 +282,17 @@ TEST(Invariance, AdaptiveModeIsShownToDiffer) {
       companions.emplace_back([&, c] {
         RequestParams q = p;
         q.prompt = {1, 300 + c};
-        q.max_tokens = 40;
+        q.max_tokens = 400;  // long enough to be sure to overlap the batched run
+        q.ignore_eos = true;
         ASSERT_TRUE((*e)->Generate(q).ok());
       });
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Submit once the companions are really running (the engine publishes its
+    // counts every step), so the request is batched with them.
+    for (int i = 0; i < 5000 && (*e)->stats().running < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ASSERT_GE((*e)->stats().running, 3) << "the companions never overlapped";
     auto batched = (*e)->Generate(p);
     for (auto& th : companions) th.join();
     ASSERT_TRUE(batched.ok());

@@ -131,33 +131,22 @@ std::string LongText() {
   return text;
 }
 
-double EncodeMs(const Tokenizer& tok, const std::string& text, size_t* n_ids) {
-  const auto t0 = std::chrono::steady_clock::now();
-  *n_ids = tok.Encode(text, false, false).size();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-TEST(TokenizerTest, EncodesTenThousandCharactersInMilliseconds) {
+// A 10k-character mixed text round-trips through every vocabulary. (How fast
+// it encodes is a benchmark, not a test: `stet tokenize --bench`, bench/README.md.)
+TEST(TokenizerTest, LongMixedTextRoundTrips) {
   const std::string text = LongText();
+  STET_REQUIRE_FILE(Llama2Path());
+  STET_REQUIRE_FILE(testing::TokenizerJsonDir() + "/llama3/tokenizer.json");
+  STET_REQUIRE_FILE(testing::TokenizerJsonDir() + "/qwen3/tokenizer.json");
   std::vector<std::pair<std::string, std::unique_ptr<Tokenizer>>> toks;
-  if (testing::FileExists(Llama2Path())) toks.emplace_back("llama2-spm", LoadGgufTokenizer(Llama2Path()));
-  if (testing::FileExists(testing::TokenizerJsonDir() + "/llama3/tokenizer.json")) {
-    toks.emplace_back("llama3-bpe", Llama3());
-  }
-  if (testing::FileExists(testing::TokenizerJsonDir() + "/qwen3/tokenizer.json")) {
-    toks.emplace_back("qwen3-bpe", Qwen3());
-  }
-  if (toks.empty()) GTEST_SKIP() << "no vocabulary present";
+  toks.emplace_back("llama2-spm", LoadGgufTokenizer(Llama2Path()));
+  toks.emplace_back("llama3-bpe", Llama3());
+  toks.emplace_back("qwen3-bpe", Qwen3());
   for (auto& [name, tok] : toks) {
-    ASSERT_NE(tok, nullptr);
-    size_t n = 0;
-    EncodeMs(*tok, text, &n);  // warm up
-    double best = 1e9;
-    for (int i = 0; i < 5; ++i) best = std::min(best, EncodeMs(*tok, text, &n));
-    std::printf("[speed] %s: %zu bytes -> %zu tokens in %.2f ms\n", name.c_str(), text.size(), n,
-                best);
-    EXPECT_LT(best, 250.0) << name;  // milliseconds, with room for sanitizer builds
-    EXPECT_EQ(tok->Decode(tok->Encode(text, false, false)), text);
+    ASSERT_NE(tok, nullptr) << name;
+    const auto ids = tok->Encode(text, false, false);
+    EXPECT_GT(ids.size(), text.size() / 8) << name;
+    EXPECT_EQ(tok->Decode(ids), text) << name;
   }
 }
 
