@@ -255,10 +255,17 @@ def run_case(case, model, stet, peer, args, env):
                 for row in llama_batched(peer, model, args, args.batch, args.batched_n,
                                          args.batched_prompt):
                     r["llama_batched"].setdefault(str(row["pl"]), []).append(row["speed_tg"])
-    if args.depths and case["id"] in args.depth_cases:
-        r["depths"] = run_depths(case, model, stet, peer, args, env, reps)
-    if args.contended and case["id"] in args.contended_cases:
-        r["contended"] = run_contended(case, model, stet, peer, args, env, reps)
+    # The extra sections never discard the case's main numbers when they fail.
+    for key, wanted, fn in (("depths", args.depths and case["id"] in args.depth_cases, run_depths),
+                            ("contended", args.contended and case["id"] in args.contended_cases,
+                             run_contended)):
+        if not wanted:
+            continue
+        try:
+            r[key] = fn(case, model, stet, peer, args, env, reps)
+        except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as e:
+            r[key + "_error"] = str(e)
+            log(f"{case['id']}: {key}: {e}")
     r["loadavg"].append(os.getloadavg())
     for side in ("stet", "llama", "stet_batched", "llama_batched", "stet_adaptive",
                  "stet_adaptive_batched"):
@@ -302,7 +309,9 @@ def write_markdown(res, path):
              f"tg128 = 128 single-token steps from an empty cache (llama-bench's tg128). "
              f"Load average during the run: {h['loadavg_start'][0]:.1f} at start, "
              f"{h['loadavg_end'][0]:.1f} at end (a shared 2-core VM: expect noise).")
-    L.append(f"- total runtime: {h['runtime_min']:.1f} min\n")
+    L.append(f"- total runtime: {h['runtime_min']:.1f} min"
+             + (f" (merged from {', '.join(h['merged_from'])}: the same binaries, run one "
+                f"after the other)" if h.get("merged_from") else "") + "\n")
 
     L.append("## Prefill and decode (tokens/s, median)\n")
     L.append("stet runs in its default invariant mode; *adaptive* is the same binary with "
@@ -358,6 +367,10 @@ def write_markdown(res, path):
                          f"{'—' if rt is None else f'{rt:.2f}'} | {fmt(a)} | "
                          f"{'—' if ra is None else f'{ra:.2f}'} |")
         L.append("")
+    for c in res["cases"]:
+        for key in ("depths_error", "contended_error"):
+            if c.get(key):
+                L.append(f"- {c['label']}: {key.split('_')[0]} failed: {c[key][:200]}")
     dcases = [c for c in res["cases"] if c.get("depths")]
     if dcases:
         L.append(f"## Long context (tokens/s after D untimed context tokens; stet `-d`, "
@@ -371,7 +384,8 @@ def write_markdown(res, path):
         for c in dcases:
             base_s = c["stet_median"].get(tg0)
             base_l = c["llama_median"].get(tg0)
-            for dep in h["depths"]:
+            present = sorted({int(k.split("@d")[1]) for side in c["depths"].values() for k in side})
+            for dep in present:
                 for kind in (f"pp{h['depth_pp']}", f"tg{h['depth_tg']}"):
                     t = f"{kind}@d{dep}"
                     s_, l_ = c["depths"]["stet"].get(t), c["depths"]["llama"].get(t)
@@ -415,6 +429,29 @@ def write_markdown(res, path):
         f.write("\n".join(L) + "\n")
 
 
+def merge(args):
+    runs = []
+    for path in args.merge:
+        with open(path) as f:
+            runs.append(json.load(f))
+    res = dict(header=dict(runs[0]["header"]), cases=[])
+    by_id = {}
+    for run_ in runs:
+        for c in run_["cases"]:
+            by_id[c["id"]] = c
+    order = [c["id"] for c in CASES]
+    res["cases"] = [by_id[i] for i in order if i in by_id]
+    res["header"]["merged_from"] = [os.path.basename(p) for p in args.merge]
+    res["header"]["runtime_min"] = sum(r["header"]["runtime_min"] for r in runs)
+    stem = os.path.splitext(args.merge[0])[0] + "-merged"
+    with open(stem + ".json", "w") as f:
+        json.dump(res, f, indent=1)
+    write_markdown(res, stem + ".md")
+    log(f"wrote {stem}.json and {stem}.md")
+    with open(stem + ".md") as f:
+        print(f.read())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--stet", help="stet binary (default: build-bench/bin/stet, build/bin/stet)")
@@ -439,8 +476,9 @@ def main():
     ap.add_argument("--batched-cases", default="real-q4_1,0.5b-q4_1",
                     help="cases that get batched decode")
     ap.add_argument("--no-batched", dest="batched", action="store_false")
-    ap.add_argument("--depths", default="2048,4096,8192",
-                    help="context depths for the long-context tests ('' for none)")
+    ap.add_argument("--depths", default="2048,4096,7680",
+                    help="context depths for the long-context tests ('' for none); 7680 + "
+                         "the 512-token test is SmolLM2's whole 8192-position context")
     ap.add_argument("--depth-pp", type=int, default=512)
     ap.add_argument("--depth-tg", type=int, default=128)
     ap.add_argument("--depth-cases", default="real-q4_1,0.5b-q4_1",
@@ -456,6 +494,9 @@ def main():
                          "from dominating)")
     ap.add_argument("--models-dir", default=os.path.join(CACHE, "bench-models"))
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="no measuring: merge the cases of earlier runs' JSON files (later "
+                         "files replace a case of the same id) and write one table")
     args = ap.parse_args()
     args.pp = [int(x) for x in args.pp.split(",") if x]
     args.tg = [int(x) for x in args.tg.split(",") if x]
@@ -471,6 +512,8 @@ def main():
     if unknown:
         sys.exit(f"run.py: unknown case(s) {sorted(unknown)}")
 
+    if args.merge:
+        return merge(args)
     t_start = time.time()
     stet = find_stet(args.stet)
     peer = None if args.no_peer else find_llamacpp(args.llamacpp, args.isa)
