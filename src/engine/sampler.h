@@ -11,11 +11,13 @@
 
 namespace stet {
 
+// Neutral defaults (plain softmax sampling at temperature 1): every caller
+// says what it wants — the CLI's own defaults live with the CLI.
 struct SamplingParams {
-  float temperature = 0.8f;  // <= 0: greedy
-  int top_k = 40;            // <= 0: whole vocabulary
-  float top_p = 0.95f;       // >= 1: off
-  float min_p = 0.05f;       // <= 0: off
+  float temperature = 1.0f;  // <= 0: greedy
+  int top_k = 0;             // <= 0: whole vocabulary
+  float top_p = 1.0f;        // >= 1: off
+  float min_p = 0.0f;        // <= 0: off
   uint64_t seed = 0;
 };
 

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <unordered_map>
 
 namespace stet {
 namespace {
@@ -103,6 +105,67 @@ TEST(Sampler, TemperatureOneFollowsTheDistribution) {
   for (int pos = 0; pos < n; ++pos) ones += s.Sample(l.data(), 2, p, 0, pos);
   // Binomial(20000, 0.75): sd ~ 61; 5 sd bound.
   EXPECT_NEAR(ones, 0.75 * n, 5 * 61.3);
+}
+
+// Pick without adjustments = Sample + LogSoftmaxAt + TopLogprobs, bit for bit
+// (one log-sum-exp serves both reported values).
+TEST(Sampler, PickEqualsSampleAndLogprobs) {
+  std::vector<float> l(300);
+  for (int i = 0; i < 300; ++i) l[i] = 3.0f * std::sin(i * 1.3f);
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.seed = 99;
+  Sampler a, b;
+  for (uint64_t pos = 0; pos < 30; ++pos) {
+    const TokenPick got = a.Pick(l.data(), 300, {}, p, 5, 2, pos);
+    EXPECT_EQ(got.id, b.Sample(l.data(), 300, p, 2, pos));
+    const float lp = LogSoftmaxAt(l.data(), 300, got.id);
+    EXPECT_EQ(std::memcmp(&got.logprob, &lp, 4), 0);
+    const auto top = TopLogprobs(l.data(), 300, 5);
+    ASSERT_EQ(got.top.size(), 5u);
+    for (int k = 0; k < 5; ++k) {
+      EXPECT_EQ(got.top[k].id, top[k].id);
+      EXPECT_EQ(std::memcmp(&got.top[k].logprob, &top[k].logprob, 4), 0);
+    }
+  }
+}
+
+// The adjustments steer the draw but never the reported logprob (raw row).
+TEST(Sampler, PickAppliesBiasAndPenaltiesToTheDrawOnly) {
+  const std::vector<float> l = {2.0f, 1.0f, 0.5f, -1.0f};
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  Sampler s;
+  std::map<int32_t, float> bias = {{3, 4.0f}};
+  LogitAdjustments adj;
+  adj.logit_bias = &bias;
+  TokenPick t = s.Pick(l.data(), 4, adj, greedy, 0, 0, 0);
+  EXPECT_EQ(t.id, 3);  // -1 + 4 = 3 beats 2
+  EXPECT_EQ(t.logprob, LogSoftmaxAt(l.data(), 4, 3));
+  // Repetition penalty: each distinct context token once (2 / 3 < 1, so id 1 wins).
+  const std::vector<int32_t> context = {0, 0, 0};
+  LogitAdjustments rep;
+  rep.repetition_penalty = 3.0f;
+  rep.context = &context;
+  EXPECT_EQ(s.Pick(l.data(), 4, rep, greedy, 0, 0, 0).id, 1);
+  rep.repetition_penalty = 1.9f;  // 2 / 1.9 > 1: still id 0 (applied once, not three times)
+  EXPECT_EQ(s.Pick(l.data(), 4, rep, greedy, 0, 0, 0).id, 0);
+  // Presence + frequency: 2 - (0.5 + 0.4 * 2) = 0.7 < 1.
+  const std::unordered_map<int32_t, int> counts = {{0, 2}};
+  LogitAdjustments pres;
+  pres.presence_penalty = 0.5f;
+  pres.frequency_penalty = 0.4f;
+  pres.out_counts = &counts;
+  EXPECT_EQ(s.Pick(l.data(), 4, pres, greedy, 0, 0, 0).id, 1);
+}
+
+TEST(Sampler, DefaultsAreNeutral) {
+  const SamplingParams p;
+  EXPECT_EQ(p.temperature, 1.0f);
+  EXPECT_EQ(p.top_k, 0);
+  EXPECT_EQ(p.top_p, 1.0f);
+  EXPECT_EQ(p.min_p, 0.0f);
 }
 
 }  // namespace
