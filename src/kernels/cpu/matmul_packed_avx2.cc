@@ -89,6 +89,15 @@ inline __m256 CombineLanes8x8(const __m256* l) {
   return _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
 }
 
+// The 8 outputs of a half group, or the first n of them at the matrix's end.
+inline void StoreHalf(__m256 r, float* y, int64_t n) {
+  if (n >= 8) {
+    _mm256_storeu_ps(y, r);
+  } else {
+    _mm256_maskstore_ps(y, TailMask(n), r);
+  }
+}
+
 template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const WeightView& w = *a.w;
@@ -113,14 +122,7 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
         }
       }
       for (int l = 0; b < nb; ++b, ++l) OneBlock<Block>(p + b * stride, half, act, blk0 + b, acc[l]);
-      const __m256 r = CombineLanes8x8(acc);
-      float* y = a.y + i * w.rows + row0;
-      const int64_t n = r1 - row0 < 8 ? r1 - row0 : 8;
-      if (n == 8) {
-        _mm256_storeu_ps(y, r);
-      } else {
-        _mm256_maskstore_ps(y, TailMask(n), r);
-      }
+      StoreHalf(CombineLanes8x8(acc), a.y + i * w.rows + row0, r1 - row0);
     }
   }
 }
@@ -200,14 +202,7 @@ void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
       STET_UNROLL
       for (int l = 0; l < kLanes; ++l) acc[l] = _mm256_setzero_ps();
       for (int64_t b = 0; b < nsb; ++b) OneSuper(p + b * stride, half, act, i, b, acc[b % kLanes]);
-      const __m256 r = CombineLanes8x8(acc);
-      float* y = a.y + i * w.rows + row0;
-      const int64_t n = r1 - row0 < 8 ? r1 - row0 : 8;
-      if (n == 8) {
-        _mm256_storeu_ps(y, r);
-      } else {
-        _mm256_maskstore_ps(y, TailMask(n), r);
-      }
+      StoreHalf(CombineLanes8x8(acc), a.y + i * w.rows + row0, r1 - row0);
     }
   }
 }
