@@ -351,6 +351,8 @@ void Engine::Impl::PublishStats() {
   st.steps = steps;
   st.preemptions = sched.preemptions();
   st.requests_finished = finished;
+  st.max_waiting = std::max(st.max_waiting, st.waiting);
+  st.max_running = std::max(st.max_running, st.running);
 }
 
 // The planned positions as one forward batch; logits for each sampling row and,

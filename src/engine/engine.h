@@ -49,6 +49,8 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
+  int max_waiting = 0;            // high-water marks since start, taken every step
+  int max_running = 0;
 };
 
 // A GGUF file's model and the tokenizer its metadata describes, checked to

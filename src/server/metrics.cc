@@ -144,6 +144,10 @@ std::string Metrics::Render(const ServerGauges& g, const EngineStats* st) const 
   Sample(&o, "stet_queue_depth", "", s.waiting);
   Family(&o, "stet_running_sequences", "gauge", "Sequences holding KV cache in the engine.");
   Sample(&o, "stet_running_sequences", "", s.running);
+  Family(&o, "stet_queue_depth_max", "gauge", "Most sequences waiting at once since start (sampled every engine step).");
+  Sample(&o, "stet_queue_depth_max", "", s.max_waiting);
+  Family(&o, "stet_running_sequences_max", "gauge", "Most sequences running at once since start (sampled every engine step).");
+  Sample(&o, "stet_running_sequences_max", "", s.max_running);
   Family(&o, "stet_kv_blocks_used", "gauge", "KV cache blocks referenced by sequences (cached but unreferenced prefix blocks count as free).");
   Sample(&o, "stet_kv_blocks_used", "", s.kv_blocks_used);
   Family(&o, "stet_kv_blocks_capacity", "gauge", "KV cache blocks in the pool.");
