@@ -40,7 +40,6 @@ const char* FinishReasonName(FinishReason r) {
 struct Engine::Impl {
   Impl(const Engine& e, const EngineOptions& o, int n_ctx, int n_blocks)
       : engine(e),
-        opts(o),
         n_ctx(n_ctx),
         n_vocab(e.model().hparams().n_vocab),
         pool(std::max(1, o.n_threads)),
@@ -61,7 +60,6 @@ struct Engine::Impl {
 
   // Engine thread only.
   const Engine& engine;
-  const EngineOptions opts;
   const int n_ctx, n_vocab;
   ThreadPool pool;
   Forward fwd;
