@@ -341,6 +341,7 @@ void ConnectionLoop::PollLoop() {
   std::vector<pollfd> fds;
   while (!stopping_) {
     auto now = ConnClock::now();
+    std::erase(polled_, nullptr);  // dispatched or closed in the last round
     TakeHandedBack(now);
     if (!accepting_ && !listener_shut_) {
       ::shutdown(listen_fd_, SHUT_RDWR);  // new connections are refused from here on
@@ -352,7 +353,6 @@ void ConnectionLoop::PollLoop() {
       polled_.clear();
     }
     auto next = now + std::chrono::seconds(1);
-    std::erase(polled_, nullptr);  // dispatched or closed in the last round
     for (auto& c : polled_) {
       if (c->deadline <= now) Expire(c);
       if (c) next = std::min(next, c->deadline);

@@ -450,6 +450,42 @@ class Shutdown(unittest.TestCase):
         finally:
             srv.kill()
 
+    def test_sigterm_amid_traffic(self):
+        # Requests arriving as the drain starts (a regression: the poll thread
+        # once crashed closing a connection it had just handed to a worker).
+        for round_ in range(5):
+            srv = S.StetServer(STORIES, "--threads", "1", "--drain-timeout", "3")
+            try:
+                stop = threading.Event()
+
+                def hammer(i):
+                    while not stop.is_set():
+                        try:
+                            if i % 2:
+                                srv.http("GET", "/health", timeout=5)
+                            else:
+                                srv.post("/v1/completions", {"model": "stories260K", "prompt": "Once",
+                                                             "max_tokens": 4})
+                        except OSError:
+                            pass
+
+                threads = [threading.Thread(target=hammer, args=(i,)) for i in range(4)]
+                for t in threads:
+                    t.start()
+                time.sleep(0.3 + 0.1 * round_)
+                t0 = time.time()
+                srv.proc.send_signal(signal.SIGTERM)
+                rc = srv.proc.wait(3 + 5)
+                secs = time.time() - t0
+                stop.set()
+                for t in threads:
+                    t.join(10)
+                report(f"SIGTERM amid traffic, round {round_}", f"exit {rc}", secs)
+                self.assertEqual(rc, 0, srv.lines()[-5:])
+                self.assertLess(secs, 3 + 2)
+            finally:
+                srv.kill()
+
     def test_sigterm_past_the_drain_timeout(self):
         srv = S.StetServer(STORIES, "--threads", "1", "--max-seqs", "1", "--drain-timeout", "1")
         try:
