@@ -25,6 +25,10 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
 constexpr auto kCancelWait = std::chrono::seconds(10);
+// After the drain timeout, how long cancelled requests get to write their answers.
+constexpr auto kCancelGrace = std::chrono::seconds(1);
+constexpr int kLightWorkers = 4;  // GET/HEAD: /health, /metrics, /v1/models
+constexpr int kMaxRequestsPerConnection = 100;
 thread_local RequestRecord t_record;
 
 }  // namespace
@@ -132,6 +136,88 @@ bool Server::Impl::Authorized(const Request& req) const {
   return ok;
 }
 
+namespace {
+
+// The answer closes its connection: the request's body may be unread, or its
+// framing broken, so nothing after it on the connection can be trusted.
+void CloseAfter(Response& res) {
+  res.set_header("Connection", "close");
+  CurrentConnRequest().close_after = true;
+}
+
+bool IsGetRoute(const std::string& path) {
+  return path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 || path == "/health" ||
+         path == "/metrics";
+}
+
+}  // namespace
+
+std::optional<ApiError> Server::Impl::Gate(const Request& req) const {
+  if (auto e = CheckHost(req, hosts)) return e;
+  if (req.method != "GET" && req.method != "HEAD" && req.method != "POST") {
+    return MakeError(405, "invalid_request_error", "method_not_allowed",
+                     "Method " + SanitizeUtf8(req.method) + " is not supported (GET, HEAD, POST).");
+  }
+  const bool needs_key =
+      req.path.rfind("/v1/", 0) == 0 || (req.path == "/metrics" && !opts.metrics_public);
+  if (needs_key && !Authorized(req)) {
+    return MakeError(401, "invalid_request_error", "invalid_api_key",
+                     "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
+  }
+  if (auto e = CheckFraming(req, opts.max_body_bytes)) return e;
+  if (req.method == "POST") {
+    if (!IsGeneration(req.path)) {
+      if (IsGetRoute(req.path)) {
+        return MakeError(405, "invalid_request_error", "method_not_allowed",
+                         "Use GET for " + req.path + ".");
+      }
+      return MakeError(404, "invalid_request_error", "unknown_url",
+                       "Unknown endpoint: POST " + SanitizeUtf8(req.path));
+    }
+    if (auto e = CheckJsonContentType(req)) return e;
+  }
+  return std::nullopt;
+}
+
+void Server::Impl::WithBody(const Request& req, Response& res, const httplib::ContentReader& read,
+                            void (Impl::*handle)(const Request&, Response&)) {
+  std::string body;
+  if (req.has_header("Content-Length"))
+    body.reserve(req.get_header_value<uint64_t>("Content-Length"));
+  bool too_large = false;
+  // Counted as decoded bytes arrive (Content-Length or chunked; Gate refused
+  // any Content-Encoding): the read stops at the first byte over the limit.
+  const bool ok = read([&](const char* data, size_t n) {
+    if (n > opts.max_body_bytes - body.size()) {
+      too_large = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (!ok) {
+    CloseAfter(res);
+    if (too_large) {
+      return SendError(
+          res, MakeError(413, "invalid_request_error", "request_too_large",
+                         "The request body is larger than this server accepts (--max-body-bytes " +
+                             std::to_string(opts.max_body_bytes) + ")."));
+    }
+    if (CurrentConnRequest().deadline_hit) {
+      return SendError(res,
+                       MakeError(408, "invalid_request_error", "request_timeout",
+                                 "The request body did not arrive in time (--body-timeout " +
+                                     std::to_string(opts.body_timeout_s) + " s, --read-timeout " +
+                                     std::to_string(opts.read_timeout_s) + " s between reads)."));
+    }
+    return SendError(
+        res, BadRequest("The request body is incomplete or its chunked framing is malformed."));
+  }
+  Request full = req;
+  full.body = std::move(body);
+  (this->*handle)(full, res);
+}
+
 void Server::Impl::LogRequest(const Request& req, const Response& res) {
   RequestRecord& r = t_record;
   const std::string label = r.active ? r.endpoint : EndpointLabel(req.path);
@@ -167,7 +253,8 @@ void Server::Impl::LogRequest(const Request& req, const Response& res) {
 
 bool Server::Impl::Admit(const std::shared_ptr<Job>& job) {
   std::lock_guard<std::mutex> lock(jobs_mu);
-  if (admitted >= opts.max_queue) return false;
+  // Draining: Shutdown's wait for admitted == 0 must not see newcomers.
+  if (draining || admitted >= opts.max_queue) return false;
   ++admitted;
   jobs.insert(job);
   return true;
@@ -219,6 +306,10 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
                        const char* prompt_param, Response& res, RecordFn record) {
   auto job = std::make_shared<Job>();
   if (!Admit(job)) {
+    if (draining) {
+      return SendError(
+          res, MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
+    }
     res.set_header("Retry-After", "1");
     return SendError(res, MakeError(429, "rate_limit_error", "rate_limit_exceeded",
                                 "The server has " + std::to_string(opts.max_queue) +
@@ -304,11 +395,10 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
 }
 
 void Server::Impl::Routes() {
-  http.new_task_queue = [n = opts.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  // Connections, deadlines and worker threads are the ConnectionLoop's; the
+  // keep-alive settings only shape the Keep-Alive header httplib writes.
   http.set_keep_alive_timeout(opts.keep_alive_s);
-  http.set_keep_alive_max_count(100);
-  http.set_read_timeout(opts.read_timeout_s, 0);
-  http.set_write_timeout(opts.read_timeout_s, 0);
+  http.set_keep_alive_max_count(kMaxRequestsPerConnection);
   http.set_payload_max_length(opts.max_body_bytes);
   http.set_tcp_nodelay(true);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a
@@ -318,7 +408,25 @@ void Server::Impl::Routes() {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
 
-  http.set_pre_routing_handler([this](const Request& req, Response& res) {
+  const auto refuse = [](const Request& req, Response& res, const ApiError& e) {
+    if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+    if (e.status == 405) {
+      res.set_header("Allow", IsGeneration(req.path) ? "POST"
+                              : IsGetRoute(req.path) ? "GET, HEAD"
+                                                     : "GET, HEAD, POST");
+    }
+    CloseAfter(res);
+    SendError(res, e);
+  };
+  // curl sends "Expect: 100-continue" for large bodies: refuse before it sends one.
+  http.set_expect_100_continue_handler([this, refuse](const Request& req, Response& res) {
+    if (auto e = Gate(req)) {
+      refuse(req, res, *e);
+      return e->status;
+    }
+    return 100;
+  });
+  http.set_pre_routing_handler([this, refuse](const Request& req, Response& res) {
     RequestRecord& r = t_record;
     r = RequestRecord{};
     r.active = true;
@@ -327,28 +435,37 @@ void Server::Impl::Routes() {
     r.id = (r.endpoint == "/v1/chat/completions" ? "chatcmpl-" : r.endpoint == "/v1/completions" ? "cmpl-" : "req-") +
            RandomHex(24);
     res.set_header("X-Request-Id", r.id);
-    if (req.path.rfind("/v1/", 0) != 0) return HandlerResponse::Unhandled;
-    if (!Authorized(req)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      SendError(res, MakeError(401, "invalid_request_error", "invalid_api_key",
-                               "Incorrect or missing API key: send 'Authorization: Bearer <key>'."));
+    if (auto e = Gate(req)) {
+      refuse(req, res, *e);
       return HandlerResponse::Handled;
     }
+    if (req.path.rfind("/v1/", 0) != 0) return HandlerResponse::Unhandled;
     if (draining) {
-      res.set_header("Connection", "close");
+      CloseAfter(res);
       SendError(res, MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
       return HandlerResponse::Handled;
     }
     if (!ready) {
       res.set_header("Retry-After", "1");
+      CloseAfter(res);
       SendError(res, MakeError(503, "server_error", "model_loading", "The model is still loading."));
       return HandlerResponse::Handled;
     }
     return HandlerResponse::Unhandled;
   });
+  // Runs after httplib added its connection headers: an answer that closes its
+  // connection says so once, without a Keep-Alive promise.
+  http.set_post_routing_handler([](const Request&, Response& res) {
+    if (!CurrentConnRequest().close_after) return;
+    res.headers.erase("Keep-Alive");
+    res.headers.erase("Connection");
+    res.set_header("Connection", "close");
+  });
   http.set_logger([this](const Request& req, const Response& res) { LogRequest(req, res); });
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
     if (!res.body.empty()) return HandlerResponse::Unhandled;
+    // httplib's own refusals: a request it could not parse, or whose body it did not read.
+    if (res.status != 404 || (req.method != "GET" && req.method != "HEAD")) CloseAfter(res);
     switch (res.status) {
       case 404:
         SendError(res, MakeError(404, "invalid_request_error", "unknown_url",
@@ -378,8 +495,16 @@ void Server::Impl::Routes() {
     SendError(res, MakeError(500, "server_error", "internal_error", "internal error: " + what));
   });
 
-  http.Post("/v1/completions", [this](const Request& q, Response& r) { HandleCompletions(q, r); });
-  http.Post("/v1/chat/completions", [this](const Request& q, Response& r) { HandleChat(q, r); });
+  // Content readers: httplib hands the body over as it arrives instead of
+  // buffering all of it (chunked without limit) into Request::body.
+  http.Post("/v1/completions",
+            [this](const Request& q, Response& r, const httplib::ContentReader& read) {
+              WithBody(q, r, read, &Impl::HandleCompletions);
+            });
+  http.Post("/v1/chat/completions",
+            [this](const Request& q, Response& r, const httplib::ContentReader& read) {
+              WithBody(q, r, read, &Impl::HandleChat);
+            });
   const auto not_allowed = [](const Request& q, Response& r) {
     r.set_header("Allow", "POST");
     SendError(r, MakeError(405, "invalid_request_error", "method_not_allowed",
@@ -395,16 +520,31 @@ void Server::Impl::Routes() {
 
 // ---------------------------------------------------------------------------
 
-Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
+Status CheckServerOptions(const ServerOptions& opts) {
   if (opts.max_queue < 1) return InvalidArgument("--max-queue must be >= 1");
   if (opts.port < 0 || opts.port > 65535) return InvalidArgument("--port must be in [0, 65535]");
-  if (opts.http_threads < 0) return InvalidArgument("--http-threads must be >= 0");
+  if (opts.http_threads < 0) return InvalidArgument("--http-threads must be >= 1 (0: the default)");
   if (opts.max_body_bytes < 1024) return InvalidArgument("--max-body-bytes must be >= 1024");
   if (opts.read_timeout_s < 1) return InvalidArgument("--read-timeout must be >= 1");
+  if (opts.header_timeout_s < 1) return InvalidArgument("--header-timeout must be >= 1");
+  if (opts.body_timeout_s < 1) return InvalidArgument("--body-timeout must be >= 1");
+  if (opts.keep_alive_s < 1) return InvalidArgument("the keep-alive timeout must be >= 1 s");
+  if (opts.drain_timeout_s < 0) return InvalidArgument("--drain-timeout must be >= 0");
+  for (const std::string& k : opts.api_keys) {
+    if (k.empty()) return InvalidArgument("--api-key must not be empty (no client could send it)");
+  }
+  auto hosts = MakeHostPolicy(opts.host, opts.allowed_hosts);
+  return hosts.ok() ? Status::Ok() : hosts.status();
+}
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
+  STET_RETURN_IF_ERROR(CheckServerOptions(opts));
+  STET_ASSIGN_OR_RETURN(HostPolicy hosts, MakeHostPolicy(opts.host, opts.allowed_hosts));
   std::unique_ptr<Server> s(new Server());
   s->impl_ = std::make_unique<Impl>();
   Impl& I = *s->impl_;
   I.opts = opts;
+  I.hosts = std::move(hosts);
   if (I.opts.http_threads == 0) I.opts.http_threads = opts.max_queue + 16;
   I.created = static_cast<int64_t>(std::time(nullptr));
   I.Routes();
@@ -419,9 +559,24 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     I.port = opts.port;
   }
   I.http.RaiseBacklog(1024);
-  // A client that hangs up mid-answer must not kill the process (httplib sends without MSG_NOSIGNAL).
+  // A client that hangs up mid-answer must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  I.listener = std::thread([impl = &I] { impl->http.listen_after_bind(); });
+  ConnLimits lim;
+  lim.header_timeout = std::chrono::seconds(I.opts.header_timeout_s);
+  lim.body_timeout = std::chrono::seconds(I.opts.body_timeout_s);
+  lim.idle_timeout = std::chrono::seconds(I.opts.keep_alive_s);
+  lim.io_timeout = std::chrono::seconds(I.opts.read_timeout_s);
+  lim.workers = I.opts.http_threads;
+  lim.light_workers = kLightWorkers;
+  lim.max_requests_per_connection = kMaxRequestsPerConnection;
+  I.conns = std::make_unique<ConnectionLoop>(
+      I.http.ListenSocket(), lim,
+      [impl = &I](ConnStream& strm, bool close_connection, bool& connection_closed) {
+        return impl->http.Serve(strm, close_connection, connection_closed,
+                                [&strm](Request&) { strm.BeginBody(); });
+      },
+      [impl = &I](int status) { impl->metrics.CountRequest("other", status); });
+  I.conns->Start();
   return s;
 }
 
@@ -446,23 +601,42 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   return Status::Ok();
 }
 
-void Server::Shutdown() {
+bool Server::Shutdown() {
   Impl& I = *impl_;
   std::call_once(I.shutdown_once, [&I] {
-    I.draining = true;
-    I.http.CloseListener();
-    std::unique_lock<std::mutex> lock(I.jobs_mu);
-    if (!I.jobs_cv.wait_for(lock, std::chrono::seconds(I.opts.drain_timeout_s), [&] { return I.admitted == 0; })) {
-      for (const auto& job : I.jobs) {
-        for (uint64_t id : job->engine_ids) I.engine->Cancel(id);
-      }
-      I.jobs_cv.wait_for(lock, kCancelWait, [&] { return I.admitted == 0; });
+    {
+      std::lock_guard<std::mutex> lock(I.jobs_mu);
+      I.draining = true;  // under jobs_mu: nothing is admitted after the wait below starts
     }
+    if (I.conns) I.conns->StopAccepting();
+    {
+      std::unique_lock<std::mutex> lock(I.jobs_mu);
+      const auto done = [&] { return I.admitted == 0; };
+      I.drained = I.jobs_cv.wait_for(lock, std::chrono::seconds(I.opts.drain_timeout_s), done);
+      if (!I.drained) {
+        for (const auto& job : I.jobs) {
+          for (uint64_t id : job->engine_ids) I.engine->Cancel(id);
+        }
+        I.jobs_cv.wait_for(lock, kCancelGrace, done);
+      }
+    }
+    // Whatever the clients still do (trickle a body, read nothing), their
+    // sockets are shut now, so every worker returns.
+    if (I.conns) I.conns->Stop();
+    I.http.CloseListenSocket();
+    {
+      std::lock_guard<std::mutex> lock(I.stop_mu);
+      I.stopped = true;
+    }
+    I.stop_cv.notify_all();
   });
+  return I.drained;
 }
 
 void Server::Wait() {
-  if (impl_->listener.joinable()) impl_->listener.join();
+  Impl& I = *impl_;
+  std::unique_lock<std::mutex> lock(I.stop_mu);
+  I.stop_cv.wait(lock, [&] { return I.stopped; });
 }
 
 ServedModel ModelNames(const std::string& path, const std::string& general_name) {

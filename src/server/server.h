@@ -4,7 +4,8 @@
 // appends to a per-request queue that an HTTP worker drains); every admitted
 // request is either answered or cancelled in the engine (a client that goes
 // away mid-stream frees its KV); Shutdown stops accepting connections and
-// lets in-flight requests finish before it returns.
+// lets in-flight requests finish before it returns; no client holds a worker
+// past the header and body deadlines, nor the shutdown past the drain timeout.
 #pragma once
 
 #include <cstddef>
@@ -21,19 +22,29 @@ namespace stet::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                      // 0: any free port (see Server::port())
-  std::vector<std::string> api_keys;    // empty: no authentication
-  int max_queue = 64;                   // generation requests admitted at once; more get 429
-  int http_threads = 0;                 // 0: max_queue + 16
-  size_t max_body_bytes = 16u << 20;    // larger bodies get 413
-  int keep_alive_s = 2;                 // idle keep-alive connections close after this
-  int read_timeout_s = 10;              // a stalled request (partial body) is dropped after this
-  int drain_timeout_s = 120;            // Shutdown cancels what is still running after this
-  bool log_requests = true;             // one JSON line per request on stderr
+  int port = 8080;                    // 0: any free port (see Server::port())
+  std::vector<std::string> api_keys;  // empty: no authentication; an empty key is refused
+  int max_queue = 64;                 // generation requests admitted at once; more get 429
+  int http_threads = 0;  // requests served at once (besides GET/HEAD); 0: max_queue + 16
+  size_t max_body_bytes = 16u << 20;  // larger bodies get 413, however they are framed
+  int keep_alive_s = 2;               // idle keep-alive connections close after this
+  int header_timeout_s = 10;          // request line and headers must arrive within this (else 408)
+  int body_timeout_s = 60;    // the body must arrive within this after the headers (else 408)
+  int read_timeout_s = 10;    // longest wait for one read or write to make progress
+  int drain_timeout_s = 120;  // Shutdown cancels what is still running after this
+  // Host header names accepted besides localhost, 127.0.0.1 and [::1] ("*": any).
+  // Empty: only those when bound to a loopback address, any Host otherwise.
+  std::vector<std::string> allowed_hosts;
+  bool metrics_public = false;  // with api_keys: /metrics answers without a key too
+  bool log_requests = true;     // one JSON line per request on stderr
   // --record: every answered generation request is stored here before its
   // answer is written (server/recorder.h); null: nothing is recorded.
   std::shared_ptr<RequestRecorder> recorder;
 };
+
+// What Server::Start refuses: out-of-range limits, an empty API key, a bad
+// --allowed-hosts entry. Callers check first to report a usage error.
+Status CheckServerOptions(const ServerOptions& opts);
 
 // What the server needs to know about the model besides the engine.
 struct ModelInfo {
@@ -52,10 +63,12 @@ class Server {
   Status Attach(std::unique_ptr<Engine> engine, ModelInfo info);
   bool ready() const;
 
-  // Stops accepting connections, waits for in-flight requests (cancelling them
-  // after drain_timeout_s), then stops the listener. Idempotent.
-  void Shutdown();
-  // Blocks until the listener has stopped (after Shutdown, or if it failed).
+  // Stops accepting connections (and closes the idle ones), waits for in-flight
+  // requests (cancelling them after drain_timeout_s), then closes every
+  // connection whatever its client is doing. True when nothing had to be
+  // cancelled. Idempotent.
+  bool Shutdown();
+  // Blocks until Shutdown has closed every connection.
   void Wait();
 
  private:
@@ -64,7 +77,8 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-// The served model's names: general.name from the GGUF (else the file stem), the file name and stem.
+// The served model's names: general.name from the GGUF (else the file stem), the file name and
+// stem.
 ServedModel ModelNames(const std::string& path, const std::string& general_name);
 
 }  // namespace stet::server

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "server/chat_prompt.h"
+#include "server/http_conn.h"
+#include "server/http_gate.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/record_builder.h"
@@ -28,12 +31,19 @@ namespace stet::server {
 
 class HttpServer : public httplib::Server {
  public:
-  // Stops accepting: the accept loop ends and the workers finish their
-  // connections. Unlike stop(), streams in progress are not cut short
-  // (httplib's chunked writer stops once svr_sock_ == INVALID_SOCKET).
-  void CloseListener() {
-    const socket_t s = svr_sock_;
-    if (s != INVALID_SOCKET) ::shutdown(s, SHUT_RDWR);
+  // One request on a connection the ConnectionLoop owns: httplib parses,
+  // routes and answers it (process_request); `setup` runs once the headers are
+  // parsed, before the body is read.
+  bool Serve(httplib::Stream& strm, bool close_connection, bool& connection_closed,
+             const std::function<void(httplib::Request&)>& setup) {
+    return process_request(strm, close_connection, connection_closed, setup);
+  }
+  socket_t ListenSocket() const { return svr_sock_; }
+  // Only after the last response is written: httplib's chunked writer stops
+  // streaming once svr_sock_ is INVALID_SOCKET.
+  void CloseListenSocket() {
+    const socket_t s = svr_sock_.exchange(INVALID_SOCKET);
+    if (s != INVALID_SOCKET) ::close(s);
   }
   // httplib listens with a backlog of 5, so a burst of clients overflows the
   // accept queue and some get reset; listen() again only raises the backlog.
@@ -67,8 +77,9 @@ ApiError MakeError(int status, std::string type, std::string code, std::string m
 
 struct Server::Impl {
   ServerOptions opts;
+  HostPolicy hosts;
   HttpServer http;
-  std::thread listener;
+  std::unique_ptr<ConnectionLoop> conns;  // accepts and reads; calls http.Serve per request
   int port = 0;
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
@@ -84,6 +95,10 @@ struct Server::Impl {
   std::set<std::shared_ptr<Job>> jobs;
   std::mutex log_mu;
   std::once_flag shutdown_once;
+  bool drained = true;  // Shutdown finished every request without cancelling one
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopped = false;  // every connection closed (Wait returns)
 
   // A stream's state, shared by its content provider and resource releaser.
   struct Stream {
@@ -100,6 +115,12 @@ struct Server::Impl {
   // server.cc
   void Routes();
   bool Authorized(const httplib::Request& req) const;
+  // Host, method, key, framing and Content-Type, before any body byte is read.
+  std::optional<ApiError> Gate(const httplib::Request& req) const;
+  // Reads the body (at most --max-body-bytes, decoded) and hands the request on.
+  void WithBody(const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader& read,
+                void (Impl::*handle)(const httplib::Request&, httplib::Response&));
   void LogRequest(const httplib::Request& req, const httplib::Response& res);
   bool Admit(const std::shared_ptr<Job>& job);
   void Release(const std::shared_ptr<Job>& job);

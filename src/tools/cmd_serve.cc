@@ -1,13 +1,17 @@
 // `stet serve`: binds first (so /health answers 503 "loading" at once), loads
 // the model with progress on stderr, builds the engine, then serves until
-// SIGTERM/SIGINT: stop accepting, drain in-flight requests, exit 0. A second
-// signal exits at once.
+// SIGTERM/SIGINT: stop accepting, drain in-flight requests, exit 0 (1 when
+// --drain-timeout cut some short). A second signal exits at once. Every
+// numeric flag is range-checked here, so bad values are exit 2 before binding.
 #include "tools/cmd_serve.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
@@ -22,6 +26,8 @@
 namespace stet::tools {
 
 namespace {
+
+constexpr int kShutdownGraceS = 5;  // past --drain-timeout, before the process exits regardless
 
 struct ServeArgs {
   std::string model;
@@ -41,6 +47,10 @@ struct ServeArgs {
   int64_t max_body_bytes = 16 << 20;
   int drain_timeout = 120;
   int read_timeout = 10;
+  int header_timeout = 10;
+  int body_timeout = 60;
+  std::vector<std::string> allowed_hosts;
+  bool metrics_public = false;
   bool no_log = false;
   std::string record;  // --record FILE.db
 };
@@ -54,6 +64,18 @@ struct Signals {
   std::atomic<bool> serving{false};  // the engine is attached: a signal means drain
 };
 
+// Every open connection needs a descriptor; the usual soft limit (1024) would
+// let a few hundred idle clients crowd out the rest. The hard limit allows more.
+void RaiseFileLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t want = rl.rlim_max == RLIM_INFINITY ? 8192 : std::min<rlim_t>(rl.rlim_max, 8192);
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rl.rlim_cur = want;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
 int RunServe(const ServeArgs& a) {
   DType kv_type;
   if (a.kv_type == "f16") kv_type = DType::kF16;
@@ -65,7 +87,6 @@ int RunServe(const ServeArgs& a) {
   else return ReportError(InvalidArgument("--numerics must be invariant or adaptive, not '" + a.numerics + "'"));
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
-  if (a.max_body_bytes < 1024) return ReportError(InvalidArgument("--max-body-bytes must be >= 1024"));
 
   // Block the signals before any thread starts, so every thread inherits the mask.
   sigset_t set;
@@ -74,6 +95,7 @@ int RunServe(const ServeArgs& a) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+  RaiseFileLimit();
 
   server::ServerOptions so;
   so.host = a.host;
@@ -84,7 +106,15 @@ int RunServe(const ServeArgs& a) {
   so.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
   so.drain_timeout_s = a.drain_timeout;
   so.read_timeout_s = a.read_timeout;
+  so.header_timeout_s = a.header_timeout;
+  so.body_timeout_s = a.body_timeout;
+  so.allowed_hosts = a.allowed_hosts;
+  so.metrics_public = a.metrics_public;
   so.log_requests = !a.no_log;
+  if (Status st = server::CheckServerOptions(so); !st.ok()) {
+    std::fprintf(stderr, "stet: error: %s\n", st.message().c_str());
+    return kExitUsage;
+  }
   if (!a.record.empty()) {
     auto recorder = OpenRequestRecorder(a.record);
     if (!recorder.ok()) return ReportError(recorder.status());
@@ -150,8 +180,22 @@ int RunServe(const ServeArgs& a) {
     sig->cv.wait(lock, [&] { return sig->count > 0; });
   }
   std::fprintf(stderr, "stet: shutting down: no new connections, draining requests in flight\n");
-  server.Shutdown();
+  // Last resort, should a handler not return once its socket is shut (the
+  // drain cancels generation and closes every connection well before this).
+  std::thread([limit = a.drain_timeout + kShutdownGraceS] {
+    std::this_thread::sleep_for(std::chrono::seconds(limit));
+    std::fprintf(stderr, "stet: shutdown still not done %d s after the signal, exiting\n", limit);
+    std::fflush(stderr);
+    std::_Exit(kExitError);
+  }).detach();
+  const bool drained = server.Shutdown();
   server.Wait();
+  if (!drained) {
+    std::fprintf(stderr,
+                 "stet: --drain-timeout (%d s) passed: requests still running were cancelled\n",
+                 a.drain_timeout);
+    return kExitError;
+  }
   std::fprintf(stderr, "stet: drained, bye\n");
   return kExitOk;
 }
@@ -167,37 +211,82 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
   cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Compute threads (0: all cores); never changes results")
-      ->capture_default_str();
-  cmd->add_option("--api-key", a->api_keys,
-                  "Require 'Authorization: Bearer KEY' on /v1/* (repeat for several keys)");
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("-t,--threads", a->threads,
+                  "Compute threads (0: all cores); never changes results")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option(
+         "--api-key", a->api_keys,
+         "Require 'Authorization: Bearer KEY' on /v1/* and /metrics (repeat for several keys)")
+      ->check([](const std::string& k) {
+        return k.empty() ? std::string("an API key cannot be empty") : "";
+      });
   cmd->add_option("--max-queue", a->max_queue,
                   "Generation requests in flight (waiting + running) beyond which new ones get 429")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-c,--ctx", a->ctx, "Context length per sequence (clamped to the model's)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1 << 24));
   cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32 (part of the fingerprint)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f16", "f32"}));
   cmd->add_option("--numerics", a->numerics,
-                  "invariant (batch-invariant, default) or adaptive (faster, batch-variant; says so in the fingerprint)")
-      ->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2 or avx512; never changes results")
-      ->capture_default_str();
-  cmd->add_option("--max-seqs", a->max_seqs, "Sequences decoded together (KV slots)")->capture_default_str();
-  cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward step")->capture_default_str();
+                  "invariant (batch-invariant, default) or adaptive (faster, batch-variant; says "
+                  "so in the fingerprint)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"invariant", "adaptive"}));
+  cmd->add_option("--isa", a->isa,
+                  "Kernel path: auto, scalar, avx2 or avx512; never changes results")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
+  cmd->add_option("--max-seqs", a->max_seqs, "Sequences decoded together (KV slots)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   cmd->add_option("--chunk", a->chunk, "Prefill chunk per sequence per step; never changes results")
-      ->capture_default_str();
-  cmd->add_option("--http-threads", a->http_threads, "HTTP worker threads (0: max-queue + 16)")
-      ->capture_default_str();
-  cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body accepted (else 413)")
-      ->capture_default_str();
-  cmd->add_option("--drain-timeout", a->drain_timeout,
-                  "Seconds SIGTERM waits for in-flight requests before cancelling them")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option(
+         "--http-threads", a->http_threads,
+         "Requests served at once besides GET/HEAD (reading bodies, generating, streaming) "
+         "[default: max-queue + 16]")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option(
+         "--max-body-bytes", a->max_body_bytes,
+         "Largest request body accepted, counted as it arrives whatever the framing (else 413)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
+  cmd->add_option(
+         "--drain-timeout", a->drain_timeout,
+         "Seconds SIGTERM waits for in-flight requests before cancelling them (then exit 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
+  cmd->add_option(
+         "--header-timeout", a->header_timeout,
+         "Seconds a request's line and headers may take to arrive, however they trickle (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  cmd->add_option("--body-timeout", a->body_timeout,
+                  "Seconds a request's body may take to arrive after its headers (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
   cmd->add_option("--read-timeout", a->read_timeout,
-                  "Seconds a stalled client (partial headers or body) may stay silent before it is dropped")
-      ->capture_default_str();
+                  "Seconds one read or write may wait for the client (a silent or non-reading "
+                  "client is dropped)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  cmd->add_option("--allowed-hosts", a->allowed_hosts,
+                  "Host header names accepted besides localhost, 127.0.0.1 and [::1] "
+                  "(comma-separated; '*': any). "
+                  "Default: those only when --host is a loopback address, any Host otherwise")
+      ->delimiter(',');
+  cmd->add_flag("--metrics-public", a->metrics_public,
+                "With --api-key: /metrics answers without a key");
   cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
   cmd->add_option("--record", a->record,
                   "Store every answered request with all that shaped it in this SQLite file, committed before the "

@@ -74,6 +74,8 @@ class StetServer:
 
     def __init__(self, model, *args, wait=True):
         self.cmd = [stet_binary(), "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", *args]
+        # /metrics needs the key when the server has one (unless --metrics-public).
+        self.api_key = args[args.index("--api-key") + 1] if "--api-key" in args else None
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
         self._lines = []
@@ -162,7 +164,8 @@ class StetServer:
             return status, data
 
     def metrics_text(self):
-        status, _, data = self.http("GET", "/metrics")
+        auth = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None
+        status, _, data = self.http("GET", "/metrics", headers=auth)
         assert status == 200, status
         return data.decode()
 

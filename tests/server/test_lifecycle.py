@@ -23,7 +23,7 @@ def open_stream(port, body):
     response headers and the first SSE event have arrived, plus what was read."""
     s = socket.create_connection(("127.0.0.1", port))
     data = json.dumps(body).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
     s.settimeout(30)
     buf = b""
