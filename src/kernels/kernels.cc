@@ -48,9 +48,24 @@ constexpr int64_t kAvx512MinRows = 2;
 // Below this many rows a packed matrix is streamed once per activation row
 // (the vertical-activation kernel would leave most of its 16 lanes idle).
 constexpr int64_t kPackedMaxRows = 8;
-// The AVX2 packed kernel serves decode only: from two rows on, the unpacked
-// tiles reuse each weight block across rows (measured on Zen 4, --isa avx2).
-constexpr int64_t kPackedMaxRowsAvx2 = 2;
+
+// The weight types the AVX-512 packed and batched kernels cover; every other
+// type runs its AVX2 kernels on AVX-512 CPUs too (a packed q6_k: the AVX2
+// packed ones).
+bool HasAvx512Kernels(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ4_K:
+      return true;
+    default:
+      return false;
+  }
+}
 
 uint8_t* Carve(std::vector<uint8_t>* storage, size_t* offset, size_t bytes) {
   constexpr size_t kAlign = 64;
@@ -208,8 +223,11 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
   MatMulArgs args{&w, x, nullptr, nullptr, m, ys[0]};
   // The AVX-512 kernels: packed decode for few rows, vertical/paired layouts
   // for batches.
-  const bool packed512 = UseAvx512(isa) && packed && m < kPackedMaxRows;
-  const bool avx512 = UseAvx512(isa) && m >= kAvx512MinRows;
+  const bool packed512 = UseAvx512(isa) && packed && m < kPackedMaxRows && HasAvx512Kernels(w.type);
+  const bool avx512 = UseAvx512(isa) && m >= kAvx512MinRows && HasAvx512Kernels(w.type);
+  // The AVX2 packed kernels serve every m (each weight load feeds up to four
+  // activation rows), on AVX2 CPUs and for what the AVX-512 kernels lack.
+  const bool packed2 = avx && packed && !packed512 && !avx512;
   ActQ8 a8;
   ActQ8K a8k;
   ActPairs xp;
@@ -243,9 +261,7 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       args.a8 = &a8;
       rows_fn = STET_PATH(avx, MatMulQ8Rows);
 #if defined(STET_KERNELS_HAVE_AVX2)
-      if (avx && !UseAvx512(isa) && packed && m < kPackedMaxRowsAvx2) {
-        rows_fn = avx2::MatMulPackedRows;
-      }
+      if (packed2) rows_fn = avx2::MatMulPackedRows;
 #endif
 #if defined(STET_KERNELS_HAVE_AVX512)
       if (packed512) {
@@ -271,9 +287,7 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       args.a8k = &a8k;
       rows_fn = STET_PATH(avx, MatMulQKRows);
 #if defined(STET_KERNELS_HAVE_AVX2)
-      if (avx && !UseAvx512(isa) && packed && m < kPackedMaxRowsAvx2 && w.type == DType::kQ4_K) {
-        rows_fn = avx2::MatMulPackedQKRows;
-      }
+      if (packed2 && w.type != DType::kQ5_K) rows_fn = avx2::MatMulPackedQKRows;
 #endif
 #if defined(STET_KERNELS_HAVE_AVX512)
       if (packed512) {

@@ -40,18 +40,19 @@ struct WeightView {
   int64_t cols = 0;
   const void* data = nullptr;
   int64_t row_bytes = 0;
-  // Optional copy of `data` in the packed decode layout (PackWeights), used by
-  // the AVX2 and AVX-512 paths for small batches. Same numbers, same results (R4).
+  // Optional copy of `data` in the packed layout (PackWeights), read by the AVX2
+  // kernels at every batch size and by the AVX-512 ones for small batches.
+  // Same numbers, same results (R4).
   const void* packed = nullptr;
 };
 
-// The row-interleaved layout for q8_0/q4_0/q4_1/q4_k weights that the decode
-// kernels stream (AVX2 and AVX-512): 16 rows per group,
-// per 32-block (q4_k: superblock) the 16 rows' quants 4 bytes at a time (q8_0
-// stored as q + 128), then their scales (and mins) — see pack.cc. PackedBytes is
-// 0 for types without a packed layout; PackedLayoutUsed says whether this CPU's
-// best path reads it (the model packs only those). The packed copy is 64-byte
-// aligned by the caller's allocation.
+// The row-interleaved layout for q8_0/q4_0/q4_1/q4_k/q6_k weights that the
+// AVX2 kernels (decode and prefill) and the AVX-512 decode kernels stream: 16
+// rows per group, per 32-block (K-quants: superblock) the 16 rows' quants 4
+// bytes at a time (q8_0 stored as q + 128), then their scales (and mins) — see
+// pack.cc. PackedBytes is 0 for types without a packed layout; PackedLayoutUsed
+// says whether this CPU's best path reads it (the model packs only those). The
+// packed copy is 64-byte aligned by the caller's allocation.
 int64_t PackedBytes(const WeightView& w);
 void PackWeights(const WeightView& w, void* dst);
 bool PackedLayoutUsed(DType t);

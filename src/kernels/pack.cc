@@ -1,6 +1,7 @@
-// PackWeights: the decode layout of q8_0/q4_0/q4_1/q4_k matrices (see
-// kernels.h). Pure byte moves, so any CPU can build it; the kernels that read
-// it are cpu/matmul_packed_avx512.cc and cpu/matmul_packed_avx2.cc.
+// PackWeights: the row-interleaved layout of q8_0/q4_0/q4_1/q4_k/q6_k matrices
+// (see kernels.h). Pure byte moves, so any CPU can build it; the kernels that
+// read it are cpu/matmul_packed_avx512.cc (decode, not q6_k) and
+// cpu/matmul_packed{,_qk}_avx2.cc (decode and prefill).
 #include <cstring>
 #include <type_traits>
 
@@ -69,6 +70,29 @@ void PackQ4K(const WeightView& w, uint8_t* dst) {
   }
 }
 
+// q6_k: per 16-row group and superblock, the 32 ql words (word w: ql[4w..4w+3]
+// of each row), the 16 qh words likewise, the 16 int8 scales as bytes [j][row]
+// and d as f16 [row]: 3360 bytes, exactly the 16 blocks' size.
+void PackQ6K(const WeightView& w, uint8_t* dst) {
+  const int64_t nsb = w.cols / kQKK, groups = (w.rows + 15) / 16;
+  const int64_t stride = PackedBlockBytes(DType::kQ6_K);
+  std::memset(dst, 0, static_cast<size_t>(groups * nsb * stride));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const auto* row =
+        reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
+    const int64_t g = r / 16, t = r % 16;
+    for (int64_t b = 0; b < nsb; ++b) {
+      uint8_t* p = dst + (g * nsb + b) * stride;
+      for (int word = 0; word < 32; ++word) std::memcpy(p + word * 64 + t * 4, row[b].ql + 4 * word, 4);
+      for (int word = 0; word < 16; ++word) {
+        std::memcpy(p + 2048 + word * 64 + t * 4, row[b].qh + 4 * word, 4);
+      }
+      for (int j = 0; j < 16; ++j) p[3072 + j * 16 + t] = static_cast<uint8_t>(row[b].scales[j]);
+      std::memcpy(p + 3328 + t * 2, &row[b].d, 2);
+    }
+  }
+}
+
 }  // namespace
 
 int64_t PackedBlockBytes(DType t) {
@@ -81,6 +105,8 @@ int64_t PackedBlockBytes(DType t) {
       return 256 + 64;
     case DType::kQ4_K:
       return 2048 + 128 + 128 + 64;
+    case DType::kQ6_K:
+      return 2048 + 1024 + 256 + 32;
     default:
       return 0;
   }
@@ -88,7 +114,7 @@ int64_t PackedBlockBytes(DType t) {
 
 int64_t PackedBytes(const WeightView& w) {
   const int64_t per = PackedBlockBytes(w.type);
-  const int64_t block = w.type == DType::kQ4_K ? kQKK : kQK;
+  const int64_t block = w.type == DType::kQ4_K || w.type == DType::kQ6_K ? kQKK : kQK;
   if (per == 0 || w.cols % block != 0) return 0;
   return (w.rows + 15) / 16 * (w.cols / block) * per;
 }
@@ -109,6 +135,9 @@ void PackWeights(const WeightView& w, void* dst) {
       break;
     case DType::kQ4_K:
       PackQ4K(w, out);
+      break;
+    case DType::kQ6_K:
+      PackQ6K(w, out);
       break;
     default:
       Pack<BlockQ4_1>(w, out);

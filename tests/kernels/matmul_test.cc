@@ -99,9 +99,10 @@ TEST_P(MatMulTest, Avx512EqualsScalar) {
   }
 }
 
-// The packed decode layout (q8_0/q4_0/q4_1/q4_k): PackWeights + Isa::kAvx512 with
-// few rows equals the scalar reference on the unpacked matrix; row counts that
-// are not a multiple of the 16-row group, pool splits included.
+// The packed layout (q8_0/q4_0/q4_1/q4_k/q6_k): PackWeights + a SIMD path equals
+// the scalar reference on the unpacked matrix; row counts that are not a
+// multiple of the 16-row group, pool splits included. (On AVX-512 from 8 rows
+// on the vertical kernels run instead; q6_k runs the AVX2 packed kernels.)
 void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
   std::mt19937 rng(4242);
   ThreadPool pool(3);
@@ -118,7 +119,8 @@ void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
         PackWeights(wv, aligned);
         WeightView pv = wv;
         pv.packed = aligned;
-        for (int64_t m : {1, 2, 3, 5}) {
+        // Decode (1) and prefill tiles: full 4-row tiles, and every remainder.
+        for (int64_t m : {1, 2, 3, 4, 5, 8, 11}) {
           const auto x = RandomActivations(rng, m * k);
           const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
           for (ThreadPool* pl : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -137,22 +139,27 @@ void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
 
 TEST(MatMulPacked, Avx512PackedEqualsScalar) {
   STET_REQUIRE_AVX512();
-  PackedEqualsScalar(Isa::kAvx512, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K});
+  PackedEqualsScalar(Isa::kAvx512,
+                     {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K});
 }
 
-// The AVX2 decode kernel reads the same layout (8-row halves of each group).
+// The AVX2 kernels read the same layout (8-row halves of each group), for decode
+// and prefill.
 TEST(MatMulPacked, Avx2PackedEqualsScalar) {
   STET_REQUIRE_AVX2();
-  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K});
+  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K});
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ5_K}) {
     WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
     EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
   }
   WeightView w{DType::kQ4_1, 17, 64, nullptr, RowBytes(DType::kQ4_1, 64)};
   EXPECT_EQ(PackedBytes(w), 2 * 2 * 320);  // 2 groups of 16 rows x 2 blocks x 320 bytes
+  // q6_k packs to exactly its blocks' size (16 rows x 210 bytes per superblock).
+  WeightView w6{DType::kQ6_K, 16, 512, nullptr, RowBytes(DType::kQ6_K, 512)};
+  EXPECT_EQ(PackedBytes(w6), 16 * RowBytes(DType::kQ6_K, 512));
 }
 
 // Activations outside the usual range still give equal bits: huge blocks, a

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 // Fully unrolls a loop over a small compile-time count (tile rows, lanes), so
 // arrays of vectors indexed by it live in registers. GCC at -O2 would keep them
@@ -36,6 +37,63 @@ static inline int32_t HsumEpi32(__m256i v) {
 static inline __m256i TailMask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// An empty asm that "changes" v: the accumulation chain through v stays in the
+// written order, one step after another. Without it GCC computes every maddubs
+// of a block first and spills them all (the sums are exact, so the order is free).
+static inline void KeepInRegister(__m256i& v) { asm("" : "+x"(v)); }
+
+// Four bytes at p as one int32 (unaligned).
+static inline int32_t Load32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// The 4-byte word at p in every 32-bit lane: one activation word against 8 rows.
+static inline __m256i Bcast32(const int8_t* p) { return _mm256_set1_epi32(Load32(p)); }
+
+// CombineLanes lane-wise over 8 outputs: l[i] holds logical lane i of each.
+static inline __m256 CombineLanes8x8(const __m256* l) {
+  const __m256 s0 = _mm256_add_ps(l[0], l[4]), s1 = _mm256_add_ps(l[1], l[5]);
+  const __m256 s2 = _mm256_add_ps(l[2], l[6]), s3 = _mm256_add_ps(l[3], l[7]);
+  return _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
+}
+
+// The 8 outputs of a packed half group, or the first n of them at the matrix's end.
+static inline void StoreHalf(__m256 r, float* y, int64_t n) {
+  if (n >= 8) {
+    _mm256_storeu_ps(y, r);
+  } else {
+    _mm256_maskstore_ps(y, TailMask(n), r);
+  }
+}
+
+// -(a * b), as C++'s unary minus of the rounded product (sign flip, nan too).
+static inline __m256 NegMul(__m256 a, __m256 b) {
+  return _mm256_xor_ps(_mm256_mul_ps(a, b),
+                       _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int32_t>(0x80000000u))));
+}
+
+// 8 row bytes at p, each twice, as 16 int16 [b0 b0 b1 b1 ... b7 b7] (zero- or
+// sign-extended): a per-row factor for madd on maddubs' two int16 partials per row.
+static inline __m256i RowPairsU8(const uint8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(b, b));
+}
+static inline __m256i RowPairsI8(const uint8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(b, b));
+}
+
+// Software prefetch of [p, p + bytes) into L1, line by line (never faults, even
+// past the end of a mapping): decode streams the packed weights from DRAM, and
+// the hardware prefetcher alone leaves one core at about half its bandwidth.
+static inline void PrefetchLines(const uint8_t* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+  }
 }
 
 }  // namespace stet::kernels::avx2

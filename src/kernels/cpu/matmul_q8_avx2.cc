@@ -19,12 +19,6 @@ namespace {
 
 inline __m256i Ones16() { return _mm256_set1_epi16(1); }
 
-inline int Load32(const void* p) {
-  int v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // The first 4 bytes of each of 8 consecutive blocks (d, then m or the first
 // quants). Scalar loads + inserts: on Zen 4 that beats vpgatherdd. The tail
 // gathers with a mask, so blocks past `valid` are never read (they read as 0).

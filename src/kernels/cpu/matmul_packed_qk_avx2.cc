@@ -1,0 +1,245 @@
+// AVX2 MatMul for q4_k and q6_k weights in the packed 16-row layout
+// (kernels/pack.cc), for decode and prefill alike: one 32-byte load brings 4
+// bytes of 8 rows (one half of a group), one maddubs with a broadcast 4-byte
+// activation word does 32 exact multiply-adds, and each weight load serves RM
+// activation rows. Per superblock the 8 rows' int32 sums land in one vector.
+//  * q4_k: a sub-block's 8 maddubs partials are added in int16 (|sum| <=
+//    8 * 2 * 15 * 127 = 30480), then madd with the row's 6-bit scale (both
+//    int16 partials of a row times its scale: exact int32);
+//    msum = sum_j min_j * sum qx_j by madd on (min_2q, min_2q+1) pairs.
+//  * q6_k: q = low 4 bits | 2 high bits (0..63); two maddubs partials are
+//    added in int16 (<= 2 * 2 * 63 * 127 = 32004), then madd with the row's
+//    int8 scale; the -32 offset is -32 * sum_j sc_j * sum qx_j (madd on pairs).
+// Numerics: per output, superblock b's exact isum (and q4_k's msum) go to
+// logical lane b % 8 with the fmas of ref/matmul_qk.cc, then the fixed lane
+// tree: equal to the scalar reference bit for bit (matmul_test.cc:
+// Avx2PackedEqualsScalar).
+#include <immintrin.h>
+
+#include "base/check.h"
+#include "kernels/cpu/avx2_util.h"
+#include "kernels/internal.h"
+
+namespace stet::kernels::avx2 {
+
+namespace {
+
+// (s_even, s_odd) as one int32 of two int16s, broadcast: pairs with madd operands
+// that hold row t's (x_2t, x_2t+1).
+inline __m256i Int16Pair(int32_t lo, int32_t hi) {
+  return _mm256_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(lo) & 0xffffu) |
+                                                (static_cast<uint32_t>(hi) << 16)));
+}
+
+// q4_k superblock (at p) of one 8-row half: isum and msum for RM activation rows
+// (row i's quants at xq[i], its 16 bsums at bs[i]).
+template <int RM>
+inline void SuperQ4K(const uint8_t* p, int half, const int8_t* const* xq, const int16_t* const* bs,
+                     __m256i* isum, __m256i* msum) {
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  const int rows8 = half / 4;  // 0 or 8: this half's first row within the group
+  STET_UNROLL
+  for (int i = 0; i < RM; ++i) isum[i] = msum[i] = _mm256_setzero_si256();
+  STET_UNROLL
+  for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
+    __m256i lo16[RM], hi16[RM];
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) lo16[i] = hi16[i] = _mm256_setzero_si256();
+    STET_UNROLL
+    for (int s = 0; s < 8; ++s) {
+      const __m256i raw =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + (8 * jp + s) * 64 + half));
+      const __m256i lo = _mm256_and_si256(raw, mask);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) {
+        lo16[i] = _mm256_add_epi16(lo16[i],
+                                   _mm256_maddubs_epi16(lo, Bcast32(xq[i] + 64 * jp + 4 * s)));
+        hi16[i] = _mm256_add_epi16(
+            hi16[i], _mm256_maddubs_epi16(hi, Bcast32(xq[i] + 64 * jp + 32 + 4 * s)));
+        KeepInRegister(lo16[i]);
+        KeepInRegister(hi16[i]);
+      }
+    }
+    const __m256i sc_lo = RowPairsU8(p + 2048 + 16 * (2 * jp) + rows8);
+    const __m256i sc_hi = RowPairsU8(p + 2048 + 16 * (2 * jp + 1) + rows8);
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      isum[i] = _mm256_add_epi32(isum[i], _mm256_add_epi32(_mm256_madd_epi16(lo16[i], sc_lo),
+                                                           _mm256_madd_epi16(hi16[i], sc_hi)));
+    }
+  }
+  STET_UNROLL
+  for (int q = 0; q < 4; ++q) {
+    const __m256i mins = _mm256_cvtepu8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2048 + 128 + 32 * q + 2 * rows8)));
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      const int16_t* b = bs[i] + 4 * q;
+      msum[i] = _mm256_add_epi32(
+          msum[i], _mm256_madd_epi16(mins, Int16Pair(b[0] + b[1], b[2] + b[3])));
+    }
+  }
+}
+
+// q6_k superblock (at p) of one 8-row half: isum = sum_e sc[e/16] (q_e - 32) qx_e
+// for RM activation rows (row i's quants at xq[i], its 16 bsums at bs[i]).
+// Element e = 128n + 32c + l (l < 32): its low 4 bits are in ql[64n + 32(c&1) + l]
+// (c < 2: low nibble, else high), its high 2 bits are bits 2c, 2c+1 of qh[32n + l].
+template <int RM>
+inline void SuperQ6K(const uint8_t* p, int half, const int8_t* const* xq, const int16_t* const* bs,
+                     __m256i* isum) {
+  const int rows8 = half / 4;
+  const uint8_t* sc = p + 3072;  // int8 scales [j][row]
+  // Each sub-block's scale for the half's 8 rows, as madd pairs, once per superblock.
+  __m256i scale[16];
+  STET_UNROLL
+  for (int j = 0; j < 16; ++j) scale[j] = RowPairsI8(sc + 16 * j + rows8);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), bits45 = _mm256_set1_epi8(0x30);
+  STET_UNROLL
+  for (int i = 0; i < RM; ++i) isum[i] = _mm256_setzero_si256();
+  for (int n = 0; n < 2; ++n) {
+    STET_UNROLL
+    for (int sp = 0; sp < 4; ++sp) {  // l = 8sp..8sp+7, as words s = 2sp and 2sp + 1
+      __m256i q[2][4];
+      STET_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const int s = 2 * sp + e;
+        const __m256i qa = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(p + (16 * n + s) * 64 + half));
+        const __m256i qb = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(p + (16 * n + 8 + s) * 64 + half));
+        const __m256i qh = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(p + 2048 + (8 * n + s) * 64 + half));
+        // qh bits 2c, 2c+1 to bits 4, 5 (16-bit shifts; the mask keeps only
+        // bits that stayed within their byte).
+        q[e][0] = _mm256_or_si256(_mm256_and_si256(qa, low4),
+                                  _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+        q[e][1] = _mm256_or_si256(_mm256_and_si256(qb, low4),
+                                  _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+        q[e][2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), low4),
+                                  _mm256_and_si256(qh, bits45));
+        q[e][3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), low4),
+                                  _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+      }
+      STET_UNROLL
+      for (int c = 0; c < 4; ++c) {
+        const __m256i scl = scale[8 * n + 2 * c + sp / 2];
+        STET_UNROLL
+        for (int i = 0; i < RM; ++i) {
+          const int8_t* x = xq[i] + 128 * n + 32 * c + 8 * sp;
+          const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0][c], Bcast32(x)),
+                                               _mm256_maddubs_epi16(q[1][c], Bcast32(x + 4)));
+          isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(s16, scl));
+          KeepInRegister(isum[i]);
+        }
+      }
+    }
+  }
+  // -32 * sum_j sc_j * bsum_j, on (sc_2k, sc_2k+1) pairs per row.
+  STET_UNROLL
+  for (int k = 0; k < 8; ++k) {
+    const __m128i e = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * k) + rows8));
+    const __m128i o =
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * k + 1) + rows8));
+    const __m256i pairs = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(e, o));
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      const __m256i off = _mm256_madd_epi16(pairs, Int16Pair(bs[i][2 * k], bs[i][2 * k + 1]));
+      isum[i] = _mm256_sub_epi32(isum[i], _mm256_slli_epi32(off, 5));
+    }
+  }
+}
+
+// Superblocks ahead of the one computed that the first half prefetches.
+constexpr int64_t kPrefetchAhead = 1;
+
+template <bool kQ6, int RM>
+void HalfTile(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
+              int64_t ldy, int64_t n_out) {
+  const int rows8 = half / 4;
+  const int dofs = kQ6 ? 3328 : 2048 + 256;  // f16 d [row] (q4_k: then dmin [row])
+  __m256 acc[RM][kLanes];
+  STET_UNROLL
+  for (int i = 0; i < RM; ++i) STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[i][l] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < act.nsb; ++b) {
+    const uint8_t* pb = p + b * stride;
+    // The first half streams the group from memory (the second finds it cached).
+    if (half == 0 && kPrefetchAhead > 0) PrefetchLines(pb + kPrefetchAhead * stride, stride);
+    const int8_t* xq[RM];
+    const int16_t* bs[RM];
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      xq[i] = act.qs + (i0 + i) * act.k + b * kQKK;
+      bs[i] = act.bsums + ((i0 + i) * act.nsb + b) * 16;
+    }
+    __m256i isum[RM], msum[RM];
+    if constexpr (kQ6) {
+      SuperQ6K<RM>(pb, half, xq, bs, isum);
+    } else {
+      SuperQ4K<RM>(pb, half, xq, bs, isum, msum);
+    }
+    const __m256 d =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 2 * rows8)));
+    __m256 dmin = _mm256_setzero_ps();
+    if constexpr (!kQ6) {
+      dmin = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 32 + 2 * rows8)));
+    }
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      const __m256 dx = _mm256_set1_ps(act.d[(i0 + i) * act.nsb + b]);
+      __m256& lane = acc[i][b % kLanes];
+      lane = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[i]), lane);
+      if constexpr (!kQ6) lane = _mm256_fmadd_ps(NegMul(dmin, dx), _mm256_cvtepi32_ps(msum[i]), lane);
+    }
+  }
+  STET_UNROLL
+  for (int i = 0; i < RM; ++i) StoreHalf(CombineLanes8x8(acc[i]), y + i * ldy, n_out);
+}
+
+constexpr int kRM = 4;  // activation rows sharing each weight load (prefill)
+
+template <bool kQ6, int RM>
+void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, int64_t i0,
+               int64_t m, float* y, int64_t ldy, int64_t n_out) {
+  if constexpr (RM > 1) {
+    if (m < RM) return HalfTiles<kQ6, RM - 1>(p, half, stride, act, i0, m, y, ldy, n_out);
+  }
+  int64_t i = 0;
+  for (; i + RM <= m; i += RM) HalfTile<kQ6, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
+  if constexpr (RM > 1) {
+    if (i < m) HalfTiles<kQ6, RM - 1>(p, half, stride, act, i0 + i, m - i, y + i * ldy, ldy, n_out);
+  }
+}
+
+template <bool kQ6>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  const WeightView& w = *a.w;
+  const int64_t stride = PackedBlockBytes(w.type);
+  const auto* packed = static_cast<const uint8_t*>(w.packed);
+  STET_CHECK(r0 % 16 == 0);
+  for (int64_t row0 = r0; row0 < r1; row0 += 8) {
+    const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
+    const int half = static_cast<int>(row0 % 16) * 4;
+    HalfTiles<kQ6, kRM>(p, half, stride, *a.a8k, 0, a.m, a.y + row0, w.rows, r1 - row0);
+  }
+}
+
+}  // namespace
+
+void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.w->type) {
+    case DType::kQ4_K:
+      Rows<false>(a, r0, r1);
+      break;
+    case DType::kQ6_K:
+      Rows<true>(a, r0, r1);
+      break;
+    default:
+      STET_CHECK_MSG(false, "avx2::MatMulPackedQKRows: not a packed K-quant type");
+  }
+}
+
+}  // namespace stet::kernels::avx2
