@@ -1,5 +1,5 @@
-// PackWeights: the row-interleaved layout of q8_0/q4_0/q4_1/q4_k/q6_k matrices
-// (see kernels.h). Pure byte moves, so any CPU can build it; the kernels that
+// PackWeights: the row-interleaved layout of q8_0/q4_0/q4_1/q4_k/q6_k and
+// f16/bf16 matrices (see kernels.h). Pure byte moves, so any CPU can build it; the kernels that
 // read it are cpu/matmul_packed_avx512.cc (decode, not q6_k) and
 // cpu/matmul_packed{,_qk}_avx2.cc (decode and prefill).
 #include <cstring>
@@ -93,6 +93,20 @@ void PackQ6K(const WeightView& w, uint8_t* dst) {
   }
 }
 
+// f16/bf16: per group of 8 rows, per 8-element chunk, the 8 rows' chunks one
+// after another (8 x 16 bytes); rows past the end of the matrix are zeros.
+void PackFloat16(const WeightView& w, uint8_t* dst) {
+  const int64_t chunks = w.cols / 8, groups = (w.rows + 7) / 8;
+  std::memset(dst, 0, static_cast<size_t>(groups * chunks * 128));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const auto* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
+    uint8_t* g = dst + (r / 8) * chunks * 128 + (r % 8) * 16;
+    for (int64_t c = 0; c < chunks; ++c) std::memcpy(g + c * 128, row + c * 16, 16);
+  }
+}
+
+bool IsFloat16(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
 }  // namespace
 
 int64_t PackedBlockBytes(DType t) {
@@ -113,6 +127,7 @@ int64_t PackedBlockBytes(DType t) {
 }
 
 int64_t PackedBytes(const WeightView& w) {
+  if (IsFloat16(w.type)) return w.cols % 8 == 0 ? (w.rows + 7) / 8 * 8 * w.cols * 2 : 0;
   const int64_t per = PackedBlockBytes(w.type);
   const int64_t block = w.type == DType::kQ4_K || w.type == DType::kQ6_K ? kQKK : kQK;
   if (per == 0 || w.cols % block != 0) return 0;
@@ -120,7 +135,7 @@ int64_t PackedBytes(const WeightView& w) {
 }
 
 bool PackedLayoutUsed(DType t) {
-  return CpuHasAvx2Fma() && PackedBlockBytes(t) > 0;
+  return CpuHasAvx2Fma() && (PackedBlockBytes(t) > 0 || IsFloat16(t));
 }
 
 void PackWeights(const WeightView& w, void* dst) {
@@ -138,6 +153,10 @@ void PackWeights(const WeightView& w, void* dst) {
       break;
     case DType::kQ6_K:
       PackQ6K(w, out);
+      break;
+    case DType::kF16:
+    case DType::kBF16:
+      PackFloat16(w, out);
       break;
     default:
       Pack<BlockQ4_1>(w, out);

@@ -139,22 +139,27 @@ void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
 
 TEST(MatMulPacked, Avx512PackedEqualsScalar) {
   STET_REQUIRE_AVX512();
-  PackedEqualsScalar(Isa::kAvx512,
-                     {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K});
+  PackedEqualsScalar(Isa::kAvx512, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+                                    DType::kQ6_K, DType::kF16, DType::kBF16});
 }
 
 // The AVX2 kernels read the same layout (8-row halves of each group), for decode
 // and prefill.
 TEST(MatMulPacked, Avx2PackedEqualsScalar) {
   STET_REQUIRE_AVX2();
-  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K});
+  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+                                  DType::kQ6_K, DType::kF16, DType::kBF16});
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ5_K}) {
+  for (DType t : {DType::kF32, DType::kQ5_K}) {
     WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
     EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
   }
+  // f16/bf16: 8-row groups, only when every row is whole 8-element chunks.
+  EXPECT_EQ(PackedBytes(WeightView{DType::kF16, 17, 64, nullptr, RowBytes(DType::kF16, 64)}),
+            3 * 8 * 64 * 2);
+  EXPECT_EQ(PackedBytes(WeightView{DType::kBF16, 16, 63, nullptr, RowBytes(DType::kBF16, 63)}), 0);
   WeightView w{DType::kQ4_1, 17, 64, nullptr, RowBytes(DType::kQ4_1, 64)};
   EXPECT_EQ(PackedBytes(w), 2 * 2 * 320);  // 2 groups of 16 rows x 2 blocks x 320 bytes
   // q6_k packs to exactly its blocks' size (16 rows x 210 bytes per superblock).
