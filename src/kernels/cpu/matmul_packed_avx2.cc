@@ -103,6 +103,10 @@ inline void OneBlock(const uint8_t* p, int half, const ActQ8& act, const int64_t
   }
 }
 
+// Blocks ahead of the one computed that the first pass prefetches (4.5-8.5 KB:
+// measured on Zen 3, DRAM-cold decode 0.8-0.9x the time of no prefetch).
+constexpr int64_t kPrefetchBlocks = 16;
+
 // The 8 outputs of one half (packed group at p) for activation rows i0..i0+RM-1.
 template <typename Block, int RM>
 void HalfTile(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int64_t i0, float* y,
@@ -117,6 +121,9 @@ void HalfTile(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int6
   // One block per iteration (lane b % 8 indexed at run time, so the accumulators
   // live in L1): unrolling 8 blocks x RM rows makes GCC spill everything.
   for (int64_t b = 0; b < nb; ++b) {
+    // The first pass over the group (first half, first activation rows)
+    // streams it from memory; later passes find it cached.
+    if (half == 0 && i0 == 0) PrefetchLines(p + (b + kPrefetchBlocks) * stride, stride);
     STET_UNROLL
     for (int i = 0; i < RM; ++i) {
       blk[i] = (i0 + i) * act.nb_pad + b;
