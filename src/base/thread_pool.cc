@@ -102,14 +102,17 @@ void ThreadPool::WorkerLoop(int index) {
     uint64_t gen;
     while ((gen = gen_.load(std::memory_order_acquire)) == seen) {
       ++polls;
-      if (polls < kPausePolls) {
+      // While the caller runs jobs alone (a busy machine), a polling worker
+      // would only take CPU time from it: sleep until the next parallel job.
+      const bool parked = park_.load(std::memory_order_relaxed);
+      if (polls < kPausePolls && !parked) {
         STET_PAUSE();
-      } else if (polls < kPausePolls + kYieldPolls) {
+      } else if (polls < kPausePolls + kYieldPolls && !parked) {
         std::this_thread::yield();
       } else {
         sleepers_.fetch_add(1);
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return gen_.load() != seen; });
+        cv_.wait(lock, [&] { return gen_.load() != seen || stop_.load(); });
         sleepers_.fetch_sub(1);
         polls = 0;
       }
@@ -133,6 +136,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t,
     fn(0, n, 0);
     return;
   }
+  park_.store(false, std::memory_order_relaxed);
   const auto t_start = std::chrono::steady_clock::now();
   const int64_t target = std::min<int64_t>(kChunksPerThread * n_threads_, kMaxChunks);
   chunk_ = (n_grains + target - 1) / target * grain;
@@ -177,6 +181,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t,
   if (t_end - t_drained > 4 * (t_drained - t_start) + kStraggle) {
     solo_left_ = solo_backoff_;
     solo_backoff_ = std::min(2 * solo_backoff_, kSoloMax);
+    park_.store(true, std::memory_order_relaxed);
   } else {
     solo_backoff_ = kSoloMin;
   }

@@ -72,6 +72,7 @@ class ThreadPool {
   alignas(64) std::atomic<uint64_t> gen_{0};
   alignas(64) std::atomic<int64_t> done_{0};  // chunks done, added once per thread per job
   std::atomic<int> sleepers_{0};
+  std::atomic<bool> park_{false};  // the caller runs jobs alone for now: workers sleep
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
