@@ -26,80 +26,102 @@ namespace stet::kernels::avx2 {
 
 namespace {
 
-// Exact int32 dots of one 32-block (at p) for the 8 rows of one half (byte
-// offset `half` = 0 or 32 in each 64-byte word) and RM activation rows, whose
-// block quants start at xq[i]; q4_0's -8 * sum qx is left to the caller.
-template <typename Block, int RM>
-inline void BlockDots(const uint8_t* p, int half, const int8_t* const* xq, __m256i* is) {
+// Exact int32 dots of one 32-block (at p) for the 8 rows of NH halves (byte
+// offsets half[h] = 0 or 32 in each 64-byte word) and RM activation rows, whose
+// block quants start at xq[i]: is[h * RM + i]. Each activation word is
+// broadcast once for all halves; q4_0's -8 * sum qx is left to the caller.
+template <typename Block, int NH, int RM>
+inline void BlockDots(const uint8_t* p, const int* half, const int8_t* const* xq, __m256i* is) {
   const __m256i ones = _mm256_set1_epi16(1);
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
     const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) is[i] = _mm256_setzero_si256();
+    for (int k = 0; k < NH * RM; ++k) is[k] = _mm256_setzero_si256();
     STET_UNROLL
     for (int j = 0; j < 8; ++j) {
-      const __m256i w = _mm256_xor_si256(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * j + half)), bias);
-      const __m256i aw = _mm256_sign_epi8(w, w);
+      __m256i x[RM];
       STET_UNROLL
-      for (int i = 0; i < RM; ++i) {
-        const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(Bcast32(xq[i] + 4 * j), w));
-        is[i] = _mm256_add_epi32(is[i], _mm256_madd_epi16(p16, ones));
-        KeepInRegister(is[i]);
+      for (int i = 0; i < RM; ++i) x[i] = Bcast32(xq[i] + 4 * j);
+      STET_UNROLL
+      for (int h = 0; h < NH; ++h) {
+        const __m256i w = _mm256_xor_si256(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * j + half[h])), bias);
+        const __m256i aw = _mm256_sign_epi8(w, w);
+        STET_UNROLL
+        for (int i = 0; i < RM; ++i) {
+          const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x[i], w));
+          is[h * RM + i] = _mm256_add_epi32(is[h * RM + i], _mm256_madd_epi16(p16, ones));
+          KeepInRegister(is[h * RM + i]);
+        }
       }
     }
   } else {
     const __m256i mask = _mm256_set1_epi8(0x0f);
-    __m256i s16[RM];
+    __m256i s16[NH * RM];
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) s16[i] = _mm256_setzero_si256();
+    for (int k = 0; k < NH * RM; ++k) s16[k] = _mm256_setzero_si256();
     STET_UNROLL
     for (int j = 0; j < 4; ++j) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * j + half));
       // Low nibbles: elements 4j..4j+3; high nibbles: 16+4j..16+4j+3.
-      const __m256i lo = _mm256_and_si256(raw, mask);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+      __m256i xl[RM], xh[RM];
       STET_UNROLL
       for (int i = 0; i < RM; ++i) {
-        s16[i] = _mm256_add_epi16(s16[i], _mm256_maddubs_epi16(lo, Bcast32(xq[i] + 4 * j)));
-        s16[i] = _mm256_add_epi16(s16[i], _mm256_maddubs_epi16(hi, Bcast32(xq[i] + 16 + 4 * j)));
-        KeepInRegister(s16[i]);
+        xl[i] = Bcast32(xq[i] + 4 * j);
+        xh[i] = Bcast32(xq[i] + 16 + 4 * j);
+      }
+      STET_UNROLL
+      for (int h = 0; h < NH; ++h) {
+        const __m256i raw =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * j + half[h]));
+        const __m256i lo = _mm256_and_si256(raw, mask);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+        STET_UNROLL
+        for (int i = 0; i < RM; ++i) {
+          __m256i& acc = s16[h * RM + i];
+          acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, xl[i]));
+          acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, xh[i]));
+          KeepInRegister(acc);
+        }
       }
     }
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) is[i] = _mm256_madd_epi16(s16[i], ones);
+    for (int k = 0; k < NH * RM; ++k) is[k] = _mm256_madd_epi16(s16[k], ones);
   }
 }
 
-// Block b of one half into logical lane accumulators acc[i] (one per activation
-// row; each holds that lane for the half's 8 outputs).
-template <typename Block, int RM>
-inline void OneBlock(const uint8_t* p, int half, const ActQ8& act, const int64_t* blk,
+// Block b of NH halves into logical lane accumulators acc[h * RM + i] (one per
+// half and activation row; each holds that lane for the half's 8 outputs).
+template <typename Block, int NH, int RM>
+inline void OneBlock(const uint8_t* p, const int* half, const ActQ8& act, const int64_t* blk,
                      __m256* const* acc) {
   constexpr int kQBytes = std::is_same_v<Block, BlockQ8_0> ? 512 : 256;
   const int8_t* xq[RM];
   STET_UNROLL
   for (int i = 0; i < RM; ++i) xq[i] = act.qs + blk[i] * kQK;
-  __m256i is[RM];
-  BlockDots<Block, RM>(p, half, xq, is);
-  const __m256 dw = _mm256_cvtph_ps(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + half / 2)));
-  __m256 mw = _mm256_setzero_ps();
-  if constexpr (std::is_same_v<Block, BlockQ4_1>) {
-    mw = _mm256_cvtph_ps(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + 32 + half / 2)));
-  }
+  __m256i is[NH * RM];
+  BlockDots<Block, NH, RM>(p, half, xq, is);
   STET_UNROLL
-  for (int i = 0; i < RM; ++i) {
-    if constexpr (std::is_same_v<Block, BlockQ4_0>) {
-      is[i] = _mm256_sub_epi32(is[i], _mm256_set1_epi32(8 * act.qsum[blk[i]]));
-    }
-    const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(act.d[blk[i]]));
-    __m256 a = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(is[i]), *acc[i]);
+  for (int h = 0; h < NH; ++h) {
+    const __m256 dw = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + half[h] / 2)));
+    __m256 mw = _mm256_setzero_ps();
     if constexpr (std::is_same_v<Block, BlockQ4_1>) {
-      a = _mm256_fmadd_ps(mw, _mm256_set1_ps(act.s[blk[i]]), a);
+      mw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + 32 + half[h] / 2)));
     }
-    *acc[i] = a;
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      __m256i v = is[h * RM + i];
+      if constexpr (std::is_same_v<Block, BlockQ4_0>) {
+        v = _mm256_sub_epi32(v, _mm256_set1_epi32(8 * act.qsum[blk[i]]));
+      }
+      const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(act.d[blk[i]]));
+      __m256 a = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(v), *acc[h * RM + i]);
+      if constexpr (std::is_same_v<Block, BlockQ4_1>) {
+        a = _mm256_fmadd_ps(mw, _mm256_set1_ps(act.s[blk[i]]), a);
+      }
+      *acc[h * RM + i] = a;
+    }
   }
 }
 
@@ -107,32 +129,40 @@ inline void OneBlock(const uint8_t* p, int half, const ActQ8& act, const int64_t
 // measured on Zen 3, DRAM-cold decode 0.8-0.9x the time of no prefetch).
 constexpr int64_t kPrefetchBlocks = 16;
 
-// The 8 outputs of one half (packed group at p) for activation rows i0..i0+RM-1.
-template <typename Block, int RM>
-void HalfTile(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int64_t i0, float* y,
+// The outputs of NH halves (packed group at p; NH = 1: the half at byte offset
+// `half0`, NH = 2: both, 16 rows) for activation rows i0..i0+RM-1; n_out counts
+// from the first output row.
+template <typename Block, int NH, int RM>
+void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8& act, int64_t i0, float* y,
               int64_t ldy, int64_t n_out) {
   const int64_t nb = act.nb;
-  __m256 acc[RM][kLanes];
+  const int half[2] = {NH == 2 ? 0 : half0, 32};
+  __m256 acc[NH * RM][kLanes];
   STET_UNROLL
-  for (int i = 0; i < RM; ++i) STET_UNROLL
-  for (int l = 0; l < kLanes; ++l) acc[i][l] = _mm256_setzero_ps();
+  for (int k = 0; k < NH * RM; ++k) STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[k][l] = _mm256_setzero_ps();
   int64_t blk[RM];
-  __m256* lane[RM];
+  __m256* lane[NH * RM];
   // One block per iteration (lane b % 8 indexed at run time, so the accumulators
   // live in L1): unrolling 8 blocks x RM rows makes GCC spill everything.
   for (int64_t b = 0; b < nb; ++b) {
     // The first pass over the group (first half, first activation rows)
     // streams it from memory; later passes find it cached.
-    if (half == 0 && i0 == 0) PrefetchLines(p + (b + kPrefetchBlocks) * stride, stride);
+    if (half[0] == 0 && i0 == 0) PrefetchLines(p + (b + kPrefetchBlocks) * stride, stride);
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      blk[i] = (i0 + i) * act.nb_pad + b;
-      lane[i] = &acc[i][b % kLanes];
-    }
-    OneBlock<Block, RM>(p + b * stride, half, act, blk, lane);
+    for (int i = 0; i < RM; ++i) blk[i] = (i0 + i) * act.nb_pad + b;
+    STET_UNROLL
+    for (int k = 0; k < NH * RM; ++k) lane[k] = &acc[k][b % kLanes];
+    OneBlock<Block, NH, RM>(p + b * stride, half, act, blk, lane);
   }
   STET_UNROLL
-  for (int i = 0; i < RM; ++i) StoreHalf(CombineLanes8x8(acc[i]), y + i * ldy, n_out);
+  for (int h = 0; h < NH; ++h) {
+    if (n_out <= 8 * h) break;
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      StoreHalf(CombineLanes8x8(acc[h * RM + i]), y + i * ldy + 8 * h, n_out - 8 * h);
+    }
+  }
 }
 
 // Activation rows sharing each weight load (prefill); decode is RM = 1.
@@ -146,7 +176,7 @@ void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int
   }
   int64_t i = 0;
   for (; i + RM <= m; i += RM) {
-    HalfTile<Block, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
+    HalfTile<Block, 1, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
   }
   if constexpr (RM > 1) {
     if (i < m) HalfTiles<Block, RM - 1>(p, half, stride, act, i0 + i, m - i, y + i * ldy, ldy, n_out);
@@ -159,6 +189,13 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const int64_t stride = PackedBlockBytes(w.type);
   const auto* packed = static_cast<const uint8_t*>(w.packed);
   STET_CHECK(r0 % 16 == 0);
+  if (a.m == 1) {  // decode: both halves in one pass, so each line is read once
+    for (int64_t row0 = r0; row0 < r1; row0 += 16) {
+      const uint8_t* p = packed + (row0 / 16) * a.a8->nb * stride;
+      HalfTile<Block, 2, 1>(p, 0, stride, *a.a8, 0, a.y + row0, w.rows, r1 - row0);
+    }
+    return;
+  }
   for (int64_t row0 = r0; row0 < r1; row0 += 8) {
     const uint8_t* p = packed + (row0 / 16) * a.a8->nb * stride;
     const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
