@@ -1,4 +1,5 @@
-// MatMul, every weight type (f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k):
+// MatMul, every weight type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k,
+// q3_k, q4_k, q5_k, q6_k, iq4_xs):
 // AVX2 and AVX-512 == scalar bit for bit; row r of a batch of m = 1..17 equals its m = 1
 // result (R1); pool sizes 1..4 give the same bits (R2); and the result is
 // within gamma(n) * sum|terms| of a float64 computation on the dequantized
@@ -25,11 +26,12 @@ using testing::RandomWeights;
 using testing::SameBits;
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-bool IsKQuant(DType t) { return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K; }
+// The 256-element super-block types (K-quants, iq4_xs): activations per ActQ8K.
+bool IsKQuant(DType t) { return GetDTypeTraits(static_cast<uint32_t>(t))->block_elems == kQKK; }
 
-// Lengths that exercise tails: for float types any K, for q8-family multiples
-// of 32 (incl. not multiples of 8 blocks), for K-quants multiples of 256 (incl.
-// more than 8 superblocks, so lanes wrap).
+// Lengths that exercise tails: for float types any K, for 32-block types multiples
+// of 32 (incl. not multiples of 8 blocks), for super-block types multiples of 256
+// (incl. more than 8 superblocks, so lanes wrap).
 std::vector<int64_t> Lengths(DType t) {
   if (IsFloat(t)) return {1, 2, 7, 8, 9, 15, 16, 33, 64, 100, 257, 576};
   if (IsKQuant(t)) return {256, 512, 768, 2048, 2304, 2560};
@@ -151,7 +153,8 @@ TEST(MatMulPacked, Avx2PackedEqualsScalar) {
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ5_K}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ5_K, DType::kQ5_0, DType::kQ5_1,
+                  DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
     WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
     EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
   }
@@ -384,13 +387,13 @@ TEST(MatMulOrder, F32EqualsDot) {
   }
 }
 
-// q8_0 and q4_0 against the documented order, emulated here from the dequantized
-// weights (exact for these types: w = d * integer): isum_b to lane b % 8 as
-// fma(dw*dx, float(isum), lane), then the lane tree.
-TEST(MatMulOrder, Q8_0AndQ4_0FollowTheDocumentedOrder) {
+// q8_0, q4_0, q5_0 and iq4_nl against the documented order, emulated here from the
+// dequantized weights (exact for these types: w = d * integer): isum_b to lane b % 8
+// as fma(dw*dx, float(isum), lane), then the lane tree.
+TEST(MatMulOrder, SymmetricBlockTypesFollowTheDocumentedOrder) {
   std::mt19937 rng(6);
   std::vector<uint8_t> storage;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL}) {
     for (int64_t k : {32, 288, 576}) {
       const Problem p = MakeProblem(rng, t, 3, k);
       const auto x = RandomActivations(rng, k);
@@ -401,7 +404,7 @@ TEST(MatMulOrder, Q8_0AndQ4_0FollowTheDocumentedOrder) {
       for (int64_t r = 0; r < 3; ++r) {
         const uint8_t* row = p.w.data() + r * RowBytes(t, k);
         const auto w = testing::Dequantize(t, row, k);
-        const size_t bsize = t == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+        const size_t bsize = static_cast<size_t>(RowBytes(t, kQK));
         float lanes[8] = {};
         for (int64_t b = 0; b < k / 32; ++b) {
           uint16_t dh;
@@ -435,8 +438,9 @@ std::string TypeName(const ::testing::TestParamInfo<DType>& info) { return DType
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, MatMulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
-                                           DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ5_K,
-                                           DType::kQ6_K),
+                                           DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                                           DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                                           DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS),
                          TypeName);
 
 }  // namespace
