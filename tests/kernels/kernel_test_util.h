@@ -175,6 +175,31 @@ inline std::vector<uint8_t> RandomWeightRow(std::mt19937& rng, DType type, int64
   return row;
 }
 
+// Byte offsets of the f16 scale fields (d, and m or dmin) inside one block of `type`.
+inline std::vector<size_t> ScaleOffsets(DType type) {
+  switch (type) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
+      return {0};
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      return {0, 2};
+    case DType::kQ2_K:
+      return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::kQ3_K:
+      return {offsetof(BlockQ3_K, d)};
+    case DType::kQ6_K:
+      return {offsetof(BlockQ6_K, d)};
+    default:
+      return {};
+  }
+}
+
 // rows x n weights of `type`, rows contiguous.
 inline std::vector<uint8_t> RandomWeights(std::mt19937& rng, DType type, int64_t rows, int64_t n) {
   std::vector<uint8_t> all;

@@ -188,6 +188,39 @@ TEST_P(MatMulTest, Avx2EqualsScalarOnExtremeActivations) {
   }
 }
 
+// A model whose block scales are inf or nan is the model's problem: every path still
+// finishes, and the outputs those blocks reach are non-finite on every path alike.
+TEST_P(MatMulTest, NonFiniteScalesAreNotACrash) {
+  const DType t = GetParam();
+  const auto offsets = testing::ScaleOffsets(t);
+  if (offsets.empty()) GTEST_SKIP() << "no block scales in " << DTypeName(t);
+  std::mt19937 rng(77 + static_cast<int>(t));
+  const int64_t k = IsKQuant(t) ? 512 : 96, m = 3, rows = 6;
+  Problem p = MakeProblem(rng, t, rows, k);
+  const auto traits = *GetDTypeTraits(static_cast<uint32_t>(t));
+  const uint16_t bad[] = {0x7c00, 0xfc00, 0x7e00, 0x7c01};  // +inf, -inf, qnan, snan
+  for (int64_t r = 0; r < rows; r += 2) {                   // rows 1, 3, 5 stay finite
+    const int64_t blk = (r / 2) % (k / traits.block_elems);
+    const size_t at = static_cast<size_t>(r * RowBytes(t, k) + blk * traits.block_bytes);
+    testing::PutHalf(p.w.data() + at + offsets[r / 2 % offsets.size()], bad[r / 2]);
+  }
+  const auto x = RandomActivations(rng, m * k);
+  const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
+  for (Isa isa : testing::AvailableIsas()) {
+    const auto ya = RunMatMul(p, x.data(), m, nullptr, isa);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float a = ys[i * rows + r], b = ya[i * rows + r];
+        EXPECT_EQ(std::isfinite(a), r % 2 == 1) << DTypeName(t) << " row " << r << " = " << a;
+        EXPECT_EQ(std::isnan(a), std::isnan(b)) << DTypeName(t) << " " << IsaName(isa);
+        if (std::isfinite(a)) {
+          EXPECT_EQ(FloatBits(a), FloatBits(b)) << IsaName(isa);
+        }
+      }
+    }
+  }
+}
+
 TEST_P(MatMulTest, BatchInvariance) {
   const DType t = GetParam();
   std::mt19937 rng(99 + static_cast<int>(t));
