@@ -12,7 +12,6 @@
 #include "base/check.h"
 #include "kernels/cpu/avx2_util.h"
 #include "kernels/internal.h"
-#include "numerics/dequant.h"
 #include "numerics/half.h"
 
 namespace stet::kernels::avx2 {
@@ -104,9 +103,19 @@ inline void Unpack(const BlockQ3_K& b, UnpackedQ3K* u) {
     const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, g), one);
     u->q[g] = _mm256_or_si256(u->q[g], _mm256_slli_epi16(hb, 2));
   }
-  alignas(16) int8_t s[16];
-  for (int j = 0; j < 16; ++j) s[j] = static_cast<int8_t>(Q3KScale(b.scales, j));
-  const __m128i s8 = _mm_load_si128(reinterpret_cast<const __m128i*>(s));
+  // The 16 signed 6-bit scales (dequant.cc's Q3KScale), all at once: low nibbles of
+  // bytes 0..7 then their high nibbles; the top two bits of scale 4q + i are bits
+  // 2q..2q+1 of byte 8 + i.
+  uint8_t raw[16] = {};
+  std::memcpy(raw, b.scales, 12);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw));
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  const __m128i low =
+      _mm_unpacklo_epi64(_mm_and_si128(bytes, low4), _mm_and_si128(_mm_srli_epi16(bytes, 4), low4));
+  const __m128i top =
+      _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(Load32(raw + 8)), _mm_setr_epi32(0, 2, 4, 6)),
+                    _mm_set1_epi8(3));
+  const __m128i s8 = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(top, 4)), _mm_set1_epi8(32));
   PairScales16(s8, true, u->scale16);
   u->all_scales16 = _mm256_cvtepi8_epi16(s8);
   u->d = F16ToF32(b.d);
@@ -141,7 +150,9 @@ inline void Unpack(const BlockIQ4_XS& b, UnpackedIQ4XS* u) {
     const __m256i w = _mm256_shuffle_epi8(table, nib);
     u->abs[j] = _mm256_sign_epi8(w, w);
     u->sign[j] = w;
-    u->scale16[j] = _mm256_set1_epi16(static_cast<int16_t>(IQ4XSScale(b, j)));
+    const int ls =
+        ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0f) | (((b.scales_h >> (2 * j)) & 3) << 4);
+    u->scale16[j] = _mm256_set1_epi16(static_cast<int16_t>(ls - 32));
   }
   u->d = F16ToF32(b.d);
 }
