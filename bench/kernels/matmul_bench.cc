@@ -107,12 +107,13 @@ void Register() {
                           {"2048x8192", 8192, 2048},   {"8192x2048", 2048, 8192},
                           {"2048x2048", 2048, 2048},   {"2048x49152", 49152, 576},
                           {"256x2048", 256, 2048}};
-  const DType types[] = {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
-                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  const DType types[] = {DType::kF16,  DType::kQ8_0,   DType::kQ4_0,  DType::kQ4_1, DType::kQ5_0,
+                         DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,  DType::kQ3_K, DType::kQ4_K,
+                         DType::kQ5_K, DType::kQ6_K,   DType::kIQ4_XS};
   for (DType t : types) {
     for (const Shape& s : shapes) {
-      const bool kquant = t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K;
-      if (kquant && s.cols % 256 != 0) continue;
+      const int64_t block = stet::GetDTypeTraits(static_cast<uint32_t>(t))->block_elems;
+      if (s.cols % block != 0) continue;
       const std::string name = std::string("matmul/") + stet::DTypeName(t) + "/" + s.name;
       benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, t, s.rows, s.cols)
           ->ArgName("m")

@@ -109,8 +109,10 @@ namespace ref {
 void QuantizeActQ8(const float* x, ActQ8* act);  // all act->m rows
 void QuantizeActQ8K(const float* x, ActQ8K* act);
 void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q8_0, q4_0, q4_1
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k, q5_k, q6_k
+// q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);
+// q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs
+void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 float Dot(const float* a, const float* b, int64_t n);
 void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
@@ -126,8 +128,9 @@ namespace avx2 {
 void QuantizeActQ8(const float* x, ActQ8* act);
 void QuantizeActQ8K(const float* x, ActQ8K* act);
 void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);        // as ref::
+void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);        // as ref::
+void MatMulQKLowBitRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q2_k, q3_k, iq4_xs
 float Dot(const float* a, const float* b, int64_t n);
 void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);

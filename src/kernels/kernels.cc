@@ -252,6 +252,9 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL:
       STET_CHECK_MSG(w.cols % kQK == 0, "MatMul: 32-block weight with cols % 32 != 0");
       PrepareActQ8(m, w.cols, &tls_act_storage, &a8);
       ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {
@@ -275,9 +278,12 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       }
 #endif
       break;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kIQ4_XS:
       STET_CHECK_MSG(w.cols % kQKK == 0, "MatMul: K-quant weight with cols % 256 != 0");
       PrepareActQ8K(m, w.cols, &tls_act_storage, &a8k);
       ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {

@@ -41,10 +41,12 @@ const RandomModelShape kShapes[] = {
      RandomVocabStyle::kSmolLm},
 };
 
-constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kQ8_0, DType::kQ4_0,
-                            DType::kQ4_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kQ8_0,   DType::kQ4_0,  DType::kQ4_1,
+                            DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,  DType::kQ3_K,
+                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,   DType::kIQ4_XS};
 
-bool IsKQuant(DType t) { return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K; }
+// The 256-element super-block types (K-quants, iq4_xs).
+bool IsKQuant(DType t) { return GetDTypeTraits(static_cast<uint32_t>(t))->block_elems == kQKK; }
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16; }
 
 // llama.cpp's general.file_type (enum llama_ftype); K-quants as the "S" mixes.
@@ -60,6 +62,18 @@ uint32_t LlamaFileType(DType t) {
       return 3;
     case DType::kQ8_0:
       return 7;
+    case DType::kQ5_0:
+      return 8;
+    case DType::kQ5_1:
+      return 9;
+    case DType::kQ2_K:
+      return 10;
+    case DType::kQ3_K:
+      return 11;
+    case DType::kIQ4_NL:
+      return 25;
+    case DType::kIQ4_XS:
+      return 30;
     case DType::kQ4_K:
       return 14;
     case DType::kQ5_K:

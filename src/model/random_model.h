@@ -44,7 +44,8 @@ struct RandomModelShape {
 const RandomModelShape* FindRandomModelShape(std::string_view name);
 // "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b, tiny"
 std::string RandomModelShapeList();
-// The --type values: "f32, f16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"
+// The --type values: "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k,
+// q5_k, q6_k, iq4_xs"
 std::string RandomModelTypeList();
 // InvalidArgument (listing the valid names) for anything else.
 Result<DType> ParseRandomModelType(std::string_view name);
@@ -70,8 +71,9 @@ struct RandomModelSummary {
 // ~ N(0, 0.02^2), each element's draw keyed by (seed, tensor name, element index), so a
 // tensor's values do not depend on --layers. Types follow llama.cpp's quantizer: 1-D
 // tensors f32; the tied embedding/output q6_k for quantized types (q8_0 when --type is
-// q8_0 or n_embd % 256 != 0); a K-quant matrix whose K % 256 != 0 falls back to q8_0
-// (llama.cpp picks q5_0/q5_1 there; stet has no q5_0/q5_1). general.name says so.
+// q8_0 or n_embd % 256 != 0); a super-block matrix (K-quants, iq4_xs) whose K % 256 != 0
+// falls back to q8_0 (llama.cpp would pick q5_0/q5_1/iq4_nl there; q8_0 keeps the bytes of
+// the files made before stet had those types). general.name says so.
 Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
                                           RandomModelSummary* summary = nullptr);
 

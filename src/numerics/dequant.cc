@@ -1,6 +1,7 @@
-// Row dequantization for f32/f16/bf16/q8_0/q4_0/q4_1/q4_k/q5_k/q6_k. Scalar
-// and plain on purpose: it defines the meaning of each block format (the
-// kernels' accuracy oracle), not a hot path.
+// Row dequantization for every supported type (dtype.h). Scalar and plain on
+// purpose: it defines the meaning of each block format (the kernels' accuracy
+// oracle), not a hot path. Each expression is ggml's dequantize_row_*, so the
+// floats equal gguf-py's gguf.quants.dequantize (tests/numerics/test_dequant_oracle.py).
 #include "numerics/dequant.h"
 
 #include <cstring>
@@ -9,6 +10,20 @@
 #include "numerics/half.h"
 
 namespace stet {
+
+int Q3KScale(const uint8_t* scales, int j) {
+  // Sub-blocks 0..7 keep their low nibble in the low nibble of bytes 0..7, 8..15 in the
+  // high nibble; the top two bits of sub-block j are bits 2(j/4).. of byte 8 + j % 4.
+  const int low = j < 8 ? (scales[j] & 0x0f) : (scales[j - 8] >> 4);
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+int IQ4XSScale(const BlockIQ4_XS& b, int j) {
+  const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
+  const int high = (b.scales_h >> (2 * j)) & 3;
+  return (low | (high << 4)) - 32;
+}
 
 void UnpackScaleMinK4(const uint8_t* q, int j, uint8_t* scale, uint8_t* min) {
   // Bytes 0..3 hold the low 6 bits of scales 0..3 (top 2 bits: high bits of
@@ -51,6 +66,94 @@ void DequantQ4_1(const BlockQ4_1* b, int64_t nb, float* y) {
     for (int j = 0; j < kQK / 2; ++j) {
       y[i * kQK + j] = static_cast<float>(b[i].qs[j] & 0x0f) * d + m;
       y[i * kQK + j + kQK / 2] = static_cast<float>(b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+// q5_0 / q5_1: q4_0's nibbles plus a fifth bit, bit e of the little-endian qh word.
+inline int Q5Quant(const uint8_t* qs, uint32_t qh, int e) {
+  const int nib = e < kQK / 2 ? (qs[e] & 0x0f) : (qs[e - kQK / 2] >> 4);
+  return nib | static_cast<int>(((qh >> e) & 1u) << 4);
+}
+
+void DequantQ5_0(const BlockQ5_0* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    uint32_t qh;
+    std::memcpy(&qh, b[i].qh, 4);
+    for (int e = 0; e < kQK; ++e)
+      y[i * kQK + e] = d * static_cast<float>(Q5Quant(b[i].qs, qh, e) - 16);
+  }
+}
+
+void DequantQ5_1(const BlockQ5_1* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float m = F16ToF32(b[i].m);
+    uint32_t qh;
+    std::memcpy(&qh, b[i].qh, 4);
+    for (int e = 0; e < kQK; ++e)
+      y[i * kQK + e] = d * static_cast<float>(Q5Quant(b[i].qs, qh, e)) + m;
+  }
+}
+
+void DequantIQ4_NL(const BlockIQ4_NL* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[i * kQK + j] = d * static_cast<float>(kIQ4NLValues[b[i].qs[j] & 0x0f]);
+      y[i * kQK + j + kQK / 2] = d * static_cast<float>(kIQ4NLValues[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+// q2_k: two halves of 128; element 128h + 32g + l (g = 0..3) is bits 2g..2g+1 of
+// qs[32h + l]; sub-block e / 16 has scale scales[e/16] & 15 and min scales[e/16] >> 4.
+void DequantQ2_K(const BlockQ2_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float dmin = F16ToF32(b[i].dmin);
+    float* out = y + i * kQKK;
+    for (int e = 0; e < kQKK; ++e) {
+      const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+      const int q = (b[i].qs[32 * h + l] >> (2 * g)) & 3;
+      const uint8_t sc = b[i].scales[e / 16];
+      const float dl = d * static_cast<float>(sc & 0x0f);
+      const float ml = dmin * static_cast<float>(sc >> 4);
+      out[e] = dl * static_cast<float>(q) - ml;
+    }
+  }
+}
+
+// q3_k: low two bits as q2_k; element 128h + 32g + l subtracts 4 unless bit 4h + g
+// of hmask[l] is set; sub-block j's scale is Q3KScale(j).
+void DequantQ3_K(const BlockQ3_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    float* out = y + i * kQKK;
+    for (int e = 0; e < kQKK; ++e) {
+      const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+      const int low = (b[i].qs[32 * h + l] >> (2 * g)) & 3;
+      const int q = low - (((b[i].hmask[l] >> (4 * h + g)) & 1) ? 0 : 4);
+      const float dl = d * static_cast<float>(Q3KScale(b[i].scales, e / 16));
+      out[e] = dl * static_cast<float>(q);
+    }
+  }
+}
+
+// iq4_xs: sub-block j (32 elements) has ls = 6 bits (scales_l nibble, scales_h
+// pair) - 32 and the nibbles of qs[16j .. 16j + 15] as iq4_nl's.
+void DequantIQ4_XS(const BlockIQ4_XS* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < kQKK / 32; ++j) {
+      const float dl = d * static_cast<float>(IQ4XSScale(b[i], j));
+      const uint8_t* q = b[i].qs + 16 * j;
+      float* out = y + i * kQKK + 32 * j;
+      for (int l = 0; l < 16; ++l) {
+        out[l] = dl * static_cast<float>(kIQ4NLValues[q[l] & 0x0f]);
+        out[l + 16] = dl * static_cast<float>(kIQ4NLValues[q[l] >> 4]);
+      }
     }
   }
 }
@@ -163,6 +266,24 @@ Status DequantizeRow(DType type, const void* src, int64_t n, float* dst) {
       break;
     case DType::kQ4_1:
       DequantQ4_1(static_cast<const BlockQ4_1*>(src), nb, dst);
+      break;
+    case DType::kQ5_0:
+      DequantQ5_0(static_cast<const BlockQ5_0*>(src), nb, dst);
+      break;
+    case DType::kQ5_1:
+      DequantQ5_1(static_cast<const BlockQ5_1*>(src), nb, dst);
+      break;
+    case DType::kIQ4_NL:
+      DequantIQ4_NL(static_cast<const BlockIQ4_NL*>(src), nb, dst);
+      break;
+    case DType::kQ2_K:
+      DequantQ2_K(static_cast<const BlockQ2_K*>(src), nb, dst);
+      break;
+    case DType::kQ3_K:
+      DequantQ3_K(static_cast<const BlockQ3_K*>(src), nb, dst);
+      break;
+    case DType::kIQ4_XS:
+      DequantIQ4_XS(static_cast<const BlockIQ4_XS*>(src), nb, dst);
       break;
     case DType::kQ4_K:
       DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst);

@@ -21,4 +21,11 @@ Status DequantizeRow(DType type, const void* src, int64_t n, float* dst);
 // unpacked from its 12 packed bytes (ggml's get_scale_min_k4 layout).
 void UnpackScaleMinK4(const uint8_t* packed, int j, uint8_t* scale, uint8_t* min);
 
+// The signed 6-bit scale (-32..31) of sub-block j (0..15) of a q3_k super-block,
+// from its 12 packed bytes.
+int Q3KScale(const uint8_t* scales, int j);
+
+// The signed scale ls - 32 (-32..31) of sub-block j (0..7) of an iq4_xs super-block.
+int IQ4XSScale(const BlockIQ4_XS& b, int j);
+
 }  // namespace stet

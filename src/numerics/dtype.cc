@@ -20,6 +20,8 @@ std::optional<DTypeTraits> GetDTypeTraits(uint32_t id) {
     case DType::kQ5_K: return DTypeTraits{"q5_k", kQKK, 176};
     case DType::kQ6_K: return DTypeTraits{"q6_k", kQKK, 210};
     case DType::kQ8_K: return DTypeTraits{"q8_k", kQKK, 292};
+    case DType::kIQ4_NL: return DTypeTraits{"iq4_nl", kQK, 18};
+    case DType::kIQ4_XS: return DTypeTraits{"iq4_xs", kQKK, 136};
     case DType::kI8: return DTypeTraits{"i8", 1, 1};
     case DType::kI16: return DTypeTraits{"i16", 1, 2};
     case DType::kI32: return DTypeTraits{"i32", 1, 4};
@@ -38,15 +40,19 @@ const char* DTypeName(DType t) {
 bool DTypeSupported(DType t) {
   switch (t) {
     case DType::kF32: case DType::kF16: case DType::kBF16: case DType::kQ8_0:
-    case DType::kQ4_0: case DType::kQ4_1: case DType::kQ4_K: case DType::kQ5_K:
-    case DType::kQ6_K:
+    case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0: case DType::kQ5_1:
+    case DType::kIQ4_NL: case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K:
+    case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_XS:
       return true;
     default:
       return false;
   }
 }
 
-const char* SupportedDTypeList() { return "f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"; }
+const char* SupportedDTypeList() {
+  return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, "
+         "iq4_xs";
+}
 
 int64_t RowBytes(DType t, int64_t n) {
   auto tr = GetDTypeTraits(static_cast<uint32_t>(t));

@@ -24,6 +24,8 @@ enum class DType : uint32_t {
   kQ5_K = 13,
   kQ6_K = 14,
   kQ8_K = 15,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kI8 = 24,
   kI16 = 25,
   kI32 = 26,
@@ -38,6 +40,11 @@ constexpr int kKScaleSize = 12;
 
 using half_bits = uint16_t;  // IEEE binary16, stored as bits
 
+// The 16 non-linear levels of iq4_nl and iq4_xs (ggml's kvalues_iq4nl), ascending: a
+// weight is d * kIQ4NLValues[nibble]. The kernels use them as the integer weights.
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
 struct BlockQ4_0 {  // x = d * (q - 8); qs[i] low nibble = element i, high = i + 16
   half_bits d;
   uint8_t qs[kQK / 2];
@@ -47,9 +54,42 @@ struct BlockQ4_1 {  // x = d * q + m
   half_bits m;
   uint8_t qs[kQK / 2];
 };
+struct BlockQ5_0 {  // x = d * (q - 16); q = nibble (as q4_0) | bit j of qh (element j) << 4
+  half_bits d;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ5_1 {  // x = d * q + m; q as in q5_0
+  half_bits d;
+  half_bits m;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+struct BlockIQ4_NL {  // x = d * kIQ4NLValues[nibble]; nibbles as in q4_0
+  half_bits d;
+  uint8_t qs[kQK / 2];
+};
 struct BlockQ8_0 {  // x = d * q
   half_bits d;
   int8_t qs[kQK];
+};
+struct BlockQ2_K {  // 16 sub-blocks of 16: x = (d * (sc & 15)) * q - dmin * (sc >> 4), q 2 bits
+  uint8_t scales[kQKK / 16];
+  uint8_t qs[kQKK / 4];
+  half_bits d;
+  half_bits dmin;
+};
+struct BlockQ3_K {  // 16 sub-blocks of 16: x = (d * (sc - 32)) * q, q 3 bits minus 4, sc 6 bits
+  uint8_t hmask[kQKK / 8];
+  uint8_t qs[kQKK / 4];
+  uint8_t scales[12];
+  half_bits d;
+};
+struct BlockIQ4_XS {  // 8 sub-blocks of 32: x = (d * (ls - 32)) * kIQ4NLValues[nibble]
+  half_bits d;
+  uint16_t scales_h;            // bits 2j..2j+1: the top 2 bits of sub-block j's 6-bit ls
+  uint8_t scales_l[kQKK / 64];  // nibble j % 2 of byte j / 2: the low 4 bits of ls_j
+  uint8_t qs[kQKK / 2];
 };
 struct BlockQ4_K {  // 8 sub-blocks of 32, 6-bit scales and mins packed in `scales`
   half_bits d;
@@ -72,7 +112,13 @@ struct BlockQ6_K {  // 16 sub-blocks of 16, int8 scales
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
@@ -88,7 +134,7 @@ std::optional<DTypeTraits> GetDTypeTraits(uint32_t type_id);
 const char* DTypeName(DType t);
 // True for the types stet can compute with (dequantize and matmul).
 bool DTypeSupported(DType t);
-// "f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"
+// "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs"
 const char* SupportedDTypeList();
 // Bytes used by one row of n elements (n must be a multiple of block_elems).
 int64_t RowBytes(DType t, int64_t n);

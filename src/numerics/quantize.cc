@@ -1,7 +1,7 @@
-// Reference quantizers (see quantize.h). q8_0/q4_0/q4_1 reproduce ggml's
-// quantize_row_*_ref bit for bit; the K-quants choose scales by min/max with every
-// stored scale rounded up, so no element is clipped and the error bound is closed-form.
-// Packing of the K-quant scales and high bits follows ggml's layouts exactly.
+// Reference quantizers (see quantize.h). q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl reproduce
+// ggml's quantize_row_*_ref; the K-quants and iq4_xs choose scales by min/max or absmax
+// with every stored scale rounded up, so no element is clipped and the error bound is
+// closed-form. Packing of the scales and high bits follows ggml's layouts exactly.
 #include "numerics/quantize.h"
 
 #include <cstring>
@@ -105,17 +105,156 @@ Status QuantizeQ4_1(const float* x, int64_t nb, BlockQ4_1* y) {
   return Status::Ok();
 }
 
-// Shared by q4_k and q5_k: one super-block of 8 sub-blocks of 32, x = (d*sc)*q - dmin*m
-// with q in [0, levels]. Fills the packed scales, d, dmin and the 256 quants L.
-bool QuantizeKMinMax(const float* x, int levels, uint16_t* d_out, uint16_t* dmin_out,
-                     uint8_t scales[kKScaleSize], uint8_t L[kQKK]) {
-  constexpr int kSub = kQKK / 32;
-  float neg_min[kSub], hi[kSub];
+// q5_0 / q5_1: the low nibbles packed as q4_0's, the fifth bits into the qh word (bit e
+// for element e), exactly as ggml's quantize_row_q5_*_ref.
+void PackQ5(const int* q, uint8_t qs[kQK / 2], uint8_t qh_out[4]) {
+  uint32_t qh = 0;
+  for (int j = 0; j < kQK / 2; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kQK / 2] & 0x0F) << 4));
+    qh |= static_cast<uint32_t>((q[j] & 0x10) >> 4) << j;
+    qh |= static_cast<uint32_t>((q[j + kQK / 2] & 0x10) >> 4) << (j + kQK / 2);
+  }
+  std::memcpy(qh_out, &qh, 4);
+}
+
+Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    // As q4_0: the element of largest magnitude (first on ties) maps to q = 0, i.e. -16 d.
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (amax < AbsF(x[j])) {
+        amax = AbsF(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = F32ToF16(d);
+    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("q5_0", i);
+    int q[kQK];
+    // Truncating casts as in ggml: x*id + 16.5 lies in [0, 32.5].
+    for (int j = 0; j < kQK; ++j) q[j] = Clamp(static_cast<int8_t>(x[j] * id + 16.5f), 0, 31);
+    PackQ5(q, y[i].qs, y[i].qh);
+  }
+  return Status::Ok();
+}
+
+Status QuantizeQ5_1(const float* x, int64_t nb, BlockQ5_1* y) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float min = x[0], max = x[0];
+    for (int j = 1; j < kQK; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = F32ToF16(d);
+    y[i].m = F32ToF16(min);
+    if ((y[i].d & 0x7fff) >= 0x7c00 || (y[i].m & 0x7fff) >= 0x7c00) {
+      return ScaleOverflow("q5_1", i);
+    }
+    int q[kQK];
+    // ggml truncates without a clamp; (x - min) * id + 0.5 lies in [0.5, 31.5].
+    for (int j = 0; j < kQK; ++j) q[j] = static_cast<int>((x[j] - min) * id + 0.5f) & 31;
+    PackQ5(q, y[i].qs, y[i].qh);
+  }
+  return Status::Ok();
+}
+
+// The index of the kIQ4NLValues entry nearest v (ggml's best_index_int8: binary search,
+// then the lower neighbour only when strictly nearer).
+int NearestIQ4(float v) {
+  const int8_t* k = kIQ4NLValues;
+  if (v <= k[0]) return 0;
+  if (v >= k[15]) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (v < k[mid]) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return v - k[hi - 1] < k[hi] - v ? hi - 1 : hi;
+}
+
+// sum w*q*x and sum w*q*q over one block for the levels nearest x * id, with ggml's
+// weights when no importance matrix is given (w = x*x).
+void IQ4Sums(const float* x, float id, float* sumqx, float* sumq2) {
+  float sqx = 0.0f, sq2 = 0.0f;
+  for (int j = 0; j < kQK; ++j) {
+    const int l = NearestIQ4(id * x[j]);
+    const float q = static_cast<float>(kIQ4NLValues[l]);
+    const float w = x[j] * x[j];
+    const float wq = w * q;
+    sqx = sqx + wq * x[j];
+    sq2 = sq2 + wq * q;
+  }
+  *sumqx = sqx;
+  *sumq2 = sq2;
+}
+
+// ggml's quantize_row_iq4_nl_ref (quantize_row_iq4_nl_impl with one 32-block, no
+// importance weights, ntry = 7): start from the scale that maps the largest magnitude to
+// -127, refine by weighted least squares, try 15 nearby starting scales and keep the best
+// sum(w q x)^2 / sum(w q^2). Evaluated without FMA contraction, in ggml's order.
+Status QuantizeIQ4_NL(const float* x, int64_t nb, BlockIQ4_NL* y) {
+  constexpr int kTry = 7;
+  constexpr float kGroupMaxEps = 1e-15f;
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (AbsF(x[j]) > amax) {
+        amax = AbsF(x[j]);
+        max = x[j];
+      }
+    }
+    float scale = 0.0f;
+    if (amax >= kGroupMaxEps) {
+      const float v0 = static_cast<float>(kIQ4NLValues[0]);
+      const float d0 = -max / v0;
+      float sumqx, sumq2;
+      IQ4Sums(x, 1.0f / d0, &sumqx, &sumq2);
+      float d = sumqx / sumq2;
+      float best = d * sumqx;
+      for (int itry = -kTry; itry <= kTry; ++itry) {
+        const float id = static_cast<float>(itry + kIQ4NLValues[0]) / max;
+        IQ4Sums(x, id, &sumqx, &sumq2);
+        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+          d = sumqx / sumq2;
+          best = d * sumqx;
+        }
+      }
+      scale = d;
+    }
+    y[i].d = F32ToF16(scale);
+    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("iq4_nl", i);
+    const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int l0 = NearestIQ4(id * x[j]);
+      const int l1 = NearestIQ4(id * x[j + kQK / 2]);
+      y[i].qs[j] = static_cast<uint8_t>(l0 | (l1 << 4));
+    }
+  }
+  return Status::Ok();
+}
+
+// A min/max K-quant super-block: n_sub sub-blocks of `sub` elements, x = (d*sc)*q - dmin*m
+// with q in [0, levels] and sc, m in [0, scale_max]. Fills d, dmin, the per-sub-block
+// scales ls and mins lm, and the quants L; the caller packs them.
+struct KMinMax {
+  int sub, n_sub, scale_max, levels;
+};
+
+bool QuantizeKMinMax(const float* x, KMinMax k, uint16_t* d_out, uint16_t* dmin_out, int* ls,
+                     int* lm, uint8_t* L) {
+  float neg_min[kQKK / 16], hi[kQKK / 16];
   float max_neg_min = 0.0f;
-  for (int j = 0; j < kSub; ++j) {
-    float lo = 0.0f, h = x[32 * j];
-    for (int l = 0; l < 32; ++l) {
-      const float v = x[32 * j + l];
+  for (int j = 0; j < k.n_sub; ++j) {
+    float lo = 0.0f, h = x[k.sub * j];
+    for (int l = 0; l < k.sub; ++l) {
+      const float v = x[k.sub * j + l];
       if (v < lo) lo = v;
       if (v > h) h = v;
     }
@@ -123,37 +262,46 @@ bool QuantizeKMinMax(const float* x, int levels, uint16_t* d_out, uint16_t* dmin
     hi[j] = h;
     if (neg_min[j] > max_neg_min) max_neg_min = neg_min[j];
   }
+  const float scale_max = static_cast<float>(k.scale_max);
   // Mins first, rounded up, so the offset -dmin*m never lies above a sub-block's minimum.
   uint16_t dmin16;
-  if (!F16RoundUp(max_neg_min / 63.0f, &dmin16)) return false;
+  if (!F16RoundUp(max_neg_min / scale_max, &dmin16)) return false;
   const float dmin = F16ToF32(dmin16);
-  int lm[kSub];
-  float off[kSub], need[kSub];
+  float off[kQKK / 16], need[kQKK / 16];
   float max_need = 0.0f;
-  for (int j = 0; j < kSub; ++j) {
-    lm[j] = dmin > 0.0f ? Clamp(CeilNonNeg(neg_min[j] / dmin), 0, 63) : 0;
+  for (int j = 0; j < k.n_sub; ++j) {
+    lm[j] = dmin > 0.0f ? Clamp(CeilNonNeg(neg_min[j] / dmin), 0, k.scale_max) : 0;
     off[j] = dmin * static_cast<float>(lm[j]);
-    need[j] = (hi[j] + off[j]) / static_cast<float>(levels);
+    need[j] = (hi[j] + off[j]) / static_cast<float>(k.levels);
     if (need[j] < 0.0f) need[j] = 0.0f;
     if (need[j] > max_need) max_need = need[j];
   }
   uint16_t d16;
-  if (!F16RoundUp(max_need / 63.0f, &d16)) return false;
+  if (!F16RoundUp(max_need / scale_max, &d16)) return false;
   const float d = F16ToF32(d16);
-  int ls[kSub];
-  for (int j = 0; j < kSub; ++j) {
-    ls[j] = d > 0.0f ? Clamp(CeilNonNeg(need[j] / d), 0, 63) : 0;
+  for (int j = 0; j < k.n_sub; ++j) {
+    ls[j] = d > 0.0f ? Clamp(CeilNonNeg(need[j] / d), 0, k.scale_max) : 0;
     const float scale = d * static_cast<float>(ls[j]);
-    for (int l = 0; l < 32; ++l) {
-      const int q = scale > 0.0f ? RoundHalfAway((x[32 * j + l] + off[j]) / scale) : 0;
-      L[32 * j + l] = static_cast<uint8_t>(Clamp(q, 0, levels));
+    for (int l = 0; l < k.sub; ++l) {
+      const int q = scale > 0.0f ? RoundHalfAway((x[k.sub * j + l] + off[j]) / scale) : 0;
+      L[k.sub * j + l] = static_cast<uint8_t>(Clamp(q, 0, k.levels));
     }
   }
-  // ggml's get_scale_min_k4 layout: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scale)
-  // and 4-7 (min); sub-blocks 4-7 as nibbles in bytes 8-11 plus 2 high bits each in the
-  // top of bytes 0-3 (scale) and 4-7 (min).
+  *d_out = d16;
+  *dmin_out = dmin16;
+  return true;
+}
+
+// q4_k / q5_k: 8 sub-blocks of 32, 6-bit scales and mins in ggml's get_scale_min_k4
+// layout: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scale) and 4-7 (min);
+// sub-blocks 4-7 as nibbles in bytes 8-11 plus 2 high bits each in the top of bytes
+// 0-3 (scale) and 4-7 (min).
+bool QuantizeK4(const float* x, int levels, uint16_t* d, uint16_t* dmin,
+                uint8_t scales[kKScaleSize], uint8_t L[kQKK]) {
+  int ls[8], lm[8];
+  if (!QuantizeKMinMax(x, {32, 8, 63, levels}, d, dmin, ls, lm, L)) return false;
   std::memset(scales, 0, kKScaleSize);
-  for (int j = 0; j < kSub; ++j) {
+  for (int j = 0; j < 8; ++j) {
     if (j < 4) {
       scales[j] = static_cast<uint8_t>(ls[j]);
       scales[j + 4] = static_cast<uint8_t>(lm[j]);
@@ -163,15 +311,13 @@ bool QuantizeKMinMax(const float* x, int levels, uint16_t* d_out, uint16_t* dmin
       scales[j] |= static_cast<uint8_t>((lm[j] >> 4) << 6);
     }
   }
-  *d_out = d16;
-  *dmin_out = dmin16;
   return true;
 }
 
 Status QuantizeQ4_K(const float* x, int64_t nb, BlockQ4_K* y) {
   uint8_t L[kQKK];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
-    if (!QuantizeKMinMax(x, 15, &y[i].d, &y[i].dmin, y[i].scales, L)) {
+    if (!QuantizeK4(x, 15, &y[i].d, &y[i].dmin, y[i].scales, L)) {
       return ScaleOverflow("q4_k", i);
     }
     // Each 64-element chunk: 32 bytes, low nibble = element l, high = element l + 32.
@@ -187,7 +333,7 @@ Status QuantizeQ4_K(const float* x, int64_t nb, BlockQ4_K* y) {
 Status QuantizeQ5_K(const float* x, int64_t nb, BlockQ5_K* y) {
   uint8_t L[kQKK];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
-    if (!QuantizeKMinMax(x, 31, &y[i].d, &y[i].dmin, y[i].scales, L)) {
+    if (!QuantizeK4(x, 31, &y[i].d, &y[i].dmin, y[i].scales, L)) {
       return ScaleOverflow("q5_k", i);
     }
     // Low 4 bits as in q4_k; bit 4 of chunk c's elements goes to qh[l], bit 2c (first
@@ -247,6 +393,120 @@ Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
   return Status::Ok();
 }
 
+Status QuantizeQ2_K(const float* x, int64_t nb, BlockQ2_K* y) {
+  uint8_t L[kQKK];
+  int ls[16], lm[16];
+  for (int64_t i = 0; i < nb; ++i, x += kQKK) {
+    if (!QuantizeKMinMax(x, {16, 16, 15, 3}, &y[i].d, &y[i].dmin, ls, lm, L)) {
+      return ScaleOverflow("q2_k", i);
+    }
+    for (int j = 0; j < 16; ++j) y[i].scales[j] = static_cast<uint8_t>(ls[j] | (lm[j] << 4));
+    // Per 128-element half h: qs[32h + l] holds elements 128h + 32g + l in bits 2g..2g+1.
+    for (int h = 0; h < 2; ++h) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t* q = L + 128 * h + l;
+        y[i].qs[32 * h + l] =
+            static_cast<uint8_t>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status QuantizeQ3_K(const float* x, int64_t nb, BlockQ3_K* y) {
+  constexpr int kSub = kQKK / 16;
+  uint8_t L[kQKK];
+  for (int64_t i = 0; i < nb; ++i, x += kQKK) {
+    // x = (d*sc)*q, q in [-4, 3]; as q6_k only [-3, 3] and sc in [0, 31] are used, so
+    // the scale is symmetric and never clips.
+    float need[kSub];
+    float max_need = 0.0f;
+    for (int k = 0; k < kSub; ++k) {
+      float amax = 0.0f;
+      for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
+      need[k] = amax / 3.0f;
+      if (need[k] > max_need) max_need = need[k];
+    }
+    uint16_t d16;
+    if (!F16RoundUp(max_need / 31.0f, &d16)) return ScaleOverflow("q3_k", i);
+    const float d = F16ToF32(d16);
+    y[i].d = d16;
+    std::memset(y[i].scales, 0, sizeof(y[i].scales));
+    for (int k = 0; k < kSub; ++k) {
+      const int sc = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, 31) : 0;
+      const int stored = sc + 32;  // 6 bits: low nibble, then 2 high bits
+      if (k < 8) {
+        y[i].scales[k] |= static_cast<uint8_t>(stored & 0xF);
+      } else {
+        y[i].scales[k - 8] |= static_cast<uint8_t>((stored & 0xF) << 4);
+      }
+      y[i].scales[8 + k % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (k / 4)));
+      const float scale = d * static_cast<float>(sc);
+      for (int l = 0; l < 16; ++l) {
+        const int q = scale > 0.0f ? RoundHalfAway(x[16 * k + l] / scale) : 0;
+        L[16 * k + l] = static_cast<uint8_t>(Clamp(q, -4, 3) + 4);
+      }
+    }
+    // Low two bits as q2_k's; the third bit of element 128h + 32g + l is bit 4h + g of
+    // hmask[l] (set: no -4 offset).
+    std::memset(y[i].hmask, 0, sizeof(y[i].hmask));
+    for (int h = 0; h < 2; ++h) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t* q = L + 128 * h + l;
+        y[i].qs[32 * h + l] = static_cast<uint8_t>((q[0] & 3) | ((q[32] & 3) << 2) |
+                                                   ((q[64] & 3) << 4) | ((q[96] & 3) << 6));
+        for (int g = 0; g < 4; ++g) {
+          y[i].hmask[l] |= static_cast<uint8_t>((q[32 * g] >> 2) << (4 * h + g));
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status QuantizeIQ4_XS(const float* x, int64_t nb, BlockIQ4_XS* y) {
+  constexpr int kSub = kQKK / 32;
+  for (int64_t i = 0; i < nb; ++i, x += kQKK) {
+    // Sub-block j's scale d*ls_j maps its largest magnitude to -127, the far end of the
+    // levels; |ls_j| is rounded up (never clips) and its sign flips the levels to match.
+    float need[kSub], max_need = 0.0f;
+    bool positive_max[kSub];
+    for (int j = 0; j < kSub; ++j) {
+      float amax = 0.0f, max = 0.0f;
+      for (int l = 0; l < 32; ++l) {
+        if (AbsF(x[32 * j + l]) > amax) {
+          amax = AbsF(x[32 * j + l]);
+          max = x[32 * j + l];
+        }
+      }
+      need[j] = amax / 127.0f;
+      positive_max[j] = max > 0.0f;
+      if (need[j] > max_need) max_need = need[j];
+    }
+    uint16_t d16;
+    if (!F16RoundUp(max_need / 31.0f, &d16)) return ScaleOverflow("iq4_xs", i);
+    const float d = F16ToF32(d16);
+    y[i].d = d16;
+    y[i].scales_h = 0;
+    std::memset(y[i].scales_l, 0, sizeof(y[i].scales_l));
+    for (int j = 0; j < kSub; ++j) {
+      const int mag = d > 0.0f ? Clamp(CeilNonNeg(need[j] / d), 0, 31) : 0;
+      const int ls = positive_max[j] ? -mag : mag;
+      const int stored = ls + 32;
+      y[i].scales_l[j / 2] |= static_cast<uint8_t>((stored & 0xF) << (4 * (j % 2)));
+      y[i].scales_h = static_cast<uint16_t>(y[i].scales_h | ((stored >> 4) << (2 * j)));
+      const float dl = d * static_cast<float>(ls);
+      const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
+      for (int l = 0; l < 16; ++l) {
+        const int l0 = NearestIQ4(idl * x[32 * j + l]);
+        const int l1 = NearestIQ4(idl * x[32 * j + 16 + l]);
+        y[i].qs[16 * j + l] = static_cast<uint8_t>(l0 | (l1 << 4));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
@@ -291,9 +551,21 @@ Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
     case DType::kQ8_0: return QuantizeQ8_0(src, nb, static_cast<BlockQ8_0*>(dst));
     case DType::kQ4_0: return QuantizeQ4_0(src, nb, static_cast<BlockQ4_0*>(dst));
     case DType::kQ4_1: return QuantizeQ4_1(src, nb, static_cast<BlockQ4_1*>(dst));
+    case DType::kQ5_0:
+      return QuantizeQ5_0(src, nb, static_cast<BlockQ5_0*>(dst));
+    case DType::kQ5_1:
+      return QuantizeQ5_1(src, nb, static_cast<BlockQ5_1*>(dst));
+    case DType::kIQ4_NL:
+      return QuantizeIQ4_NL(src, nb, static_cast<BlockIQ4_NL*>(dst));
+    case DType::kQ2_K:
+      return QuantizeQ2_K(src, nb, static_cast<BlockQ2_K*>(dst));
+    case DType::kQ3_K:
+      return QuantizeQ3_K(src, nb, static_cast<BlockQ3_K*>(dst));
     case DType::kQ4_K: return QuantizeQ4_K(src, nb, static_cast<BlockQ4_K*>(dst));
     case DType::kQ5_K: return QuantizeQ5_K(src, nb, static_cast<BlockQ5_K*>(dst));
     case DType::kQ6_K: return QuantizeQ6_K(src, nb, static_cast<BlockQ6_K*>(dst));
+    case DType::kIQ4_XS:
+      return QuantizeIQ4_XS(src, nb, static_cast<BlockIQ4_XS*>(dst));
     default:
       return Unimplemented(std::string("no quantizer for ") + traits->name + " (supported: " +
                            SupportedDTypeList() + ")");

@@ -224,8 +224,9 @@ std::string FileTypeName(const gguf::GgufFile& f) {
   if (!v || !v->AsUInt()) return "";
   static const std::map<uint64_t, const char*> kNames = {
       {0, "f32"},     {1, "f16"},     {2, "q4_0"},    {3, "q4_1"},    {7, "q8_0"},
-      {10, "q2_k"},   {11, "q3_k_s"}, {12, "q3_k_m"}, {13, "q3_k_l"}, {14, "q4_k_s"},
-      {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"}, {18, "q6_k"},   {32, "bf16"}};
+      {8, "q5_0"},    {9, "q5_1"},    {10, "q2_k"},   {11, "q3_k_s"}, {12, "q3_k_m"},
+      {13, "q3_k_l"}, {14, "q4_k_s"}, {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"},
+      {18, "q6_k"},   {25, "iq4_nl"}, {30, "iq4_xs"}, {32, "bf16"}};
   auto it = kNames.find(*v->AsUInt());
   return it == kNames.end() ? "ftype" + std::to_string(*v->AsUInt()) : it->second;
 }

@@ -66,14 +66,16 @@ CLI::App* AddGgufRandomCommand(CLI::App& app, int* exit_code) {
       "speed tests. Weights ~ N(0, 0.02^2), norms ~ 1; the bytes depend only on shape, type, "
       "seed and layers. Types follow llama.cpp's quantizer: norms and biases f32; the tied "
       "embedding/output q6_k for quantized types (q8_0 for --type q8_0 or when n_embd % 256 != "
-      "0). K-quants (q4_k, q5_k, q6_k) need K % 256 == 0: a matrix whose K is not (e.g. 576 "
-      "in smollm2-135m) is stored as q8_0 instead (llama.cpp would use q5_0/q5_1, which stet "
-      "lacks); general.name records how many.");
+      "0). Super-block types (q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs) need K % 256 == 0: a "
+      "matrix whose K is not (e.g. 576 in smollm2-135m) is stored as q8_0 instead (llama.cpp "
+      "would use q5_0/q5_1/iq4_nl); general.name records how many.");
   cmd->add_option("--shape", a->shape,
                   "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b "
                   "or tiny")
       ->required();
-  cmd->add_option("--type", a->type, "Weight type: f32, f16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k")
+  cmd->add_option("--type", a->type,
+                  "Weight type: f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, "
+                  "q5_k, q6_k, iq4_xs")
       ->capture_default_str();
   cmd->add_option("-s,--seed", a->seed, "Seed of the weights")->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Output GGUF file")->required();

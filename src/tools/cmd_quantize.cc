@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "model/quantize_model.h"
+#include "numerics/dtype.h"
 #include "tools/common.h"
 
 namespace stet::tools {
@@ -14,17 +15,20 @@ struct QuantizeArgs {
 };
 
 int RunQuantize(const QuantizeArgs& a) {
-  DType t;
-  if (a.type == "f32") t = DType::kF32;
-  else if (a.type == "f16") t = DType::kF16;
-  else if (a.type == "bf16") t = DType::kBF16;
-  else if (a.type == "q8_0") t = DType::kQ8_0;
-  else if (a.type == "q4_0") t = DType::kQ4_0;
-  else if (a.type == "q4_1") t = DType::kQ4_1;
-  else if (a.type == "q4_k") t = DType::kQ4_K;
-  else if (a.type == "q5_k") t = DType::kQ5_K;
-  else if (a.type == "q6_k") t = DType::kQ6_K;
-  else return ReportError(InvalidArgument("unknown --type '" + a.type + "' (use " + SupportedDTypeList() + ")"));
+  // Every type stet computes with is a target (its quantizer is numerics/quantize.h's).
+  DType t = DType::kF32;
+  bool known = false;
+  for (uint32_t id = 0; id < 64 && !known; ++id) {
+    const auto tr = GetDTypeTraits(id);
+    if (tr && DTypeSupported(static_cast<DType>(id)) && a.type == tr->name) {
+      t = static_cast<DType>(id);
+      known = true;
+    }
+  }
+  if (!known) {
+    return ReportError(
+        InvalidArgument("unknown --type '" + a.type + "' (use " + SupportedDTypeList() + ")"));
+  }
   auto r = QuantizeModel(a.model, a.out, t, true);
   if (!r.ok()) return ReportError(r.status());
   std::fprintf(stderr, "stet: wrote %s: %d tensors as %s, %d as q8_0 (row length), %d unchanged\n",
@@ -39,7 +43,7 @@ CLI::App* AddQuantizeCommand(CLI::App& app, int* exit_code) {
       "quantize", "Re-encode a GGUF model's weight matrices in another type (norms stay float)");
   cmd->add_option("-m,--model", a->model, "Input GGUF model")->required();
   cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
-  cmd->add_option("--type", a->type, "f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k")->required();
+  cmd->add_option("--type", a->type, SupportedDTypeList())->required();
   cmd->callback([a, exit_code] { *exit_code = RunQuantize(*a); });
   return cmd;
 }

@@ -1,5 +1,6 @@
 // The contract, tested on stories260K, three small random llama.cpp-verified
-// models (qwen2, qwen3, llama q8_0) and the SmolLM2-135M shape: under randomized load — 1 to 64 concurrent requests
+// models (qwen2, qwen3, llama q8_0), the SmolLM2-135M shape and tiny random models of
+// the newer weight types: under randomized load — 1 to 64 concurrent requests
 // arriving at random times, prompt lengths 1..80 with shared prefixes (cold,
 // warm and partial prefix-cache hits), chunk sizes 1/7/64/whole, KV caches small
 // enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
@@ -251,6 +252,23 @@ TEST(Invariance, SmolLM2ShapeRandomQ4_1) {
   o.n_layers = 2;
   ASSERT_TRUE(WriteRandomModel(o, path).ok());
   RunSuite(path, Scenarios(16), 8, 5);
+}
+
+// The newer weight types (q5_0, q5_1, iq4_nl, q2_k, q3_k, iq4_xs) on tiny random models:
+// a few scenarios each (they share every path but the matmul with the models above).
+TEST(Invariance, TinyRandomNewWeightTypes) {
+  uint64_t salt = 10;
+  for (DType t :
+       {DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
+    const std::string path =
+        ::testing::TempDir() + "/stet-invariance-tiny-" + std::string(DTypeName(t)) + ".gguf";
+    RandomModelOptions o;
+    o.shape = "tiny";
+    o.type = t;
+    o.seed = 5;
+    ASSERT_TRUE(WriteRandomModel(o, path).ok());
+    RunSuite(path, Scenarios(4), 8, salt++);
+  }
 }
 
 // R8: the adaptive mode must really be batch-variant, or the contrast is empty.

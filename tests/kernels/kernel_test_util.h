@@ -118,6 +118,37 @@ inline std::vector<uint8_t> RandomWeightRow(std::mt19937& rng, DType type, int64
         PutHalf(p + offsetof(BlockQ4_1, m), RandomHalf(rng, -1.6f, 0.0f));
       }
       break;
+    case DType::kQ5_0:
+      for (int64_t b = 0; b < n / kQK; ++b)
+        PutHalf(row.data() + b * sizeof(BlockQ5_0), RandomHalf(rng, -0.1f, 0.1f));
+      break;
+    case DType::kQ5_1:
+      for (int64_t b = 0; b < n / kQK; ++b) {
+        uint8_t* p = row.data() + b * sizeof(BlockQ5_1);
+        PutHalf(p + offsetof(BlockQ5_1, d), RandomHalf(rng, 0.0f, 0.1f));
+        PutHalf(p + offsetof(BlockQ5_1, m), RandomHalf(rng, -1.6f, 0.0f));
+      }
+      break;
+    case DType::kIQ4_NL:
+      for (int64_t b = 0; b < n / kQK; ++b)
+        PutHalf(row.data() + b * sizeof(BlockIQ4_NL), RandomHalf(rng, -0.01f, 0.01f));
+      break;
+    case DType::kQ2_K:
+      for (int64_t b = 0; b < n / kQKK; ++b) {
+        uint8_t* p = row.data() + b * sizeof(BlockQ2_K);
+        PutHalf(p + offsetof(BlockQ2_K, d), RandomHalf(rng, 0.0f, 0.03f));
+        PutHalf(p + offsetof(BlockQ2_K, dmin), RandomHalf(rng, 0.0f, 0.03f));
+      }
+      break;
+    case DType::kQ3_K:
+      for (int64_t b = 0; b < n / kQKK; ++b)
+        PutHalf(row.data() + b * sizeof(BlockQ3_K) + offsetof(BlockQ3_K, d),
+                RandomHalf(rng, -0.01f, 0.01f));
+      break;
+    case DType::kIQ4_XS:
+      for (int64_t b = 0; b < n / kQKK; ++b)
+        PutHalf(row.data() + b * sizeof(BlockIQ4_XS), RandomHalf(rng, -0.0003f, 0.0003f));
+      break;
     case DType::kQ4_K:
       for (int64_t b = 0; b < n / kQKK; ++b) {
         uint8_t* p = row.data() + b * sizeof(BlockQ4_K);
@@ -144,6 +175,31 @@ inline std::vector<uint8_t> RandomWeightRow(std::mt19937& rng, DType type, int64
   return row;
 }
 
+// Byte offsets of the f16 scale fields (d, and m or dmin) inside one block of `type`.
+inline std::vector<size_t> ScaleOffsets(DType type) {
+  switch (type) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
+      return {0};
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      return {0, 2};
+    case DType::kQ2_K:
+      return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::kQ3_K:
+      return {offsetof(BlockQ3_K, d)};
+    case DType::kQ6_K:
+      return {offsetof(BlockQ6_K, d)};
+    default:
+      return {};
+  }
+}
+
 // rows x n weights of `type`, rows contiguous.
 inline std::vector<uint8_t> RandomWeights(std::mt19937& rng, DType type, int64_t rows, int64_t n) {
   std::vector<uint8_t> all;
@@ -155,12 +211,21 @@ inline std::vector<uint8_t> RandomWeights(std::mt19937& rng, DType type, int64_t
 }
 
 // The row with every quant zeroed: dequantizing it yields each element's
-// additive "min" part (q4_1: m; q4_k/q5_k: -dmin*m_j), zero for the other types.
+// additive "min" part (q4_1/q5_1: m; q2_k/q4_k/q5_k: -dmin*m_j), zero for the other types.
 inline std::vector<uint8_t> ZeroQuants(DType type, const uint8_t* row, int64_t n) {
   std::vector<uint8_t> out(row, row + RowBytes(type, n));
   if (type == DType::kQ4_1) {
     for (int64_t b = 0; b < n / kQK; ++b)
       std::memset(out.data() + b * sizeof(BlockQ4_1) + offsetof(BlockQ4_1, qs), 0, kQK / 2);
+  } else if (type == DType::kQ5_1) {
+    for (int64_t b = 0; b < n / kQK; ++b) {
+      uint8_t* p = out.data() + b * sizeof(BlockQ5_1);
+      std::memset(p + offsetof(BlockQ5_1, qs), 0, kQK / 2);
+      std::memset(p + offsetof(BlockQ5_1, qh), 0, 4);
+    }
+  } else if (type == DType::kQ2_K) {
+    for (int64_t b = 0; b < n / kQKK; ++b)
+      std::memset(out.data() + b * sizeof(BlockQ2_K) + offsetof(BlockQ2_K, qs), 0, kQKK / 4);
   } else if (type == DType::kQ4_K) {
     for (int64_t b = 0; b < n / kQKK; ++b)
       std::memset(out.data() + b * sizeof(BlockQ4_K) + offsetof(BlockQ4_K, qs), 0, kQKK / 2);

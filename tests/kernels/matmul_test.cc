@@ -1,4 +1,5 @@
-// MatMul, every weight type (f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k):
+// MatMul, every weight type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k,
+// q3_k, q4_k, q5_k, q6_k, iq4_xs):
 // AVX2 and AVX-512 == scalar bit for bit; row r of a batch of m = 1..17 equals its m = 1
 // result (R1); pool sizes 1..4 give the same bits (R2); and the result is
 // within gamma(n) * sum|terms| of a float64 computation on the dequantized
@@ -25,11 +26,12 @@ using testing::RandomWeights;
 using testing::SameBits;
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-bool IsKQuant(DType t) { return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K; }
+// The 256-element super-block types (K-quants, iq4_xs): activations per ActQ8K.
+bool IsKQuant(DType t) { return GetDTypeTraits(static_cast<uint32_t>(t))->block_elems == kQKK; }
 
-// Lengths that exercise tails: for float types any K, for q8-family multiples
-// of 32 (incl. not multiples of 8 blocks), for K-quants multiples of 256 (incl.
-// more than 8 superblocks, so lanes wrap).
+// Lengths that exercise tails: for float types any K, for 32-block types multiples
+// of 32 (incl. not multiples of 8 blocks), for super-block types multiples of 256
+// (incl. more than 8 superblocks, so lanes wrap).
 std::vector<int64_t> Lengths(DType t) {
   if (IsFloat(t)) return {1, 2, 7, 8, 9, 15, 16, 33, 64, 100, 257, 576};
   if (IsKQuant(t)) return {256, 512, 768, 2048, 2304, 2560};
@@ -152,7 +154,8 @@ TEST(MatMulPacked, Avx2PackedEqualsScalar) {
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
-  for (DType t : {DType::kF32, DType::kQ5_K}) {
+  for (DType t : {DType::kF32, DType::kQ5_K, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
+                  DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
     WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
     EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
   }
@@ -186,6 +189,39 @@ TEST_P(MatMulTest, Avx2EqualsScalarOnExtremeActivations) {
       // nan compares by bits too: both paths must produce the same nan.
       ASSERT_EQ(FloatBits(ys[i]), FloatBits(ya[i]))
           << DTypeName(t) << " isa=" << IsaName(isa) << " output " << i;
+    }
+  }
+}
+
+// A model whose block scales are inf or nan is the model's problem: every path still
+// finishes, and the outputs those blocks reach are non-finite on every path alike.
+TEST_P(MatMulTest, NonFiniteScalesAreNotACrash) {
+  const DType t = GetParam();
+  const auto offsets = testing::ScaleOffsets(t);
+  if (offsets.empty()) GTEST_SKIP() << "no block scales in " << DTypeName(t);
+  std::mt19937 rng(77 + static_cast<int>(t));
+  const int64_t k = IsKQuant(t) ? 512 : 96, m = 3, rows = 6;
+  Problem p = MakeProblem(rng, t, rows, k);
+  const auto traits = *GetDTypeTraits(static_cast<uint32_t>(t));
+  const uint16_t bad[] = {0x7c00, 0xfc00, 0x7e00, 0x7c01};  // +inf, -inf, qnan, snan
+  for (int64_t r = 0; r < rows; r += 2) {                   // rows 1, 3, 5 stay finite
+    const int64_t blk = (r / 2) % (k / traits.block_elems);
+    const size_t at = static_cast<size_t>(r * RowBytes(t, k) + blk * traits.block_bytes);
+    testing::PutHalf(p.w.data() + at + offsets[r / 2 % offsets.size()], bad[r / 2]);
+  }
+  const auto x = RandomActivations(rng, m * k);
+  const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
+  for (Isa isa : testing::AvailableIsas()) {
+    const auto ya = RunMatMul(p, x.data(), m, nullptr, isa);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float a = ys[i * rows + r], b = ya[i * rows + r];
+        EXPECT_EQ(std::isfinite(a), r % 2 == 1) << DTypeName(t) << " row " << r << " = " << a;
+        EXPECT_EQ(std::isnan(a), std::isnan(b)) << DTypeName(t) << " " << IsaName(isa);
+        if (std::isfinite(a)) {
+          EXPECT_EQ(FloatBits(a), FloatBits(b)) << IsaName(isa);
+        }
+      }
     }
   }
 }
@@ -389,13 +425,13 @@ TEST(MatMulOrder, F32EqualsDot) {
   }
 }
 
-// q8_0 and q4_0 against the documented order, emulated here from the dequantized
-// weights (exact for these types: w = d * integer): isum_b to lane b % 8 as
-// fma(dw*dx, float(isum), lane), then the lane tree.
-TEST(MatMulOrder, Q8_0AndQ4_0FollowTheDocumentedOrder) {
+// q8_0, q4_0, q5_0 and iq4_nl against the documented order, emulated here from the
+// dequantized weights (exact for these types: w = d * integer): isum_b to lane b % 8
+// as fma(dw*dx, float(isum), lane), then the lane tree.
+TEST(MatMulOrder, SymmetricBlockTypesFollowTheDocumentedOrder) {
   std::mt19937 rng(6);
   std::vector<uint8_t> storage;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL}) {
     for (int64_t k : {32, 288, 576}) {
       const Problem p = MakeProblem(rng, t, 3, k);
       const auto x = RandomActivations(rng, k);
@@ -406,7 +442,7 @@ TEST(MatMulOrder, Q8_0AndQ4_0FollowTheDocumentedOrder) {
       for (int64_t r = 0; r < 3; ++r) {
         const uint8_t* row = p.w.data() + r * RowBytes(t, k);
         const auto w = testing::Dequantize(t, row, k);
-        const size_t bsize = t == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+        const size_t bsize = static_cast<size_t>(RowBytes(t, kQK));
         float lanes[8] = {};
         for (int64_t b = 0; b < k / 32; ++b) {
           uint16_t dh;
@@ -440,8 +476,9 @@ std::string TypeName(const ::testing::TestParamInfo<DType>& info) { return DType
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, MatMulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
-                                           DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ5_K,
-                                           DType::kQ6_K),
+                                           DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                                           DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                                           DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS),
                          TypeName);
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The forward pass is batch-invariant: a sequence's logits are bitwise equal
 // whatever the prefill chunk size, the thread count, the ISA path, and the
 // other sequences sharing its batches (numerics rules R1–R4). Run on the real
-// stories260K and SmolLM2 models.
+// stories260K and SmolLM2 models, and on tiny random models of the newer weight types.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +9,7 @@
 
 #include "model/forward.h"
 #include "model/paged_kv.h"
+#include "model/random_model.h"
 #include "support/test_support.h"
 
 namespace stet {
@@ -109,6 +110,23 @@ TEST(ForwardInvariance, Stories260K) {
 
 TEST(ForwardInvariance, SmolLM2Q4_1) {
   ExpectInvariant(testing::ModelCacheDir() + "/SmolLM2-135M-Instruct.Q4_1.gguf", 12);
+}
+
+// q5_0/q5_1/iq4_nl (32-block) and q2_k/q3_k/iq4_xs (256-superblock) weights: the tiny
+// shape's K are 256 and 512, so every matrix but the q6_k embedding has the type.
+TEST(ForwardInvariance, TinyRandomNewWeightTypes) {
+  for (DType t :
+       {DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
+    SCOPED_TRACE(DTypeName(t));
+    const std::string path =
+        ::testing::TempDir() + "/stet-fwd-tiny-" + std::string(DTypeName(t)) + ".gguf";
+    RandomModelOptions o;
+    o.shape = "tiny";
+    o.type = t;
+    o.seed = 11;
+    ASSERT_TRUE(WriteRandomModel(o, path).ok());
+    ExpectInvariant(path, 12);
+  }
 }
 
 }  // namespace

@@ -166,8 +166,9 @@ TEST(RandomModel, LayerZeroDoesNotDependOnLayerCount) {
 }
 
 TEST(RandomModel, EveryTypeLoadsAndRuns) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
-                  DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                  DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                  DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
     SCOPED_TRACE(DTypeName(t));
     Built b = Build("tiny", t, 3, 1);
     EXPECT_EQ(b.summary.n_fallback, 0);  // tiny's K are 256 and 512
@@ -175,6 +176,18 @@ TEST(RandomModel, EveryTypeLoadsAndRuns) {
     ASSERT_NE(m, nullptr);
     EXPECT_EQ(m->weights().layers[0].w_gate.type, t);
     ExpectFiniteLogits(*m);
+  }
+}
+
+TEST(RandomModel, SuperBlockTypesFallBackToQ8_0WhereKIsNotAMultipleOf256) {
+  for (DType t : {DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
+    Built b = Build("smollm2-135m", t, 1, 2);
+    EXPECT_EQ(b.summary.n_fallback, 2 * 6) << DTypeName(t);
+  }
+  // The 32-block types hold K = 576 as they are.
+  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL}) {
+    Built b = Build("smollm2-135m", t, 1, 2);
+    EXPECT_EQ(b.summary.n_fallback, 0) << DTypeName(t);
   }
 }
 
@@ -203,8 +216,11 @@ TEST(RandomModel, BadOptionsAreErrors) {
   o.shape = "tiny";
   o.n_layers = 3;
   EXPECT_FALSE(BuildRandomModel(o).ok());
-  EXPECT_FALSE(ParseRandomModelType("q5_0").ok());
+  EXPECT_FALSE(ParseRandomModelType("q8_1").ok());
+  EXPECT_FALSE(ParseRandomModelType("iq2_xxs").ok());
   EXPECT_EQ(*ParseRandomModelType("q6_k"), DType::kQ6_K);
+  EXPECT_EQ(*ParseRandomModelType("q5_0"), DType::kQ5_0);
+  EXPECT_EQ(*ParseRandomModelType("iq4_xs"), DType::kIQ4_XS);
 }
 
 }  // namespace

@@ -211,11 +211,77 @@ TEST(Dequant, Q6_K) {
   EXPECT_EQ(z[96], 5.0f * (48 - 32));   // ql[32] high 0, bits 11
 }
 
+// The six newer layouts, one hand-built block each, values worked out by hand from
+// ggml's formats (tests/numerics/test_dequant_oracle.py checks every bit pattern
+// against gguf-py).
+TEST(Dequant, Q5_0Q5_1IQ4_NLSpotValues) {
+  BlockQ5_0 a{};
+  a.d = H(0.5f);
+  a.qs[0] = 0x3A;  // element 0: nibble 10, element 16: nibble 3
+  a.qh[0] = 0x01;  // fifth bit of element 0 only
+  auto y = Deq(DType::kQ5_0, &a, 32);
+  EXPECT_EQ(y[0], 0.5f * (26 - 16));
+  EXPECT_EQ(y[16], 0.5f * (3 - 16));
+  EXPECT_EQ(y[1], 0.5f * (0 - 16));
+  BlockQ5_1 b{};
+  b.d = H(0.25f);
+  b.m = H(-1.0f);
+  b.qs[0] = 0x3A;
+  b.qh[2] = 0x01;  // fifth bit of element 16
+  y = Deq(DType::kQ5_1, &b, 32);
+  EXPECT_EQ(y[0], 0.25f * 10 - 1.0f);
+  EXPECT_EQ(y[16], 0.25f * 19 - 1.0f);
+  BlockIQ4_NL c{};
+  c.d = H(2.0f);
+  c.qs[0] = 0xF0;
+  y = Deq(DType::kIQ4_NL, &c, 32);
+  EXPECT_EQ(y[0], 2.0f * -127);
+  EXPECT_EQ(y[16], 2.0f * 113);
+  EXPECT_EQ(y[1], 2.0f * -127);
+}
+
+TEST(Dequant, Q2_KQ3_KIQ4_XSSpotValues) {
+  BlockQ2_K a{};
+  a.d = H(1.0f);
+  a.dmin = H(0.5f);
+  a.scales[0] = 0x23;  // sub-block 0: scale 3, min 2
+  a.scales[2] = 0x11;
+  a.scales[4] = 0x05;
+  a.scales[6] = 0xF1;
+  a.qs[0] = 0xE4;  // elements 0, 32, 64, 96: 0, 1, 2, 3
+  auto y = Deq(DType::kQ2_K, &a, 256);
+  EXPECT_EQ(y[0], 3.0f * 0 - 1.0f);
+  EXPECT_EQ(y[32], 1.0f * 1 - 0.5f);
+  EXPECT_EQ(y[64], 5.0f * 2 - 0.0f);
+  EXPECT_EQ(y[96], 1.0f * 3 - 7.5f);
+  BlockQ3_K b{};
+  b.d = H(0.5f);
+  b.scales[0] = 0x75;  // low nibbles of sub-blocks 0 (5) and 8 (7)
+  b.scales[8] = 0x32;  // top bits of sub-blocks 0 (2) and 8 (3)
+  b.qs[0] = 0x01;      // element 0: low bits 1, third bit clear: q = 1 - 4
+  b.qs[32] = 0x02;     // element 128: low bits 2
+  b.hmask[0] = 0x10;   // bit 4: element 128's third bit: q = 2
+  y = Deq(DType::kQ3_K, &b, 256);
+  EXPECT_EQ(y[0], 0.5f * (37 - 32) * -3);
+  EXPECT_EQ(y[128], 0.5f * (55 - 32) * 2);
+  EXPECT_EQ(y[1], 0.5f * (37 - 32) * -4);
+  BlockIQ4_XS c{};
+  c.d = H(0.25f);
+  c.scales_l[0] = 0xA3;  // sub-block 0: low 3, sub-block 1: low 10
+  c.scales_h = 0x0002;   // sub-block 0: top 2 -> 35; sub-block 1: top 0 -> 10
+  c.qs[0] = 0x1F;        // element 0: level 15 (113), element 16: level 1 (-104)
+  c.qs[16] = 0x08;       // element 32: level 8 (1)
+  y = Deq(DType::kIQ4_XS, &c, 256);
+  EXPECT_EQ(y[0], 0.25f * 3 * 113);
+  EXPECT_EQ(y[16], 0.25f * 3 * -104);
+  EXPECT_EQ(y[32], 0.25f * -22 * 1);
+  EXPECT_EQ(y[48], 0.25f * -22 * -127);
+}
+
 TEST(Dequant, UnsupportedTypesAreUnimplemented) {
   uint8_t buf[512] = {};
   float out[256];
-  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kQ8_1, DType::kQ2_K, DType::kQ3_K,
-                  DType::kQ8_K, DType::kI8, DType::kI32, DType::kF64}) {
+  for (DType t : {DType::kQ8_1, DType::kQ8_K, DType::kI8, DType::kI32, DType::kF64}) {
     const Status st = DequantizeRow(t, buf, 256, out);
     EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << DTypeName(t);
     EXPECT_NE(st.message().find(DTypeName(t)), std::string::npos) << st.message();

@@ -1,7 +1,9 @@
-// Pins quantize.h: q8_0/q4_0/q4_1 equal ggml's quantize_row_*_ref (re-derived here with
-// libm, as in ggml), every type round-trips through DequantizeRow within its format's
-// error bound, the K-quant packing decodes the same through an independent ggml-layout
-// decoder written here, and bad input is refused with a Status.
+// Pins quantize.h: q8_0/q4_0/q4_1/q5_0/q5_1 equal ggml's quantize_row_*_ref (re-derived
+// here with libm, as in ggml), every type round-trips through DequantizeRow within its
+// format's error bound, the K-quant and iq4 packing decodes the same through an
+// independent ggml-layout decoder written here, and bad input is refused with a Status.
+// (iq4_nl's least-squares search is checked against llama.cpp's own quantizer by the
+// arch goldens, tests/golden/arch/llama-iq4_nl.json.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,6 +112,43 @@ void GgmlQ4_1(const float* x, BlockQ4_1* y) {
 }
 
 template <typename Block>
+void GgmlQ5(const float* x, float min, float id, float offset, bool clamp, Block* y) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    int a = static_cast<int8_t>((x[j] - min) * id + offset);
+    int b = static_cast<int8_t>((x[16 + j] - min) * id + offset);
+    if (clamp) a = std::min(31, a), b = std::min(31, b);
+    y->qs[j] = static_cast<uint8_t>((a & 0xF) | ((b & 0xF) << 4));
+    qh |= static_cast<uint32_t>((a >> 4) & 1) << j;
+    qh |= static_cast<uint32_t>((b >> 4) & 1) << (16 + j);
+  }
+  std::memcpy(y->qh, &qh, 4);
+}
+void GgmlQ5_0(const float* x, BlockQ5_0* y) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -16, id = d ? 1.0f / d : 0.0f;
+  y->d = F32ToF16(d);
+  GgmlQ5(x, 0.0f, id, 16.5f, true, y);
+}
+void GgmlQ5_1(const float* x, BlockQ5_1* y) {
+  float min = 3.4e38f, max = -3.4e38f;
+  for (int j = 0; j < 32; ++j) {
+    min = std::min(min, x[j]);
+    max = std::max(max, x[j]);
+  }
+  const float d = (max - min) / 31, id = d ? 1.0f / d : 0.0f;
+  y->d = F32ToF16(d);
+  y->m = F32ToF16(min);
+  GgmlQ5(x, min, id, 0.5f, false, y);
+}
+
+template <typename Block>
 void ExpectSameAsGgml(DType t, void (*ggml)(const float*, Block*)) {
   for (const auto& x : TestRows(1024)) {
     std::vector<Block> ours(x.size() / 32), ref(x.size() / 32);
@@ -123,6 +162,8 @@ TEST(QuantizeTest, SimpleTypesEqualGgmlReference) {
   ExpectSameAsGgml<BlockQ8_0>(DType::kQ8_0, GgmlQ8_0);
   ExpectSameAsGgml<BlockQ4_0>(DType::kQ4_0, GgmlQ4_0);
   ExpectSameAsGgml<BlockQ4_1>(DType::kQ4_1, GgmlQ4_1);
+  ExpectSameAsGgml<BlockQ5_0>(DType::kQ5_0, GgmlQ5_0);
+  ExpectSameAsGgml<BlockQ5_1>(DType::kQ5_1, GgmlQ5_1);
 }
 
 // Absolute rounding error of a value stored as f16: 2^-11 relative, or half the
@@ -154,6 +195,21 @@ TEST(QuantizeTest, SimpleTypesRoundTripBounds) {
     for (size_t i = 0; i < x.size(); ++i) {
       const float d = F16ToF32(q41[i / 32].d), m = F16ToF32(q41[i / 32].m);
       const float bound = 0.5f * d + 15.5f * F16Err(d) + F16Err(m) + std::fabs(x[i]) * 0x1p-22f;
+      EXPECT_LE(std::fabs(y[i] - x[i]), bound * 1.001f) << i;
+    }
+    // q5_0: as q4_0 with |q - 16| <= 16; q = 32 clips to 31.
+    y = RoundTrip(DType::kQ5_0, x, &b);
+    auto* q50 = reinterpret_cast<const BlockQ5_0*>(b.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float d = std::fabs(F16ToF32(q50[i / 32].d));
+      EXPECT_LE(std::fabs(y[i] - x[i]), (d + 17.0f * F16Err(d)) * 1.001f) << i;
+    }
+    // q5_1: as q4_1 with q <= 31.
+    y = RoundTrip(DType::kQ5_1, x, &b);
+    auto* q51 = reinterpret_cast<const BlockQ5_1*>(b.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float d = F16ToF32(q51[i / 32].d), m = F16ToF32(q51[i / 32].m);
+      const float bound = 0.5f * d + 31.5f * F16Err(d) + F16Err(m) + std::fabs(x[i]) * 0x1p-22f;
       EXPECT_LE(std::fabs(y[i] - x[i]), bound * 1.001f) << i;
     }
   }
@@ -267,15 +323,128 @@ TEST(QuantizeTest, KQuantsRoundTripBounds) {
   }
 }
 
+// q2_k / q3_k / iq4_xs decoded independently of dequant.cc: per element the level, the
+// sub-block's effective scale and offset, and the value in ggml's expression order.
+Decoded DecodeLowBitK(DType t, const uint8_t* bytes, int64_t n) {
+  Decoded out;
+  for (int64_t blk = 0; blk < n / kQKK; ++blk) {
+    for (int e = 0; e < kQKK; ++e) {
+      const int h = e / 128, g = (e % 128) / 32, l = e % 32, j = e / 16;
+      int q = 0;
+      float scale = 0, offset = 0;
+      if (t == DType::kQ2_K) {
+        auto* b = reinterpret_cast<const BlockQ2_K*>(bytes) + blk;
+        q = (b->qs[32 * h + l] >> (2 * g)) & 3;
+        scale = F16ToF32(b->d) * static_cast<float>(b->scales[j] & 0xF);
+        offset = F16ToF32(b->dmin) * static_cast<float>(b->scales[j] >> 4);
+      } else if (t == DType::kQ3_K) {
+        auto* b = reinterpret_cast<const BlockQ3_K*>(bytes) + blk;
+        q = ((b->qs[32 * h + l] >> (2 * g)) & 3) | (((b->hmask[l] >> (4 * h + g)) & 1) << 2);
+        q -= 4;
+        // 6-bit scale j: low nibble from byte j % 8 (high nibble for j >= 8), top two
+        // bits from byte 8 + j % 4 at bit 2 * (j / 4).
+        const int low = (b->scales[j % 8] >> (4 * (j / 8))) & 0xF;
+        const int top = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+        scale = F16ToF32(b->d) * static_cast<float>((low | (top << 4)) - 32);
+      } else {
+        auto* b = reinterpret_cast<const BlockIQ4_XS*>(bytes) + blk;
+        const int sub = e / 32, r = e % 32;
+        const uint8_t byte = b->qs[16 * sub + r % 16];
+        q = kIQ4NLValues[r < 16 ? (byte & 0xF) : (byte >> 4)];
+        const int ls = ((b->scales_l[sub / 2] >> (4 * (sub % 2))) & 0xF) |
+                       (((b->scales_h >> (2 * sub)) & 3) << 4);
+        scale = F16ToF32(b->d) * static_cast<float>(ls - 32);
+      }
+      out.q.push_back(q);
+      out.scale.push_back(scale);
+      out.offset.push_back(offset);
+      out.value.push_back(scale * static_cast<float>(q) - offset);
+    }
+  }
+  return out;
+}
+
+TEST(QuantizeTest, LowBitKQuantsRoundTripBounds) {
+  for (DType t : {DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
+    const int sub = t == DType::kIQ4_XS ? 32 : 16;
+    double worst_ratio = 0;
+    for (const auto& x : TestRows(1024)) {
+      std::vector<uint8_t> b;
+      const std::vector<float> y = RoundTrip(t, x, &b);
+      const Decoded dec = DecodeLowBitK(t, b.data(), static_cast<int64_t>(x.size()));
+      for (size_t s0 = 0; s0 < x.size(); s0 += sub) {
+        float lo = 0, hi = x[s0], amax = 0;
+        for (int l = 0; l < sub; ++l) {
+          lo = std::min(lo, x[s0 + l]);
+          hi = std::max(hi, x[s0 + l]);
+          amax = std::max(amax, std::fabs(x[s0 + l]));
+        }
+        const size_t blk = s0 / kQKK;
+        float closed;
+        if (t == DType::kQ2_K) {
+          auto* q2 = reinterpret_cast<const BlockQ2_K*>(b.data()) + blk;
+          closed = ((hi - lo) / 3 + F16ToF32(q2->d) + F16ToF32(q2->dmin)) / 2;
+        } else if (t == DType::kQ3_K) {
+          closed = (amax / 3 + F16ToF32(reinterpret_cast<const BlockQ3_K*>(b.data())[blk].d)) / 2;
+        } else {
+          closed =
+              14 * (amax / 127 + F16ToF32(reinterpret_cast<const BlockIQ4_XS*>(b.data())[blk].d));
+        }
+        for (int l = 0; l < sub; ++l) {
+          const size_t i = s0 + l;
+          ASSERT_EQ(FloatBits(dec.value[i]), FloatBits(y[i])) << DTypeName(t) << " element " << i;
+          const float err = std::fabs(y[i] - x[i]);
+          const float tol = (std::fabs(x[i]) + dec.offset[i]) * 0x1p-22f + 1e-30f;
+          // q2_k/q3_k: half a step, never clipped; iq4_xs: half the widest level gap (24)
+          // or the distance from 113 to 127 at the top.
+          const float step_bound = t == DType::kIQ4_XS ? 14.0f * std::fabs(dec.scale[i])
+                                                       : 0.5f * std::fabs(dec.scale[i]);
+          EXPECT_LE(err, step_bound * 1.0001f + tol) << DTypeName(t) << " element " << i;
+          EXPECT_LE(err, closed * 1.0001f + tol) << DTypeName(t) << " element " << i;
+          if (closed > 0) worst_ratio = std::max(worst_ratio, static_cast<double>(err / closed));
+        }
+      }
+    }
+    std::printf("[ measured ] %s: max error / closed-form bound = %.4f\n", DTypeName(t),
+                worst_ratio);
+  }
+}
+
+// iq4_nl (ggml's least-squares scale search): values are d16 * level, the levels
+// decode through the same independent table, and the error stays within the coarsest
+// level gap of the block's range (plus the f16 rounding of d, times the largest level).
+TEST(QuantizeTest, IQ4_NLRoundTrip) {
+  for (const auto& x : TestRows(1024)) {
+    std::vector<uint8_t> b;
+    const std::vector<float> y = RoundTrip(DType::kIQ4_NL, x, &b);
+    auto* q = reinterpret_cast<const BlockIQ4_NL*>(b.data());
+    for (size_t s0 = 0; s0 < x.size(); s0 += 32) {
+      float amax = 0;
+      for (int l = 0; l < 32; ++l) amax = std::max(amax, std::fabs(x[s0 + l]));
+      const float d = F16ToF32(q[s0 / 32].d);
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t byte = q[s0 / 32].qs[l % 16];
+        const int level = kIQ4NLValues[l < 16 ? (byte & 0xF) : (byte >> 4)];
+        ASSERT_EQ(FloatBits(d * static_cast<float>(level)), FloatBits(y[s0 + l]));
+        EXPECT_LE(std::fabs(y[s0 + l] - x[s0 + l]), amax * (24.0f / 127) + 127.5f * F16Err(d))
+            << s0 + l;
+      }
+    }
+  }
+}
+
 TEST(QuantizeTest, KQuantsAreSmallAndCentred) {
   // Gaussian rows: RMS error close to step / sqrt(12) and tiny bias, i.e. real rounding.
   std::mt19937 rng(7);
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> x(kQKK * 64);
   for (float& v : x) v = g(rng);
-  for (auto [t, max_rms] : {std::pair{DType::kQ4_K, 0.12}, std::pair{DType::kQ5_K, 0.06},
-                            std::pair{DType::kQ6_K, 0.03}, std::pair{DType::kQ4_0, 0.12},
-                            std::pair{DType::kQ8_0, 0.01}}) {
+  for (auto [t, max_rms] :
+       {std::pair{DType::kQ4_K, 0.12}, std::pair{DType::kQ5_K, 0.06}, std::pair{DType::kQ6_K, 0.03},
+        std::pair{DType::kQ4_0, 0.12}, std::pair{DType::kQ8_0, 0.01}, std::pair{DType::kQ5_0, 0.06},
+        std::pair{DType::kQ5_1, 0.06}, std::pair{DType::kIQ4_NL, 0.12},
+        std::pair{DType::kQ2_K, 0.5}, std::pair{DType::kQ3_K, 0.25},
+        std::pair{DType::kIQ4_XS, 0.15}}) {
     std::vector<uint8_t> b;
     const std::vector<float> y = RoundTrip(t, x, &b);
     double se = 0, bias = 0;
@@ -296,16 +465,20 @@ TEST(QuantizeTest, RefusesBadInput) {
   std::vector<uint8_t> out(4096);
   EXPECT_EQ(QuantizeRow(DType::kQ4_K, x.data(), 100, out.data()).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(QuantizeRow(DType::kQ8_0, x.data(), 33, out.data()).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(QuantizeRow(DType::kQ5_0, x.data(), 32, out.data()).code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(QuantizeRow(DType::kQ8_K, x.data(), 256, out.data()).code(),
+            StatusCode::kUnimplemented);
   EXPECT_EQ(QuantizeRow(static_cast<DType>(99), x.data(), 32, out.data()).code(),
             StatusCode::kUnimplemented);
+  const DType kQuantTypes[] = {DType::kQ8_0, DType::kQ4_0,   DType::kQ4_1, DType::kQ5_0,
+                               DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
+                               DType::kQ4_K, DType::kQ5_K,   DType::kQ6_K, DType::kIQ4_XS};
   x[3] = NAN;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : kQuantTypes) {
     EXPECT_EQ(QuantizeRow(t, x.data(), 256, out.data()).code(), StatusCode::kInvalidArgument)
         << DTypeName(t);
   }
   x[3] = 1e30f;  // scales overflow f16
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : kQuantTypes) {
     EXPECT_EQ(QuantizeRow(t, x.data(), 256, out.data()).code(), StatusCode::kInvalidArgument)
         << DTypeName(t);
   }

@@ -1,8 +1,8 @@
-// AVX2 MatMul for q8_0/q4_0/q4_1 weights on 32-block int8 activations, tiled
-// RN weight rows x RM activation rows. Integer block dots use maddubs/madd
-// (exact); 8 blocks' int32 sums are folded into one vector (block b -> lane
-// b%8) by an hadd tree, converted, and fma'd with 8 scales. Numerics: equal to
-// ref/matmul_q8.cc bit for bit (lane = fma(dw*dx, float(isum), lane), q4_1 then
+// AVX2 MatMul for q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl weights on 32-block int8
+// activations, tiled RN weight rows x RM activation rows. Integer block dots use
+// maddubs/madd (exact); 8 blocks' int32 sums are folded into one vector (block b ->
+// lane b%8) by an hadd tree, converted, and fma'd with 8 scales. Numerics: equal to
+// ref/matmul_q8.cc bit for bit (lane = fma(dw*dx, float(isum), lane), q4_1/q5_1 then
 // fma(mw, s, lane); the tail group updates only real lanes); depends on w.cols only
 // (matmul_test.cc).
 #include <immintrin.h>
@@ -55,9 +55,22 @@ inline __m256i Nibbles(const uint8_t* qs) {
   return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
 }
 
+// A block's quants q as bytes in element order with their fifth bits (bit e of the
+// little-endian qh word is element e's) set: q5_0 / q5_1.
+inline __m256i Quants5(const uint8_t* qs, const uint8_t* qh) {
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(Load32(qh)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_or_si256(Nibbles(qs), _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+}
+
 struct KQ8_0 {
   using Block = BlockQ8_0;
-  static constexpr bool kMin = false, kSub8 = false;
+  static constexpr bool kMin = false;
+  static constexpr int kSubShift = 0;  // isum = sum q*x - (sum x << kSubShift), if > 0
   struct W {
     __m256i abs, sign;
   };
@@ -74,7 +87,8 @@ struct KQ8_0 {
 
 struct KQ4_0 {
   using Block = BlockQ4_0;
-  static constexpr bool kMin = false, kSub8 = true;  // isum = sum q*x - 8 * sum x
+  static constexpr bool kMin = false;
+  static constexpr int kSubShift = 3;  // isum = sum q*x - 8 * sum x
   struct W {
     __m256i q;
   };
@@ -86,10 +100,45 @@ struct KQ4_0 {
 
 struct KQ4_1 {
   using Block = BlockQ4_1;
-  static constexpr bool kMin = true, kSub8 = false;
+  static constexpr bool kMin = true;
+  static constexpr int kSubShift = 0;
   using W = KQ4_0::W;
   static W Unpack(const Block& b) { return {Nibbles(b.qs)}; }
   static __m256i Dot(const W& w, __m256i x) { return KQ4_0::Dot(w, x); }
+};
+
+struct KQ5_0 {
+  using Block = BlockQ5_0;
+  static constexpr bool kMin = false;
+  static constexpr int kSubShift = 4;  // isum = sum q*x - 16 * sum x
+  using W = KQ4_0::W;
+  static W Unpack(const Block& b) { return {Quants5(b.qs, b.qh)}; }
+  static __m256i Dot(const W& w, __m256i x) { return KQ4_0::Dot(w, x); }
+};
+
+struct KQ5_1 {
+  using Block = BlockQ5_1;
+  static constexpr bool kMin = true;
+  static constexpr int kSubShift = 0;
+  using W = KQ4_0::W;
+  static W Unpack(const Block& b) { return {Quants5(b.qs, b.qh)}; }
+  static __m256i Dot(const W& w, __m256i x) { return KQ4_0::Dot(w, x); }
+};
+
+// iq4_nl: the nibbles index kIQ4NLValues (one pshufb); the signed weights then
+// take q8_0's sign trick (|w| <= 127).
+struct KIQ4_NL {
+  using Block = BlockIQ4_NL;
+  static constexpr bool kMin = false;
+  static constexpr int kSubShift = 0;
+  using W = KQ8_0::W;
+  static W Unpack(const Block& b) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+    const __m256i w = _mm256_shuffle_epi8(table, Nibbles(b.qs));
+    return {_mm256_sign_epi8(w, w), w};
+  }
+  static __m256i Dot(const W& w, __m256i x) { return KQ8_0::Dot(w, x); }
 };
 
 // One group of 8 blocks for an RM x RN tile. wb[n] points at row n's first
@@ -163,9 +212,9 @@ inline void Group(const typename K::Block* const* wb, const ActQ8& act, int64_t 
       const __m256i lo = _mm256_permute2x128_si256(h4[0][i][n], h4[1][i][n], 0x20);
       const __m256i hi = _mm256_permute2x128_si256(h4[0][i][n], h4[1][i][n], 0x31);
       __m256i isum = _mm256_add_epi32(lo, hi);
-      if constexpr (K::kSub8) {
+      if constexpr (K::kSubShift > 0) {
         const __m256i qsum = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.qsum + blk0));
-        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(qsum, 3));
+        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(qsum, K::kSubShift));
       }
       __m256 next = _mm256_fmadd_ps(_mm256_mul_ps(dw[n], dx), _mm256_cvtepi32_ps(isum), acc[i][n]);
       if constexpr (K::kMin) next = _mm256_fmadd_ps(mw[n], _mm256_loadu_ps(act.s + blk0), next);
@@ -255,6 +304,15 @@ void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
       break;
     case DType::kQ4_1:
       Rows<KQ4_1>(a, r0, r1);
+      break;
+    case DType::kQ5_0:
+      Rows<KQ5_0>(a, r0, r1);
+      break;
+    case DType::kQ5_1:
+      Rows<KQ5_1>(a, r0, r1);
+      break;
+    case DType::kIQ4_NL:
+      Rows<KIQ4_NL>(a, r0, r1);
       break;
     default:
       STET_CHECK_MSG(false, "MatMulQ8Rows: not a 32-block weight type");

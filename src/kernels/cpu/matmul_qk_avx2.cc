@@ -216,6 +216,11 @@ void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
     case DType::kQ6_K:
       Rows<BlockQ6_K>(a, r0, r1);
       break;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kIQ4_XS:
+      MatMulQKLowBitRows(a, r0, r1);  // cpu/matmul_qk_lowbit_avx2.cc
+      break;
     default:
       STET_CHECK_MSG(false, "MatMulQKRows: not a K-quant weight type");
   }

@@ -1,8 +1,10 @@
-// Scalar reference MatMul for q8_0/q4_0/q4_1 weights on 32-block quantized
-// activations. Numerics: block b's exact int32 dot goes to lane b%8 as
-// lane = fma(dw*dx, float(isum), lane) (q4_1 then lane = fma(mw, dx*float(sum qx), lane));
-// fixed lane tree; depends on w.cols only (matmul_test.cc).
+// Scalar reference MatMul for q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl weights on 32-block
+// quantized activations. Numerics: block b's exact int32 dot of the integer weights
+// (q - 8, q, q - 16, q, kIQ4NLValues[q]) with the activation q's goes to lane b%8 as
+// lane = fma(dw*dx, float(isum), lane) (q4_1/q5_1 then lane = fma(mw, dx*float(sum qx),
+// lane)); fixed lane tree; depends on w.cols only (matmul_test.cc).
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "base/check.h"
@@ -36,6 +38,33 @@ inline int32_t BlockDot(const BlockQ4_1& b, const int8_t* q) {
   return s;
 }
 
+// The 5-bit quant of element e of a q5_0 / q5_1 block.
+template <typename Block>
+inline int Q5(const Block& b, int e) {
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  const int nib = e < kQK / 2 ? (b.qs[e] & 0x0f) : (b.qs[e - kQK / 2] >> 4);
+  return nib | static_cast<int>(((qh >> e) & 1u) << 4);
+}
+inline int32_t BlockDot(const BlockQ5_0& b, const int8_t* q) {
+  int32_t s = 0;
+  for (int e = 0; e < kQK; ++e) s += (Q5(b, e) - 16) * q[e];
+  return s;
+}
+inline int32_t BlockDot(const BlockQ5_1& b, const int8_t* q) {
+  int32_t s = 0;
+  for (int e = 0; e < kQK; ++e) s += Q5(b, e) * q[e];
+  return s;
+}
+inline int32_t BlockDot(const BlockIQ4_NL& b, const int8_t* q) {
+  int32_t s = 0;
+  for (int i = 0; i < kQK / 2; ++i) {
+    s += kIQ4NLValues[b.qs[i] & 0x0f] * q[i];
+    s += kIQ4NLValues[b.qs[i] >> 4] * q[i + kQK / 2];
+  }
+  return s;
+}
+
 template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const WeightView& w = *a.w;
@@ -52,7 +81,7 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
         float& lane = lanes[b % kLanes];
         const int32_t isum = BlockDot(blocks[b], qx + b * kQK);
         lane = std::fma(F16ToF32(blocks[b].d) * dx[b], static_cast<float>(isum), lane);
-        if constexpr (std::is_same_v<Block, BlockQ4_1>) {
+        if constexpr (std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>) {
           lane = std::fma(F16ToF32(blocks[b].m), sx[b], lane);
         }
       }
@@ -73,6 +102,15 @@ void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
       break;
     case DType::kQ4_1:
       Rows<BlockQ4_1>(a, r0, r1);
+      break;
+    case DType::kQ5_0:
+      Rows<BlockQ5_0>(a, r0, r1);
+      break;
+    case DType::kQ5_1:
+      Rows<BlockQ5_1>(a, r0, r1);
+      break;
+    case DType::kIQ4_NL:
+      Rows<BlockIQ4_NL>(a, r0, r1);
       break;
     default:
       STET_CHECK_MSG(false, "MatMulQ8Rows: not a 32-block weight type");

@@ -1,6 +1,6 @@
-// Scalar reference MatMul for q4_k/q5_k/q6_k weights on 256-superblock
-// quantized activations. Numerics: superblock b's exact int32 sums go to lane
-// b%8: lane = fma(d*dx, float(isum), lane), then for q4_k/q5_k
+// Scalar reference MatMul for q2_k/q3_k/q4_k/q5_k/q6_k/iq4_xs weights on
+// 256-superblock quantized activations. Numerics: superblock b's exact int32 sums go
+// to lane b%8: lane = fma(d*dx, float(isum), lane), then for q2_k/q4_k/q5_k
 // lane = fma(-(dmin*dx), float(msum), lane); fixed lane tree; depends on w.cols only
 // (matmul_test.cc).
 #include <cmath>
@@ -55,6 +55,53 @@ void SuperDot(const BlockQ5_K& b, const int8_t* qx, int32_t* isum, int32_t* msum
   *msum = ms;
 }
 
+// q2_k: isum = sum_j (sc_j & 15) * <q_j, qx_j>, msum = sum_j (sc_j >> 4) * sum qx_j over
+// its 16-element sub-blocks j; element 128h + 32g + l is bits 2g.. of qs[32h + l].
+void SuperDot(const BlockQ2_K& b, const int8_t* qx, int32_t* isum, int32_t* msum) {
+  int32_t is = 0, ms = 0;
+  for (int j = 0; j < 16; ++j) {
+    int32_t dot = 0, sx = 0;
+    for (int t = 0; t < 16; ++t) {
+      const int e = 16 * j + t, h = e / 128, g = (e % 128) / 32, l = e % 32;
+      dot += ((b.qs[32 * h + l] >> (2 * g)) & 3) * qx[e];
+      sx += qx[e];
+    }
+    is += (b.scales[j] & 0x0f) * dot;
+    ms += (b.scales[j] >> 4) * sx;
+  }
+  *isum = is;
+  *msum = ms;
+}
+
+// q3_k: isum = sum_j s_j * <q_j, qx_j>, s_j = Q3KScale(j) in [-32, 31], q in [-4, 3].
+int32_t SuperDot(const BlockQ3_K& b, const int8_t* qx) {
+  int32_t is = 0;
+  for (int j = 0; j < 16; ++j) {
+    int32_t dot = 0;
+    for (int t = 0; t < 16; ++t) {
+      const int e = 16 * j + t, h = e / 128, g = (e % 128) / 32, l = e % 32;
+      const int low = (b.qs[32 * h + l] >> (2 * g)) & 3;
+      dot += (low - (((b.hmask[l] >> (4 * h + g)) & 1) ? 0 : 4)) * qx[e];
+    }
+    is += Q3KScale(b.scales, j) * dot;
+  }
+  return is;
+}
+
+// iq4_xs: isum = sum_j (ls_j - 32) * <kIQ4NLValues[q_j], qx_j> over sub-blocks of 32.
+int32_t SuperDot(const BlockIQ4_XS& b, const int8_t* qx) {
+  int32_t is = 0;
+  for (int j = 0; j < 8; ++j) {
+    int32_t dot = 0;
+    for (int l = 0; l < 16; ++l) {
+      dot += kIQ4NLValues[b.qs[16 * j + l] & 0x0f] * qx[32 * j + l];
+      dot += kIQ4NLValues[b.qs[16 * j + l] >> 4] * qx[32 * j + 16 + l];
+    }
+    is += IQ4XSScale(b, j) * dot;
+  }
+  return is;
+}
+
 // isum = sum_e scales[e/16] * (q_e - 32) * qx_e.
 int32_t SuperDot(const BlockQ6_K& b, const int8_t* qx) {
   int32_t is = 0;
@@ -69,6 +116,10 @@ int32_t SuperDot(const BlockQ6_K& b, const int8_t* qx) {
 }
 
 template <typename Block>
+constexpr bool kHasMins = std::is_same_v<Block, BlockQ2_K> || std::is_same_v<Block, BlockQ4_K> ||
+                          std::is_same_v<Block, BlockQ5_K>;
+
+template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const WeightView& w = *a.w;
   const ActQ8K& act = *a.a8k;
@@ -81,7 +132,7 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
         float& lane = lanes[b % kLanes];
         const int8_t* qx = act.qs + i * act.k + b * kQKK;
         const float dx = act.d[i * act.nsb + b];
-        if constexpr (std::is_same_v<Block, BlockQ6_K>) {
+        if constexpr (!kHasMins<Block>) {
           const int32_t isum = SuperDot(blocks[b], qx);
           lane = std::fma(F16ToF32(blocks[b].d) * dx, static_cast<float>(isum), lane);
         } else {
@@ -100,6 +151,15 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
 
 void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   switch (a.w->type) {
+    case DType::kQ2_K:
+      Rows<BlockQ2_K>(a, r0, r1);
+      break;
+    case DType::kQ3_K:
+      Rows<BlockQ3_K>(a, r0, r1);
+      break;
+    case DType::kIQ4_XS:
+      Rows<BlockIQ4_XS>(a, r0, r1);
+      break;
     case DType::kQ4_K:
       Rows<BlockQ4_K>(a, r0, r1);
       break;
