@@ -1,0 +1,268 @@
+// `stet proxy --upstream URL --record STORE`: binds, then relays and records
+// until SIGTERM/SIGINT (stop accepting, let relayed requests finish up to
+// --drain-timeout, exit 0). --retain deletes old exchanges at start and every
+// hour. Flags are range-checked before binding (exit 2). The upstream key is
+// read from the environment variable --upstream-key-env names, never from the
+// command line, and is never printed.
+#include "tools/cmd_proxy.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "forensics/proxy.h"
+#include "tools/common.h"
+
+namespace stet::tools {
+
+namespace {
+
+struct ProxyArgs {
+  std::string upstream;
+  std::string record;
+  std::string host = "127.0.0.1";
+  int port = 8090;
+  std::string upstream_key_env;
+  std::vector<std::string> api_keys;
+  double logprob_sample = 0;
+  uint64_t sample_seed = 0;
+  int top_logprobs = 5;
+  std::vector<std::string> redact;
+  std::string retain;
+  double upstream_timeout = 300;
+  double connect_timeout = 10;
+  int workers = 64;
+  int64_t max_body_bytes = 16 << 20;
+  std::vector<std::string> allowed_hosts;
+  std::string context_header = "X-Stet-Context";
+  int drain_timeout = 30;
+  bool no_log = false;
+};
+
+// "30d", "12h", "90m", "3600s" -> seconds; 0 on a bad value.
+int64_t ParseDuration(const std::string& s) {
+  if (s.size() < 2) return 0;
+  const char unit = s.back();
+  const std::string num = s.substr(0, s.size() - 1);
+  if (num.find_first_not_of("0123456789") != std::string::npos || num.size() > 9) return 0;
+  const int64_t n = std::stoll(num);
+  switch (unit) {
+    case 'd':
+      return n * 86400;
+    case 'h':
+      return n * 3600;
+    case 'm':
+      return n * 60;
+    case 's':
+      return n;
+    default:
+      return 0;
+  }
+}
+
+std::string IsoAgo(int64_t seconds) {
+  const std::time_t t = std::time(nullptr) - seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int Usage(const std::string& m) {
+  std::fprintf(stderr, "stet: error: %s\n", m.c_str());
+  return kExitUsage;
+}
+
+int RunProxy(const ProxyArgs& a) {
+  forensics::ProxyOptions o;
+  o.host = a.host;
+  o.port = a.port;
+  o.upstream = a.upstream;
+  if (!a.upstream_key_env.empty()) {
+    const char* k = std::getenv(a.upstream_key_env.c_str());
+    if (!k || !*k)
+      return Usage("--upstream-key-env " + a.upstream_key_env +
+                   ": that variable is unset or empty");
+    o.upstream_key = k;
+  }
+  o.api_keys = a.api_keys;
+  o.logprob_sample = a.logprob_sample;
+  o.sample_seed = a.sample_seed;
+  o.top_logprobs = a.top_logprobs;
+  for (const std::string& p : a.redact) {
+    auto rp = forensics::ParseRedactPath(p);
+    if (!rp.ok()) return Usage(rp.status().message());
+    o.redact.push_back(*rp);
+  }
+  int64_t retain_s = 0;
+  if (!a.retain.empty()) {
+    retain_s = ParseDuration(a.retain);
+    if (retain_s <= 0)
+      return Usage("--retain '" + a.retain + "': use a count and a unit, e.g. 30d, 12h, 90m");
+  }
+  o.limits.timeout_ms = static_cast<int64_t>(a.upstream_timeout * 1000);
+  o.limits.connect_timeout_ms = static_cast<int64_t>(a.connect_timeout * 1000);
+  o.workers = a.workers;
+  o.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
+  o.allowed_hosts = a.allowed_hosts;
+  o.context_header = a.context_header;
+  o.log_requests = !a.no_log;
+  if (Status st = forensics::CheckProxyOptions(o); !st.ok()) return Usage(st.message());
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto store = forensics::ExchangeStore::Open(a.record, forensics::ExchangeStore::Mode::kCreate);
+  if (!store.ok()) return ReportError(store.status());
+  o.store = std::shared_ptr<forensics::ExchangeStore>(std::move(*store));
+  auto proxy = forensics::Proxy::Start(o);
+  if (!proxy.ok()) return ReportError(proxy.status());
+  std::fprintf(stderr, "stet proxy: upstream %s, recording in %s%s\n",
+               forensics::MaskUrlPassword(a.upstream).c_str(), o.store->Describe().c_str(),
+               a.logprob_sample > 0 ? (", logprobs on " + std::to_string(a.logprob_sample) +
+                                       " of requests (seed " + std::to_string(a.sample_seed) + ")")
+                                          .c_str()
+                                    : "");
+  std::fprintf(stderr, "listening on http://%s:%d\n", a.host.c_str(), (*proxy)->port());
+  std::fflush(stderr);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread retention;
+  if (retain_s > 0) {
+    retention = std::thread([&, store = o.store] {
+      std::unique_lock<std::mutex> lock(mu);
+      do {
+        lock.unlock();
+        auto n = store->DeleteBefore(IsoAgo(retain_s));
+        if (!n.ok()) {
+          std::fprintf(stderr, "stet proxy: retention: %s\n", n.status().ToString().c_str());
+        } else if (*n > 0) {
+          std::fprintf(stderr, "stet proxy: retention: deleted %lld exchange(s) older than %s\n",
+                       static_cast<long long>(*n), a.retain.c_str());
+        }
+        lock.lock();
+      } while (!cv.wait_for(lock, std::chrono::hours(1), [&] { return stop; }));
+    });
+  }
+  int s = 0;
+  while (sigwait(&set, &s) != 0) {
+  }
+  std::fprintf(stderr,
+               "stet proxy: shutting down: no new connections, finishing requests in flight\n");
+  std::thread([limit = a.drain_timeout + 5] {
+    std::this_thread::sleep_for(std::chrono::seconds(limit));
+    std::_Exit(kExitError);
+  }).detach();
+  (*proxy)->Shutdown(a.drain_timeout);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  if (retention.joinable()) retention.join();
+  std::fprintf(stderr, "stet proxy: %lld exchange(s) recorded, bye\n",
+               static_cast<long long>((*proxy)->recorded()));
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* AddProxyCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<ProxyArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("proxy",
+                         "Recording reverse proxy in front of any OpenAI-compatible endpoint: "
+                         "relays /v1/chat/completions, "
+                         "/v1/completions and /v1/responses (SSE streams event by event) and "
+                         "records every exchange — request, "
+                         "answer (streams folded), answered model, system_fingerprint, request id "
+                         "and rate-limit headers, latency, "
+                         "time to first token, a snapshot of system prompt / tools / "
+                         "response_format — before the client sees it "
+                         "complete. Other paths pass through unrecorded. See docs/forensics.md.");
+  cmd->add_option("--upstream", a->upstream,
+                  "The endpoint's base URL, e.g. https://api.openai.com/v1")
+      ->required();
+  cmd->add_option("--record", a->record,
+                  "Exchange store: a SQLite file (created when missing) or a postgresql:// URL")
+      ->required();
+  cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option(
+      "--upstream-key-env", a->upstream_key_env,
+      "Name of an environment variable holding the upstream API key; it replaces the client's "
+      "Authorization (never logged or recorded). Without it the client's Authorization is "
+      "forwarded");
+  cmd->add_option(
+      "--api-key", a->api_keys,
+      "Require 'Authorization: Bearer KEY' from clients (repeatable; needs --upstream-key-env)");
+  cmd->add_option("--logprob-sample", a->logprob_sample,
+                  "Share of chat/completions requests that did not ask for logprobs to ask for "
+                  "them (top 5), "
+                  "record, and strip from the client's answer, e.g. 0.05")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--sample-seed", a->sample_seed,
+                  "Seed of the sampling draw (Philox on the request's arrival index; recorded)")
+      ->capture_default_str();
+  cmd->add_option("--top-logprobs", a->top_logprobs, "Alternatives per token on sampled requests")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
+  cmd->add_option(
+      "--redact", a->redact,
+      "Replace this JSON path of every record with \"[redacted]\" before anything is written "
+      "(repeatable): dotted keys with [*] or [N], rooted at the record, e.g. "
+      "request.messages[*].content; '$.' is short for 'request.'");
+  cmd->add_option("--retain", a->retain,
+                  "Delete exchanges older than this (e.g. 30d, 12h) at start and hourly");
+  cmd->add_option(
+         "--upstream-timeout", a->upstream_timeout,
+         "Seconds to wait for the upstream's headers, and between its body bytes (else 504)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--connect-timeout", a->connect_timeout,
+                  "Seconds to connect to the upstream (else 504)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
+  cmd->add_option("--workers", a->workers, "Requests relayed at once (/health has its own)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body accepted (else 413)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
+  cmd->add_option("--allowed-hosts", a->allowed_hosts,
+                  "Host header names accepted besides localhost, 127.0.0.1 and [::1] "
+                  "(comma-separated; '*': any)")
+      ->delimiter(',');
+  cmd->add_option("--context-header", a->context_header,
+                  "Request header whose JSON (prompt-template version, index version, ...) is "
+                  "stored with the "
+                  "record and not forwarded")
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", a->drain_timeout, "Seconds SIGTERM waits for relayed requests")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
+  cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
+  cmd->callback([a, exit_code] { *exit_code = RunProxy(*a); });
+  return cmd;
+}
+
+}  // namespace stet::tools
