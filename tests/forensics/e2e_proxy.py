@@ -416,6 +416,59 @@ class ProxyVsFake(unittest.TestCase):
                 self.assertNotIn(b"SECRET-USER", data)
                 self.assertNotIn(answer.encode(), data)
 
+    def test_agent_session_replays_as_recorded_and_names_the_departure(self):
+        db = self.store("session")
+        fake_upstream.STATE.update(salt_from_messages=0)
+        with sup.StetProxy(self.up.url, db, "--no-log") as p:
+            msgs = [{"role": "system", "content": "agent"}, {"role": "user", "content": "weather in Paris?"}]
+            bodies = []
+            for turn in range(3):
+                body = {"model": "tools" if turn == 0 else "m", "max_tokens": 6, "logprobs": True, "top_logprobs": 2,
+                        "messages": list(msgs), "stream": turn == 1}
+                st, h, raw = sup.http_request(p.url + "/v1/chat/completions", "POST", body)
+                self.assertEqual(st, 200)
+                bodies.append(body)
+                rec = sup.exchanges(db)[-1]
+                msgs.append(rec["response"]["choices"][0]["message"])
+                if turn == 0:
+                    msgs.append({"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 21}"})
+                else:
+                    msgs.append({"role": "user", "content": f"and then {turn}?"})
+            # A lone request in between, another session.
+            sup.http_request(p.url + "/v1/completions", "POST", {"model": "m", "prompt": "alone", "max_tokens": 3})
+        recorded = sup.exchanges(db)
+        fake_upstream.STATE["received"].clear()
+        out = os.path.join(self.tmp, "replay.json")
+        r = sup.run_stet("replay", db, "--endpoint", self.up.url, "--json", out, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rep = sup.read_json(out)
+        self.assertEqual((rep["identical"], rep["sessions"]), (4, 2))
+        self.assertEqual([e["session"] for e in rep["exchanges"]], [1, 1, 1, 2])
+        self.assertEqual([e["turn"] for e in rep["exchanges"]], [1, 2, 3, 1])
+        # What was sent is what was recorded (streaming off): no tool ran, no message was rebuilt.
+        sent = [b for path, b in fake_upstream.STATE["received"] if path == "/v1/chat/completions"]
+        sent.sort(key=lambda b: len(b["messages"]))
+        for rec, body in zip(recorded[:3], sent):
+            expect = dict(rec["request"])
+            expect.pop("stream")
+            self.assertEqual(body, expect)
+        # The backend changes for long conversations, and its model and fingerprint change.
+        fake_upstream.STATE.update(salt_from_messages=4, model="fake-model-2024-06-01", fp="fp_fake0002")
+        try:
+            r = sup.run_stet("replay", db, "--endpoint", self.up.url, "--json", out, timeout=60)
+        finally:
+            fake_upstream.STATE.update(salt_from_messages=0, model="fake-model-2024-01-01", fp="fp_fake0001")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        rep = sup.read_json(out)
+        self.assertTrue(rep["model_changed"] and rep["fingerprint_changed"])
+        verdicts = [e["verdict"] for e in rep["exchanges"]]
+        self.assertEqual(verdicts, ["identical", "diverged", "diverged", "identical"])
+        d = rep["exchanges"][1]["departure"]
+        self.assertEqual(d["kind"], "token")
+        self.assertTrue(rep["exchanges"][1]["compared_tokens"])
+        self.assertIn("session 1 (3 requests): departs first at turn 2", r.stdout)
+        self.assertIn("[model fake-model-2024-01-01 -> fake-model-2024-06-01]", r.stdout)
+
     def test_bad_command_lines(self):
         for args in [["--upstream", "ftp://x", "--record", "x.db"], ["--upstream", "http://h", "--record", "x.db",
                                                                      "--logprob-sample", "2"],
@@ -478,6 +531,13 @@ class ProxyVsStet(unittest.TestCase):
             st, h, raw = sup.http_request(p.url + "/v1/completions", "POST", {"model": "nope", "prompt": "x"})
             self.assertEqual(st, 404)
             self.assertEqual(json.loads(raw)["error"]["code"], "model_not_found")
+        # Replayed against stet itself: every answered exchange identical, token by token where logprobs were asked.
+        r = sup.run_stet("replay", db, "--endpoint", s.url, "--json", os.path.join(self.tmp, "r.json"), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rep = sup.read_json(os.path.join(self.tmp, "r.json"))
+        self.assertEqual((rep["identical"], rep["skipped"]), (4, 1))
+        self.assertEqual([e["compared_tokens"] for e in rep["exchanges"]], [True, True, False, False])
+        self.assertFalse(rep["model_changed"] or rep["fingerprint_changed"])
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-STATE = {"fp": "fp_fake0001", "model": "fake-model-2024-01-01", "shift": 0.0, "noise": 0.0, "count": 0}
+STATE = {"fp": "fp_fake0001", "model": "fake-model-2024-01-01", "shift": 0.0, "noise": 0.0, "count": 0,
+         "salt_from_messages": 0, "received": []}
 LOCK = threading.Lock()
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "slept", "all", "day", "long"]
 
@@ -89,6 +90,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
         model = str(req.get("model", ""))
         with LOCK:
+            STATE["received"].append((self.path, req))
             STATE["count"] += 1
             counter = STATE["count"]
         if model.startswith("slow-"):
@@ -109,6 +111,8 @@ class Handler(BaseHTTPRequestHandler):
         if chat:
             msgs = req.get("messages") or [{}]
             seed_text = json.dumps(msgs[-1], sort_keys=True) + str(len(msgs))
+            if STATE["salt_from_messages"] and len(msgs) >= STATE["salt_from_messages"]:
+                seed_text += "salt"
         else:
             seed_text = str(req.get("prompt"))
         count = int(req.get("max_tokens") or 8)
