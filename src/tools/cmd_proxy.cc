@@ -17,8 +17,10 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "forensics/canary.h"
 #include "forensics/proxy.h"
 #include "tools/common.h"
 
@@ -46,6 +48,8 @@ struct ProxyArgs {
   std::string context_header = "X-Stet-Context";
   int drain_timeout = 30;
   bool no_log = false;
+  std::string canary, canary_every = "1h", canary_model, canary_api = "chat";
+  int canary_repeats = 3, canary_baseline_runs = 9;
 };
 
 // "30d", "12h", "90m", "3600s" -> seconds; 0 on a bad value.
@@ -118,6 +122,18 @@ int RunProxy(const ProxyArgs& a) {
   o.context_header = a.context_header;
   o.log_requests = !a.no_log;
   if (Status st = forensics::CheckProxyOptions(o); !st.ok()) return Usage(st.message());
+  std::optional<std::vector<forensics::DriftPrompt>> canary_prompts;
+  int64_t canary_every = 0;
+  if (!a.canary.empty()) {
+    canary_every = ParseDuration(a.canary_every);
+    if (canary_every <= 0)
+      return Usage("--canary-every '" + a.canary_every + "': use e.g. 1h, 15m, 30s");
+    if (a.canary_model.empty())
+      return Usage("--canary needs --canary-model (the model name to send)");
+    auto p = forensics::LoadDriftPrompts(a.canary);
+    if (!p.ok()) return ReportError(p.status());
+    canary_prompts = std::move(*p);
+  }
 
   sigset_t set;
   sigemptyset(&set);
@@ -160,6 +176,50 @@ int RunProxy(const ProxyArgs& a) {
       } while (!cv.wait_for(lock, std::chrono::hours(1), [&] { return stop; }));
     });
   }
+  std::thread canary;
+  if (!a.canary.empty()) {
+    canary = std::thread([&, store = o.store, prompts = *canary_prompts] {
+      forensics::CanaryOptions co;
+      co.endpoint = a.upstream;
+      co.api_key = o.upstream_key;
+      co.model = a.canary_model;
+      co.api = a.canary_api;
+      co.repeats = a.canary_repeats;
+      co.baseline_runs = a.canary_baseline_runs;
+      co.limits = o.limits;
+      std::unique_lock<std::mutex> lock(mu);
+      do {
+        lock.unlock();
+        auto round = forensics::RunCanaryRound(*store, co, prompts);
+        std::vector<forensics::ExchangeJson> records;
+        forensics::ExchangeQuery q;
+        q.kind = "canary";
+        Status st = round.ok() ? store->ForEach(q,
+                                                [&](const forensics::ExchangeJson& r) -> Status {
+                                                  records.push_back(r);
+                                                  return Status::Ok();
+                                                })
+                               : round.status();
+        forensics::CanaryTestOptions t;
+        t.baseline_runs = co.baseline_runs;
+        t.set = forensics::CanarySetId(prompts, co);
+        auto an =
+            st.ok() ? forensics::AnalyzeCanary(records, t) : Result<forensics::CanaryAnalysis>(st);
+        if (!an.ok()) {
+          std::fprintf(stderr, "stet proxy: canary: %s\n", an.status().ToString().c_str());
+        } else {
+          const forensics::CanaryCheck& c = an->rounds.back();
+          std::string flags;
+          for (const auto& f : c.flags) flags += (flags.empty() ? "" : ",") + f;
+          std::fprintf(stderr, "stet proxy: canary round %d: %s\n", c.round,
+                       c.baseline      ? "baseline"
+                       : flags.empty() ? "no drift"
+                                       : ("FLAGGED: " + flags).c_str());
+        }
+        lock.lock();
+      } while (!cv.wait_for(lock, std::chrono::seconds(canary_every), [&] { return stop; }));
+    });
+  }
   int s = 0;
   while (sigwait(&set, &s) != 0) {
   }
@@ -176,6 +236,7 @@ int RunProxy(const ProxyArgs& a) {
   }
   cv.notify_all();
   if (retention.joinable()) retention.join();
+  if (canary.joinable()) canary.join();
   std::fprintf(stderr, "stet proxy: %lld exchange(s) recorded, bye\n",
                static_cast<long long>((*proxy)->recorded()));
   return kExitOk;
@@ -261,6 +322,23 @@ CLI::App* AddProxyCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(0, 86400));
   cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
+  cmd->add_option("--canary", a->canary,
+                  "Canary prompt set (as `stet drift watch --canary`): sent to the upstream every "
+                  "--canary-every "
+                  "and recorded in the same store; `stet drift report STORE` tests it");
+  cmd->add_option("--canary-every", a->canary_every, "Interval between canary rounds")
+      ->capture_default_str();
+  cmd->add_option("--canary-model", a->canary_model, "Model name the canary sends");
+  cmd->add_option("--canary-api", a->canary_api, "chat or completions")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"chat", "completions"}));
+  cmd->add_option("--canary-repeats", a->canary_repeats, "Runs of the prompt set per canary round")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--canary-baseline-runs", a->canary_baseline_runs,
+                  "Runs that form the canary's baseline")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
   cmd->callback([a, exit_code] { *exit_code = RunProxy(*a); });
   return cmd;
 }
