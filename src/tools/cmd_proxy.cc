@@ -73,12 +73,17 @@ int64_t ParseDuration(const std::string& s) {
   }
 }
 
+// Now less `seconds`, to the millisecond (records carry milliseconds).
 std::string IsoAgo(int64_t seconds) {
-  const std::time_t t = std::time(nullptr) - seconds;
+  const auto t = std::chrono::system_clock::now() - std::chrono::seconds(seconds);
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  const int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000);
   std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  gmtime_r(&tt, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
   return buf;
 }
 
