@@ -17,6 +17,9 @@ using httplib::Response;
 
 namespace {
 
+// How often a stream waiting on a silent upstream checks that its client is still there.
+constexpr int64_t kLivenessSliceMs = 1000;
+
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -209,7 +212,13 @@ void Proxy::Impl::AnswerStream(std::shared_ptr<Relay> rp, Response& res) {
         Relay& st = *rp;
         bool ok = true;
         for (;;) {
-          const auto next = st.call->Read(&st.pending);
+          const auto next = st.call->Read(&st.pending, kLivenessSliceMs);
+          if (next == UpstreamCall::Next::kIdle) {
+            if (sink.is_writable()) continue;
+            ok =
+                false;  // the client left while the upstream was silent: stop paying for the answer
+            break;
+          }
           if (next == UpstreamCall::Next::kData) {
             if (!RelayEvents(st, sink, false)) {
               ok = false;

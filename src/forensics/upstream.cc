@@ -140,13 +140,13 @@ bool UpstreamCall::Start(const std::string& method, const std::string& url,
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body_.size()));
     if (method != "POST") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
   }
-  start_ = std::chrono::steady_clock::now();
+  start_ = last_progress_ = std::chrono::steady_clock::now();
   if (curl_multi_add_handle(tc.multi, c) != CURLM_OK) {
     Fail(Failure::kBroken, "curl_multi_add_handle failed");
     return false;
   }
   attached_ = true;
-  if (!Pump(true)) {
+  if (Pump(true, 0) == Pumped::kTimeout) {
     Fail(Failure::kTimeout, "no response headers from " + url + " within " +
                                 std::to_string(limits_.timeout_ms / 1000.0).substr(0, 6) +
                                 " s (--upstream-timeout)");
@@ -167,9 +167,10 @@ bool UpstreamCall::Start(const std::string& method, const std::string& url,
   return true;
 }
 
-bool UpstreamCall::Pump(bool want_headers) {
+UpstreamCall::Pumped UpstreamCall::Pump(bool want_headers, int64_t slice_ms) {
   CURLM* m = static_cast<CURLM*>(multi_);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits_.timeout_ms);
+  const auto timeout = std::chrono::milliseconds(limits_.timeout_ms);
+  const auto slice_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(slice_ms);
   size_t seen = buffer_.size();
   for (;;) {
     int running = 0;
@@ -181,23 +182,28 @@ bool UpstreamCall::Pump(bool want_headers) {
         result_ = msg->data.result;
       }
     }
-    if (done_) return true;
-    if (want_headers ? headers_done_ : !buffer_.empty()) return true;
     const auto now = std::chrono::steady_clock::now();
-    if (buffer_.size() != seen) {  // progress (body bytes while waiting for headers)
+    if (buffer_.size() != seen) {  // progress (body bytes, also while waiting for headers)
       seen = buffer_.size();
-      deadline = now + std::chrono::milliseconds(limits_.timeout_ms);
+      last_progress_ = now;
     }
-    if (now >= deadline) return false;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    if (done_) return Pumped::kReady;
+    if (want_headers ? headers_done_ : !buffer_.empty()) return Pumped::kReady;
+    const auto deadline = last_progress_ + timeout;
+    if (now >= deadline) return Pumped::kTimeout;
+    if (slice_ms > 0 && now >= slice_end) return Pumped::kSlice;
+    auto until = slice_ms > 0 ? std::min(deadline, slice_end) : deadline;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
     curl_multi_poll(m, nullptr, 0, static_cast<int>(std::clamp<int64_t>(left, 1, 100)), nullptr);
   }
 }
 
-UpstreamCall::Next UpstreamCall::Read(std::string* out) {
+UpstreamCall::Next UpstreamCall::Read(std::string* out, int64_t slice_ms) {
   if (buffer_.empty() && !done_) {
     if (!attached_) return Next::kFailed;
-    if (!Pump(false)) {
+    const Pumped p = Pump(false, slice_ms);
+    if (p == Pumped::kSlice) return Next::kIdle;
+    if (p == Pumped::kTimeout) {
       Fail(Failure::kTimeout, "the upstream sent nothing for " +
                                   std::to_string(limits_.timeout_ms / 1000) +
                                   " s mid-answer (--upstream-timeout)");
@@ -227,6 +233,8 @@ bool UpstreamCall::ReadAll(std::string* out) {
         return true;
       case Next::kFailed:
         return false;
+      case Next::kIdle:
+        continue;
     }
   }
 }

@@ -27,7 +27,7 @@ struct UpstreamLimits {
 class UpstreamCall {
  public:
   enum class Failure { kNone, kUnreachable, kTimeout, kBroken };
-  enum class Next { kData, kEnd, kFailed };
+  enum class Next { kData, kEnd, kFailed, kIdle };
 
   UpstreamCall() = default;
   ~UpstreamCall();  // an unfinished transfer is aborted
@@ -44,7 +44,10 @@ class UpstreamCall {
 
   // Waits for the next body bytes and appends them to *out (kData); kEnd once
   // the body is complete; kFailed on a broken transfer or the upstream timeout.
-  Next Read(std::string* out);
+  // With slice_ms > 0, returns kIdle after that long without bytes (the
+  // upstream timeout still counts from the last bytes), so a caller can check
+  // its own client meanwhile.
+  Next Read(std::string* out, int64_t slice_ms = 0);
   // Reads the rest of the body into *out.
   bool ReadAll(std::string* out);
   void Abort();  // stops the transfer (the client went away)
@@ -55,7 +58,8 @@ class UpstreamCall {
 
  private:
   friend struct UpstreamCallbacks;
-  bool Pump(bool want_headers);  // false: timed out
+  enum class Pumped { kReady, kTimeout, kSlice };
+  Pumped Pump(bool want_headers, int64_t slice_ms);
   void Fail(Failure f, std::string message);
 
   void* curl_ = nullptr;  // CURL* of this thread, while attached
@@ -70,7 +74,7 @@ class UpstreamCall {
   std::string buffer_;
   std::string body_;  // the request body (curl reads it during the transfer)
   UpstreamLimits limits_;
-  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point start_, last_progress_;
   double headers_s_ = -1;
   Failure failure_ = Failure::kNone;
   std::string error_;

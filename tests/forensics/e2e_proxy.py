@@ -269,6 +269,29 @@ class ProxyVsFake(unittest.TestCase):
             st, _, _ = sup.http_request(p.url + "/health")
             self.assertEqual(st, 200)
 
+    def test_client_leaving_a_silent_stream_is_noticed(self):
+        db = self.store("stall")
+        with sup.StetProxy(self.up.url, db, "--no-log", "--upstream-timeout", "30") as p:
+            s = socket.create_connection(("127.0.0.1", p.port))
+            body = json.dumps({"model": "stall", "stream": True, "max_tokens": 5,
+                               "messages": [{"role": "user", "content": "z"}]})
+            s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+            got = b""
+            while got.count(b"data: ") < 2:
+                got += s.recv(65536)
+            t0 = time.time()
+            s.close()
+            recs = []
+            while time.time() - t0 < 6:
+                recs = [r for r in sup.exchanges(db) if r["outcome"] == "client_disconnected"]
+                if recs:
+                    break
+                time.sleep(0.1)
+            # Noticed within the 1 s liveness slice, not after the 8 s silence or the 30 s timeout.
+            self.assertEqual(len(recs), 1)
+            self.assertLess(time.time() - t0, 4)
+
     def test_slow_and_unreachable_upstreams(self):
         db = self.store("slow")
         with sup.StetProxy(self.up.url, db, "--no-log", "--upstream-timeout", "1", "--workers", "2") as p:

@@ -8,6 +8,7 @@ selects misbehaviour:
   "status-N"        answers HTTP N with an OpenAI error body (429 adds Retry-After)
   "drop"            streams two chunks, then closes the connection mid-stream
   "trickle"         streams one chunk every 0.05 s (20 chunks)
+  "stall"           streams one chunk, then goes silent for 8 s
   "no-logprobs"     answers 400 to any request that asks for logprobs
   "tools"           answers with a tool call (streamed in fragments)
 
@@ -183,6 +184,8 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 if model == "trickle":
                     time.sleep(0.05)
+                if model == "stall" and i == 1:
+                    time.sleep(8)
                 if chat:
                     ch = {"index": 0, "delta": {"content": t},
                           "logprobs": {"content": [lps[i]]} if lps else None, "finish_reason": None}
