@@ -60,7 +60,7 @@ bool StripChoiceLogprobs(WireJson& answer);
 // and developer messages, `instructions`, tool schemas, tool_choice,
 // response_format (`text.format` for responses). Null when the request has none.
 WireJson AnswerShapingSnapshot(const WireJson& request);
-// Canonical text (keys sorted, no spaces) and its SHA-256, lowercase hex.
+// Canonical text: object keys sorted, no spaces (the snapshot's SHA-256 is taken over it).
 std::string CanonicalJson(const WireJson& j);
 
 }  // namespace stet::forensics
