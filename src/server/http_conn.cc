@@ -110,7 +110,11 @@ struct Conn {
   bool HeadersComplete() const {
     return in.compare(pos, 2, "\r\n") == 0 || in.find("\n\r\n", pos) != std::string::npos;
   }
-  bool Light() const { return in.compare(pos, 4, "GET ") == 0 || in.compare(pos, 5, "HEAD ") == 0; }
+  bool Light(const ConnLimits& limits) const {
+    if (!limits.light) return in.compare(pos, 4, "GET ") == 0 || in.compare(pos, 5, "HEAD ") == 0;
+    const size_t eol = in.find('\n', pos);
+    return limits.light(std::string_view(in).substr(pos, eol == std::string::npos ? eol : eol - pos));
+  }
   void Compact() {
     in.erase(0, pos);
     pos = 0;
@@ -495,7 +499,7 @@ void ConnectionLoop::Reject(std::unique_ptr<Conn>& c, int status) {
 }
 
 void ConnectionLoop::Dispatch(std::unique_ptr<Conn> c) {
-  const bool light = c->Light();
+  const bool light = c->Light(limits_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     busy_fds_.insert(c->fd);

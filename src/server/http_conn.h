@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -39,6 +40,9 @@ struct ConnLimits {
   int light_workers = 4;                   // reserved for GET and HEAD
   int max_requests_per_connection = 100;
   int max_connections = 0;  // open at once; 0: RLIMIT_NOFILE less a margin, at most 4096
+  // Which requests go to the light_workers pool, judged on the request line
+  // ("GET /health HTTP/1.1"); null: GET and HEAD.
+  std::function<bool(std::string_view request_line)> light;
 };
 
 // Flags a request's handler code sets for its connection. Thread-local: a

@@ -1,5 +1,5 @@
 // Internals shared by server.cc (plumbing, lifecycle, streaming) and
-// endpoints.cc (the endpoint handlers): the httplib subclass, the per-request
+// endpoints.cc (the endpoint handlers): the per-request
 // record behind the log line, and Server::Impl. Not part of the server's API.
 #pragma once
 
@@ -21,6 +21,7 @@
 #include "server/chat_prompt.h"
 #include "server/http_conn.h"
 #include "server/http_gate.h"
+#include "server/http_server.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/record_builder.h"
@@ -28,30 +29,6 @@
 #include "server/server.h"
 
 namespace stet::server {
-
-class HttpServer : public httplib::Server {
- public:
-  // One request on a connection the ConnectionLoop owns: httplib parses,
-  // routes and answers it (process_request); `setup` runs once the headers are
-  // parsed, before the body is read.
-  bool Serve(httplib::Stream& strm, bool close_connection, bool& connection_closed,
-             const std::function<void(httplib::Request&)>& setup) {
-    return process_request(strm, close_connection, connection_closed, setup);
-  }
-  socket_t ListenSocket() const { return svr_sock_; }
-  // Only after the last response is written: httplib's chunked writer stops
-  // streaming once svr_sock_ is INVALID_SOCKET.
-  void CloseListenSocket() {
-    const socket_t s = svr_sock_.exchange(INVALID_SOCKET);
-    if (s != INVALID_SOCKET) ::close(s);
-  }
-  // httplib listens with a backlog of 5, so a burst of clients overflows the
-  // accept queue and some get reset; listen() again only raises the backlog.
-  void RaiseBacklog(int n) {
-    const socket_t s = svr_sock_;
-    if (s != INVALID_SOCKET) ::listen(s, n);
-  }
-};
 
 // What the request log line and metrics need, gathered on the worker thread
 // that serves the request (handler, stream provider and logger all run there).

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <utility>
 
 #include "forensics/drift.h"
 #include "forensics/openai.h"
@@ -41,11 +42,20 @@ int Fail(const Status& s) {
 }
 
 int RunDriftCmd(const DriftArgs& a) {
+  // Required here rather than by CLI11, so `stet drift watch|report` need none of them.
+  for (const auto& [value, name] :
+       {std::pair{&a.endpoint, "--endpoint"}, {&a.model, "--model"}, {&a.prompts, "--prompts"}}) {
+    if (value->empty()) {
+      std::fprintf(stderr, "%s is required\nRun with --help for more information.\n", name);
+      return kExitFailed;
+    }
+  }
   if (!a.baseline.empty() && !a.against.empty()) {
     return Fail(InvalidArgument("give --baseline FILE or --against URL, not both"));
   }
   if (a.baseline.empty() && a.against.empty() && a.save.empty()) {
-    return Fail(InvalidArgument("nothing to do: give --baseline FILE, --against URL, or --save FILE"));
+    return Fail(
+        InvalidArgument("nothing to do: give --baseline FILE, --against URL, or --save FILE"));
   }
   if (a.threshold < 0) return Fail(InvalidArgument("--threshold must be >= 0"));
   auto prompts = forensics::LoadDriftPrompts(a.prompts);
@@ -85,7 +95,8 @@ int RunDriftCmd(const DriftArgs& a) {
   if (!a.save.empty()) {
     Status st = forensics::WriteTextFile(a.save, current->dump(2) + "\n");
     if (!st.ok()) return Fail(st);
-    std::fprintf(stderr, "stet: saved %zu prompt fingerprints to %s\n", prompts->size(), a.save.c_str());
+    std::fprintf(stderr, "stet: saved %zu prompt fingerprints to %s\n", prompts->size(),
+                 a.save.c_str());
   }
   if (baseline.is_null()) return kExitOk;  // capture only
   auto cmp = forensics::CompareDrift(baseline, *current, a.threshold);
@@ -107,17 +118,20 @@ CLI::App* AddDriftCommand(CLI::App& app, int* exit_code) {
       "Capture greedy top-k logprobs over a fixed prompt set and compare them with a baseline "
       "file or a second endpoint: top-1 agreement, total variation and KL on the shared support, "
       "first divergence. Exit code: 0 within --threshold (or capture only), 1 over it, 2 error.");
-  cmd->add_option("--endpoint", a->endpoint, "Base URL of the endpoint to measure")->required();
+  cmd->add_option("--endpoint", a->endpoint, "Base URL of the endpoint to measure (required)");
   cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
-  cmd->add_option("-m,--model", a->model, "Model name to send")->required();
-  cmd->add_option("--prompts", a->prompts,
-                  "Prompt set: JSONL {\"id\", \"prompt\"} or one plain-text prompt per line")
-      ->required();
-  auto* baseline = cmd->add_option("--baseline", a->baseline, "A capture saved earlier with --save");
+  cmd->add_option("-m,--model", a->model, "Model name to send (required)");
+  cmd->add_option(
+      "--prompts", a->prompts,
+      "Prompt set: JSONL {\"id\", \"prompt\"} or one plain-text prompt per line (required)");
+  auto* baseline =
+      cmd->add_option("--baseline", a->baseline, "A capture saved earlier with --save");
   auto* against = cmd->add_option("--against", a->against, "Second endpoint (the baseline side)");
   baseline->excludes(against);
-  cmd->add_option("--against-model", a->against_model, "Model name for --against (default: --model)");
-  cmd->add_option("--against-api-key", a->against_api_key, "API key for --against (default: --api-key)");
+  cmd->add_option("--against-model", a->against_model,
+                  "Model name for --against (default: --model)");
+  cmd->add_option("--against-api-key", a->against_api_key,
+                  "API key for --against (default: --api-key)");
   cmd->add_option("--save", a->save, "Save this capture (the --endpoint side) as a baseline file");
   cmd->add_option("--json", a->json_out, "Write the comparison as JSON");
   cmd->add_option("--top-k", a->top_k, "Logprobs per position")->capture_default_str();
@@ -127,8 +141,12 @@ CLI::App* AddDriftCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("-c,--concurrency", a->concurrency, "Requests in flight while capturing")
       ->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")->capture_default_str();
-  cmd->callback([a, exit_code] { *exit_code = RunDriftCmd(*a); });
+  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")
+      ->capture_default_str();
+  AddDriftWatchCommands(cmd, exit_code);
+  cmd->callback([a, exit_code, cmd] {
+    if (cmd->get_subcommands().empty()) *exit_code = RunDriftCmd(*a);
+  });
   return cmd;
 }
 

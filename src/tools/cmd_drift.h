@@ -8,5 +8,7 @@
 namespace stet::tools {
 
 CLI::App* AddDriftCommand(CLI::App& app, int* exit_code);
+// `stet drift watch` and `stet drift report` (cmd_drift_watch.cc).
+void AddDriftWatchCommands(CLI::App* drift, int* exit_code);
 
 }  // namespace stet::tools

@@ -9,6 +9,7 @@
 
 #include "forensics/openai.h"
 #include "forensics/replay.h"
+#include "forensics/replay_proxy.h"
 #include "tools/common.h"
 
 namespace stet::tools {
@@ -36,7 +37,41 @@ int Fail(const Status& s) {
   return kExitFailed;
 }
 
+// Exchanges recorded by `stet proxy` (a proxy store, SQLite or PostgreSQL).
+int RunExchangeReplay(const ReplayArgs& a) {
+  auto store = forensics::ExchangeStore::Open(a.db, forensics::ExchangeStore::Mode::kOpenExisting);
+  if (!store.ok()) return Fail(store.status());
+  forensics::ProxyReplayOptions o;
+  o.endpoint = a.endpoint;
+  o.api_key = a.api_key;
+  if (o.api_key.empty()) {
+    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
+  }
+  o.model = a.model;
+  o.logprobs = a.logprobs;
+  o.concurrency = a.concurrency;
+  o.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
+  forensics::ExchangeQuery q;
+  q.id = a.id;
+  q.since = a.since;
+  auto r = forensics::RunProxyReplay(**store, q, o);
+  if (!r.ok()) return Fail(r.status());
+  if (r->outcomes.empty()) {
+    std::fprintf(stderr, "stet replay: %s\n", r->summary.c_str());
+  } else {
+    std::fputs(forensics::ProxyReplayText(*r).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  if (!a.json_out.empty()) {
+    Status st = forensics::WriteTextFile(a.json_out, forensics::ProxyReplayJson(*r).dump(2) + "\n");
+    if (!st.ok()) return Fail(st);
+  }
+  return r->exit_code;
+}
+
 int RunReplayCmd(const ReplayArgs& a) {
+  if (forensics::DetectStoreKind(a.db) == forensics::StoreKind::kExchanges)
+    return RunExchangeReplay(a);
   auto store = forensics::RecordStore::Open(a.db, forensics::RecordStore::Mode::kOpenExisting);
   if (!store.ok()) return Fail(store.status());
   forensics::ReplayOptions o;
@@ -72,25 +107,42 @@ int RunReplayCmd(const ReplayArgs& a) {
 
 CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ReplayArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "replay",
-      "Re-execute requests recorded by `stet serve --record FILE.db` against an endpoint, with the recorded seed "
-      "and clock pinned, and report per record 'identical' (text, token ids, logprobs bit for bit) or where it "
-      "first diverges. Refuses when the endpoint's system_fingerprint differs from the recorded one. Starts no "
-      "server. Exit code: 0 all identical, 1 divergence, 2 error or refused.");
-  cmd->add_option("db", a->db, "Record store (SQLite) written by stet serve --record")->required();
-  auto* id = cmd->add_option("--id", a->id, "Replay only the record with this id (the response id)");
-  cmd->add_option("--since", a->since, "Replay records received at or after this ISO 8601 time")->excludes(id);
-  cmd->add_option("--endpoint", a->endpoint, "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)")
+  CLI::App* cmd = app.add_subcommand("replay",
+                                     "Re-execute requests recorded by `stet serve --record "
+                                     "FILE.db` against an endpoint, with the recorded seed "
+                                     "and clock pinned, and report per record 'identical' (text, "
+                                     "token ids, logprobs bit for bit) or where it "
+                                     "first diverges. Refuses when the endpoint's "
+                                     "system_fingerprint differs from the recorded one. Starts no "
+                                     "server. On a store `stet proxy --record` wrote, each "
+                                     "recorded request is sent as it went upstream and the "
+                                     "report names, per session, the first request and token where "
+                                     "the answer departs, and whether the answered "
+                                     "model or system_fingerprint changed. Exit code: 0 all "
+                                     "identical, 1 divergence, 2 error or refused.");
+  cmd->add_option("db", a->db,
+                  "Record store written by stet serve --record, or exchange store written by stet "
+                  "proxy --record "
+                  "(SQLite file or postgresql:// URL)")
+      ->required();
+  auto* id =
+      cmd->add_option("--id", a->id, "Replay only the record with this id (the response id)");
+  cmd->add_option("--since", a->since, "Replay records received at or after this ISO 8601 time")
+      ->excludes(id);
+  cmd->add_option("--endpoint", a->endpoint,
+                  "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)")
       ->required();
   cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
   cmd->add_option("-m,--model", a->model, "Model name to send instead of the recorded one");
-  cmd->add_flag("--allow-fingerprint-change", a->allow_fingerprint_change,
-                "Replay even when the endpoint's system_fingerprint differs, and report the divergences");
+  cmd->add_flag(
+      "--allow-fingerprint-change", a->allow_fingerprint_change,
+      "Replay even when the endpoint's system_fingerprint differs, and report the divergences");
   cmd->add_flag("--logprobs", a->logprobs,
-                "Ask for logprobs on every request (compared bit for bit) even where the recorded request did not");
+                "Ask for logprobs on every request (compared bit for bit) even where the recorded "
+                "request did not");
   cmd->add_option("-c,--concurrency", a->concurrency, "Requests in flight")->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")
+      ->capture_default_str();
   cmd->add_option("--json", a->json_out, "Write every outcome as JSON");
   cmd->callback([a, exit_code] { *exit_code = RunReplayCmd(*a); });
   return cmd;

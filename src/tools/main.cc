@@ -8,6 +8,7 @@
 #include "tools/cmd_eval.h"
 #include "tools/cmd_fingerprint.h"
 #include "tools/cmd_probe.h"
+#include "tools/cmd_proxy.h"
 #include "tools/cmd_quantize.h"
 #include "tools/cmd_record.h"
 #include "tools/cmd_replay.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   stet::tools::AddDriftCommand(app, &exit_code);
   stet::tools::AddReplayCommand(app, &exit_code);
   stet::tools::AddRecordCommand(app, &exit_code);
+  stet::tools::AddProxyCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

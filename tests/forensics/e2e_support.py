@@ -168,3 +168,77 @@ class Load:
         self.stopped.set()
         for t in self.threads:
             t.join(60)
+
+
+class StetProxy:
+    """A `stet proxy` process on 127.0.0.1 with an OS-chosen port, in front of `upstream`."""
+
+    def __init__(self, upstream, store, *args, env=None):
+        self.cmd = [stet_binary(), "proxy", "--upstream", upstream, "--record", store, "--host", "127.0.0.1",
+                    "--port", "0", *map(str, args)]
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=env)
+        self.lines = []
+        self.port = None
+        self.ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self.ready.wait(30) or self.port is None:
+            self.kill()
+            raise RuntimeError("stet proxy did not start:\n" + "\n".join(self.lines[-30:]))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read(self):
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.lines.append(line)
+            m = re.match(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+                self.ready.set()
+        self.ready.set()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self._reader.join(10)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        self._reader.join(10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def http_request(url, method="GET", body=None, headers=None, timeout=60):
+    """(status, headers dict (lower-case names), body bytes); HTTP errors are answers, not exceptions."""
+    data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+    h = {"Content-Type": "application/json"} if data is not None else {}
+    h.update(headers or {})
+    req = urllib.request.Request(url, data=data, headers=h, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def exchanges(store):
+    """The records of a SQLite exchange store, in stored order."""
+    import sqlite3
+    con = sqlite3.connect(store)
+    try:
+        return [json.loads(r[0]) for r in con.execute("SELECT record FROM exchanges ORDER BY seq")]
+    finally:
+        con.close()

@@ -44,10 +44,12 @@ const char kDead[] = "--endpoint http://127.0.0.1:9 --timeout 5";
 TEST(ForensicsCli, Help) {
   auto h = Sh("--help");
   EXPECT_EQ(h.exit_code, 0);
-  for (const char* sub : {"probe", "eval", "drift"}) EXPECT_NE(h.out.find(sub), std::string::npos) << sub;
+  for (const char* sub : {"probe", "eval", "drift"})
+    EXPECT_NE(h.out.find(sub), std::string::npos) << sub;
   auto p = Sh("probe --help");
   EXPECT_EQ(p.exit_code, 0);
-  for (const char* opt : {"--concurrency", "--runs", "--messages", "--logprobs", "--html", "--json"}) {
+  for (const char* opt :
+       {"--concurrency", "--runs", "--messages", "--logprobs", "--html", "--json"}) {
     EXPECT_NE(p.out.find(opt), std::string::npos) << opt;
   }
   auto e = Sh("eval --help");
@@ -59,8 +61,29 @@ TEST(ForensicsCli, Help) {
   EXPECT_NE(d.out.find("--threshold"), std::string::npos);
 }
 
+TEST(ForensicsCli, ProxyAndCanaryHelpAndUsage) {
+  auto p = Sh("proxy --help");
+  EXPECT_EQ(p.exit_code, 0);
+  for (const char* opt :
+       {"--upstream", "--record", "--upstream-key-env", "--logprob-sample", "--sample-seed",
+        "--redact", "--retain", "--canary", "--upstream-timeout"}) {
+    EXPECT_NE(p.out.find(opt), std::string::npos) << opt;
+  }
+  EXPECT_EQ(Sh("proxy").exit_code, 2);  // --upstream, --record required
+  EXPECT_EQ(Sh("proxy --upstream http://h --record x.db --port 70000").exit_code, 2);
+  auto w = Sh("drift watch --help");
+  EXPECT_EQ(w.exit_code, 0);
+  for (const char* opt :
+       {"--canary", "--every", "--store", "--alpha", "--baseline-runs", "--repeats"}) {
+    EXPECT_NE(w.out.find(opt), std::string::npos) << opt;
+  }
+  EXPECT_EQ(Sh("drift report --help").exit_code, 0);
+  EXPECT_EQ(Sh("drift report").exit_code, 2);  // STORE required
+  EXPECT_EQ(Sh("drift").exit_code, 2);         // the capture's own options are still required
+}
+
 TEST(ForensicsCli, UsageErrorsExitTwo) {
-  EXPECT_EQ(Sh("probe").exit_code, 2);                         // --endpoint, --model required
+  EXPECT_EQ(Sh("probe").exit_code, 2);  // --endpoint, --model required
   EXPECT_EQ(Sh("probe --endpoint http://127.0.0.1:9 -m x").exit_code, 2);  // no prompt
   EXPECT_EQ(Sh("probe --endpoint http://127.0.0.1:9 -m x -p a --messages f.json").exit_code, 2);
   EXPECT_EQ(Sh("probe --endpoint http://127.0.0.1:9 -m x -p a --concurrency one").exit_code, 2);
@@ -79,7 +102,8 @@ TEST(ForensicsCli, UnreachableEndpointExitsTwoWithAMessage) {
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.out.find("error"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("127.0.0.1:9"), std::string::npos) << p.out;
-  const std::string ds = Temp("cli_ds.jsonl", "{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\"}\n");
+  const std::string ds =
+      Temp("cli_ds.jsonl", "{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\"}\n");
   auto e = Sh(std::string("eval ") + kDead + " -m x --repeats 2 --dataset " + ds + " --out " +
               ::testing::TempDir() + "/cli_eval_out");
   EXPECT_EQ(e.exit_code, 2);  // every request failed: recorded, not scored
@@ -90,7 +114,9 @@ TEST(ForensicsCli, UnreachableEndpointExitsTwoWithAMessage) {
   EXPECT_TRUE(doc["items"][0]["results"][0].contains("error"));
   const std::string prompts = Temp("cli_prompts2.txt", "hello\n");
   EXPECT_EQ(Sh(std::string("drift ") + kDead + " -m x --prompts " + prompts + " --save " +
-               ::testing::TempDir() + "/cli_never.json").exit_code, 2);
+               ::testing::TempDir() + "/cli_never.json")
+                .exit_code,
+            2);
 }
 
 TEST(ForensicsCli, BadInputFilesExitTwo) {
@@ -98,10 +124,12 @@ TEST(ForensicsCli, BadInputFilesExitTwo) {
   auto e = Sh(std::string("eval ") + kDead + " -m x --dataset " + bad_ds);
   EXPECT_EQ(e.exit_code, 2);
   EXPECT_NE(e.out.find("cli_bad.jsonl:1"), std::string::npos) << e.out;  // names file and line
-  EXPECT_EQ(Sh(std::string("eval ") + kDead + " -m x --metric fuzzy --dataset " + bad_ds).exit_code, 2);
+  EXPECT_EQ(Sh(std::string("eval ") + kDead + " -m x --metric fuzzy --dataset " + bad_ds).exit_code,
+            2);
   const std::string prompts = Temp("cli_prompts3.txt", "hello\n");
   const std::string not_capture = Temp("cli_not_capture.json", "{\"tool\": \"other\"}");
-  auto d = Sh(std::string("drift ") + kDead + " -m x --prompts " + prompts + " --baseline " + not_capture);
+  auto d = Sh(std::string("drift ") + kDead + " -m x --prompts " + prompts + " --baseline " +
+              not_capture);
   EXPECT_EQ(d.exit_code, 2);
   EXPECT_NE(d.out.find("not a stet drift capture"), std::string::npos) << d.out;
   EXPECT_EQ(Sh("eval compare /nonexistent/a.json /nonexistent/b.json").exit_code, 2);

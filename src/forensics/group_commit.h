@@ -1,0 +1,81 @@
+// Group commit for the durable stores: many threads each hand over one item
+// and wait; the first waiter becomes the writer and commits everything queued
+// in one transaction (one fsync, or one PostgreSQL COMMIT), then wakes the
+// others; whoever queued meanwhile goes in the next batch. Invariant: Submit
+// returns only after the batch holding its item was committed (or failed).
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "base/status.h"
+
+namespace stet::forensics {
+
+template <typename Item>
+class GroupCommit {
+ public:
+  // Commits a batch; Status per batch (every item of a failed batch fails).
+  using CommitFn = std::function<Status(const std::vector<const Item*>& batch)>;
+  explicit GroupCommit(CommitFn commit) : commit_(std::move(commit)) {}
+
+  Status Submit(const Item& item) {
+    Pending me{&item, Status::Ok(), false};
+    std::unique_lock<std::mutex> lock(mu_);
+    queue_.push_back(&me);
+    while (!me.done) {
+      if (writing_) {
+        cv_.wait(lock);
+        continue;
+      }
+      writing_ = true;
+      std::vector<Pending*> batch;
+      batch.swap(queue_);
+      lock.unlock();
+      std::vector<const Item*> items;
+      items.reserve(batch.size());
+      for (Pending* p : batch) items.push_back(p->item);
+      Status st = commit_(items);
+      lock.lock();
+      for (Pending* p : batch) {
+        p->status = st;
+        p->done = true;
+      }
+      writing_ = false;
+      cv_.notify_all();
+    }
+    return me.status;
+  }
+
+  // Runs `fn` while no batch is being committed (readers and maintenance).
+  Status Exclusive(const std::function<Status()>& fn) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !writing_; });
+      writing_ = true;
+    }
+    Status st = fn();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+    }
+    cv_.notify_all();
+    return st;
+  }
+
+ private:
+  struct Pending {
+    const Item* item;
+    Status status;
+    bool done;
+  };
+  CommitFn commit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false;
+  std::vector<Pending*> queue_;
+};
+
+}  // namespace stet::forensics

@@ -1,0 +1,40 @@
+// cpp-httplib's server with the hooks stet's own connection loop needs: serve
+// one request on a stream the loop owns, read the listening socket, close it
+// after the last answer, and raise the accept backlog. Shared by `stet serve`
+// and `stet proxy`, so both keep httplib's parser and routing under the same
+// deadlines (http_conn.h).
+#pragma once
+
+#include <httplib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+
+namespace stet::server {
+
+class HttpServer : public httplib::Server {
+ public:
+  // One request on a connection the ConnectionLoop owns: httplib parses,
+  // routes and answers it (process_request); `setup` runs once the headers are
+  // parsed, before the body is read.
+  bool Serve(httplib::Stream& strm, bool close_connection, bool& connection_closed,
+             const std::function<void(httplib::Request&)>& setup) {
+    return process_request(strm, close_connection, connection_closed, setup);
+  }
+  socket_t ListenSocket() const { return svr_sock_; }
+  // Only after the last response is written: httplib's chunked writer stops
+  // streaming once svr_sock_ is INVALID_SOCKET.
+  void CloseListenSocket() {
+    const socket_t s = svr_sock_.exchange(INVALID_SOCKET);
+    if (s != INVALID_SOCKET) ::close(s);
+  }
+  // httplib listens with a backlog of 5, so a burst of clients overflows the
+  // accept queue and some get reset; listen() again only raises the backlog.
+  void RaiseBacklog(int n) {
+    const socket_t s = svr_sock_;
+    if (s != INVALID_SOCKET) ::listen(s, n);
+  }
+};
+
+}  // namespace stet::server

@@ -1,0 +1,221 @@
+// `stet drift watch --endpoint URL --canary prompts.txt --store STORE --every 1h`
+// sends the canary prompt set each interval, records it, and prints the
+// round's test (src/forensics/canary.h); `stet drift report STORE [--html]`
+// recomputes the test over every stored round. Exit codes: 0 nothing flagged,
+// 1 a round flagged, 2 error or bad command line.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "forensics/canary.h"
+#include "forensics/openai.h"
+#include "tools/cmd_drift.h"
+#include "tools/common.h"
+
+namespace stet::tools {
+
+namespace {
+
+constexpr int kExitFlagged = 1;
+constexpr int kExitFailed = 2;
+
+struct WatchArgs {
+  std::string endpoint, api_key, model, canary, store, every = "1h", api = "chat";
+  int rounds = 0;
+  int max_tokens = 16, top_logprobs = 5, repeats = 3, baseline_runs = 9;
+  double alpha = 0.01, timeout_s = 300;
+  std::string html, json;
+  std::string set;
+};
+
+int Fail(const Status& s) {
+  ReportError(s);
+  return kExitFailed;
+}
+
+// "1h", "15m", "30s", "1d" -> seconds; -1 when malformed ("0s": rounds back to back).
+int64_t Seconds(const std::string& s) {
+  if (s.size() < 2) return -1;
+  const std::string num = s.substr(0, s.size() - 1);
+  if (num.find_first_not_of("0123456789") != std::string::npos || num.size() > 9) return -1;
+  const int64_t n = std::stoll(num);
+  switch (s.back()) {
+    case 'd':
+      return n * 86400;
+    case 'h':
+      return n * 3600;
+    case 'm':
+      return n * 60;
+    case 's':
+      return n;
+    default:
+      return -1;
+  }
+}
+
+Result<forensics::CanaryAnalysis> Analyze(forensics::ExchangeStore& store, const WatchArgs& a) {
+  std::vector<forensics::ExchangeJson> records;
+  forensics::ExchangeQuery q;
+  q.kind = "canary";
+  STET_RETURN_IF_ERROR(store.ForEach(q, [&](const forensics::ExchangeJson& r) -> Status {
+    records.push_back(r);
+    return Status::Ok();
+  }));
+  forensics::CanaryTestOptions t;
+  t.baseline_runs = a.baseline_runs;
+  t.alpha = a.alpha;
+  t.set = a.set;
+  return forensics::AnalyzeCanary(records, t);
+}
+
+int WriteReports(const forensics::CanaryAnalysis& an, const WatchArgs& a) {
+  if (!a.html.empty()) {
+    Status st = forensics::WriteTextFile(a.html, forensics::CanaryHtml(an));
+    if (!st.ok()) return Fail(st);
+  }
+  if (!a.json.empty()) {
+    Status st = forensics::WriteTextFile(a.json, forensics::CanaryJson(an).dump(2) + "\n");
+    if (!st.ok()) return Fail(st);
+  }
+  return kExitOk;
+}
+
+int RunWatch(const WatchArgs& a) {
+  const int64_t every = Seconds(a.every);
+  if (every < 0)
+    return Fail(
+        InvalidArgument("--every '" + a.every + "': use a count and a unit, e.g. 1h, 15m, 30s"));
+  auto prompts = forensics::LoadDriftPrompts(a.canary);
+  if (!prompts.ok()) return Fail(prompts.status());
+  auto store = forensics::ExchangeStore::Open(a.store, forensics::ExchangeStore::Mode::kCreate);
+  if (!store.ok()) return Fail(store.status());
+  forensics::CanaryOptions o;
+  o.endpoint = a.endpoint;
+  o.api_key = a.api_key;
+  if (o.api_key.empty()) {
+    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
+  }
+  o.model = a.model;
+  o.api = a.api;
+  o.max_tokens = a.max_tokens;
+  o.top_logprobs = a.top_logprobs;
+  o.repeats = a.repeats;
+  o.baseline_runs = a.baseline_runs;
+  o.limits.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
+  WatchArgs analysis_args = a;
+  analysis_args.set = forensics::CanarySetId(*prompts, o);
+  bool flagged = false;
+  for (int done = 0; a.rounds == 0 || done < a.rounds; ++done) {
+    const auto start = std::chrono::steady_clock::now();
+    auto round = forensics::RunCanaryRound(**store, o, *prompts);
+    if (!round.ok()) return Fail(round.status());
+    auto an = Analyze(**store, analysis_args);
+    if (!an.ok()) return Fail(an.status());
+    const forensics::CanaryCheck& c = an->rounds.back();
+    std::string flags;
+    for (const auto& f : c.flags) flags += (flags.empty() ? "" : ",") + f;
+    std::fprintf(
+        stdout, "round %d: %d run(s), %d request(s) (%d failed), %s; %s\n", round->round,
+        round->runs, round->requests, round->failed,
+        c.baseline
+            ? "baseline"
+            : ("T " + std::to_string(c.statistic) + ", p " + std::to_string(c.p_value)).c_str(),
+        c.baseline      ? "not tested"
+        : flags.empty() ? "no drift"
+                        : ("FLAGGED: " + flags).c_str());
+    for (const auto& n : c.notes) std::fprintf(stdout, "  note: %s\n", n.c_str());
+    std::fflush(stdout);
+    flagged |= !c.flags.empty();
+    if (int rc = WriteReports(*an, analysis_args); rc != kExitOk) return rc;
+    if (a.rounds != 0 && done + 1 >= a.rounds) break;
+    std::this_thread::sleep_until(start + std::chrono::seconds(every));
+  }
+  return flagged ? kExitFlagged : kExitOk;
+}
+
+int RunReport(const WatchArgs& a) {
+  auto store =
+      forensics::ExchangeStore::Open(a.store, forensics::ExchangeStore::Mode::kOpenExisting);
+  if (!store.ok()) return Fail(store.status());
+  auto an = Analyze(**store, a);
+  if (!an.ok()) return Fail(an.status());
+  std::fputs(forensics::CanaryText(*an).c_str(), stdout);
+  if (int rc = WriteReports(*an, a); rc != kExitOk) return rc;
+  return an->flagged > 0 ? kExitFlagged : kExitOk;
+}
+
+void TestOptions(CLI::App* cmd, WatchArgs& a) {
+  cmd->add_option("--baseline-runs", a.baseline_runs,
+                  "Runs of the prompt set that form the baseline (the first ones)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
+  cmd->add_option("--alpha", a.alpha, "Flag a round whose permutation p-value is at most this")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-9, 0.5));
+  cmd->add_option("--html", a.html,
+                  "Write the report (p-value and shift over time, every round) as HTML");
+  cmd->add_option("--json", a.json, "Write the analysis as JSON");
+}
+
+}  // namespace
+
+void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
+  auto w = std::make_shared<WatchArgs>();
+  CLI::App* watch =
+      drift->add_subcommand("watch",
+                            "Canary drift monitoring: every --every, send the --canary prompt set "
+                            "greedily with logprobs (--repeats runs; "
+                            "the first round --baseline-runs), record every exchange in --store "
+                            "(kind canary), and test the round "
+                            "against the baseline: new system_fingerprint or answered model, a "
+                            "greedy token the baseline always chose "
+                            "left, or a top-1 logprob shift (exact permutation test, --alpha). "
+                            "Exit 1 when a round was flagged.");
+  watch->add_option("--endpoint", w->endpoint, "Base URL of the endpoint")->required();
+  watch->add_option("--api-key", w->api_key,
+                    "Bearer API key (default: $OPENAI_API_KEY; never recorded)");
+  watch->add_option("-m,--model", w->model, "Model name to send")->required();
+  watch
+      ->add_option("--canary", w->canary,
+                   "Prompt set: JSONL {\"id\", \"prompt\"} or one prompt per line")
+      ->required();
+  watch->add_option("--store", w->store, "Exchange store: SQLite file or postgresql:// URL")
+      ->required();
+  watch->add_option("--every", w->every, "Interval between rounds (e.g. 1h, 15m, 30s)")
+      ->capture_default_str();
+  watch->add_option("--rounds", w->rounds, "Stop after this many rounds (0: run until killed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  watch->add_option("--api", w->api, "chat or completions")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"chat", "completions"}));
+  watch->add_option("--max-tokens", w->max_tokens, "Greedy tokens per prompt")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  watch->add_option("--top-logprobs", w->top_logprobs, "Alternatives per position")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
+  watch->add_option("--repeats", w->repeats, "Runs of the prompt set per round")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  watch->add_option("--timeout", w->timeout_s, "Seconds to wait for an answer")
+      ->capture_default_str();
+  TestOptions(watch, *w);
+  watch->callback([w, exit_code] { *exit_code = RunWatch(*w); });
+
+  auto r = std::make_shared<WatchArgs>();
+  CLI::App* report = drift->add_subcommand(
+      "report",
+      "Recompute the canary test over every round stored in STORE and print a table; --html plots "
+      "the "
+      "p-value and the top-1 logprob shift over time. Exit 1 when a round is flagged.");
+  report->add_option("store", r->store, "Exchange store (SQLite file or postgresql:// URL)")
+      ->required();
+  report->add_option("--set", r->set, "Canary set id (default: the latest canary's)");
+  TestOptions(report, *r);
+  report->callback([r, exit_code] { *exit_code = RunReport(*r); });
+}
+
+}  // namespace stet::tools
