@@ -11,9 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -26,7 +27,7 @@ struct Node;
 // The render budget. The template is code from whoever made the model file,
 // so every render is bounded; the defaults let every template of the corpus
 // render a 100-message conversation with tools using under 5% of each limit
-// (tests/template/limits_test.cc measures it). Going over any limit ends the
+// (tests/template/budget_margin_test.cc measures it). Going over any limit ends the
 // render with ResourceExhausted naming the limit. All but max_wall_ms are
 // deterministic: the same template and context succeed or fail the same way
 // on every machine.

@@ -157,7 +157,12 @@ std::map<std::string, Value, std::less<>> MakeGlobals() {
 }  // namespace
 
 const Value* FindGlobal(std::string_view name) {
-  static const auto* globals = new std::map<std::string, Value, std::less<>>(MakeGlobals());
+  static const auto* globals = [] {
+    // Made once per process, by whichever render needs them first: charged to
+    // none, or that render's count would differ from every later one's.
+    ActiveBudgetScope outside_any_render(nullptr);
+    return new std::map<std::string, Value, std::less<>>(MakeGlobals());
+  }();
   auto it = globals->find(name);
   return it == globals->end() ? nullptr : &it->second;
 }

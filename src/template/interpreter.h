@@ -56,9 +56,8 @@ class Interpreter {
   bool Test(std::string_view name, const Value& input, CallArgs& args);
 
   // Budgets.
-  void CheckSize(size_t bytes) const {
-    budget_.Reserve(bytes);
-  }  // a string or list about to be this large
+  // A string or list about to be this large (size limit and memory budget).
+  void CheckSize(size_t bytes) const { budget_.Reserve(bytes); }
   // Appends to an output buffer, whose bytes are held until ReleaseBuffer.
   void Append(std::string& out, std::string_view s);
   // A buffer filled by Append is freed or becomes a value (which holds its own bytes).

@@ -197,7 +197,7 @@ constexpr size_t kPartBytes = 3 * sizeof(std::string);
 void Add(std::vector<std::string>& parts, std::string piece, size_t& total) {
   total += kPartBytes + piece.size();
   ReserveScratch(total);
-  ChargeSteps(4);
+  ChargeSteps(8);
   parts.push_back(std::move(piece));
 }
 
@@ -268,7 +268,7 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
         if (hit == std::string_view::npos) break;
         parts_bytes += kPartBytes + hit - pos;
         ReserveScratch(parts_bytes);
-        ChargeSteps(4);
+        ChargeSteps(8);
         parts.emplace_back(s.substr(pos, hit - pos));
         pos = hit + sep->size();
       }
@@ -282,7 +282,7 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
         if (hit == std::string_view::npos) break;
         parts_bytes += kPartBytes + end - hit - sep->size();
         ReserveScratch(parts_bytes);
-        ChargeSteps(4);
+        ChargeSteps(8);
         rev.emplace_back(s.substr(hit + sep->size(), end - hit - sep->size()));
         end = hit;
       }

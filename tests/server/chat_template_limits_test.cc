@@ -7,8 +7,9 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "server/chat_prompt.h"
 #include "server/server.h"
@@ -100,7 +101,7 @@ TEST(ChatTemplateLimits, BuildOverALimitIsAQuick400) {
   ASSERT_TRUE(cp.ok()) << cp.status().ToString();
   auto start = std::chrono::steady_clock::now();
   auto ids = cp->Build(Messages(8), nullptr);
-  EXPECT_LT(SecondsSince(start), 2.0);
+  EXPECT_LT(SecondsSince(start), 5.0);
   ASSERT_FALSE(ids.ok());
   EXPECT_EQ(ids.error().status, 400);
   EXPECT_EQ(ids.error().type, "invalid_request_error");
@@ -158,7 +159,7 @@ TEST(ChatTemplateLimits, ServerAnswers400AndKeepsServing) {
     auto start = std::chrono::steady_clock::now();
     auto r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
     ASSERT_TRUE(r);
-    EXPECT_LT(SecondsSince(start), 2.0);
+    EXPECT_LT(SecondsSince(start), 5.0);
     EXPECT_EQ(r->status, 400) << r->body;
     Json e = Json::parse(r->body)["error"];
     EXPECT_EQ(e["type"], "invalid_request_error");

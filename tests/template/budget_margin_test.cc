@@ -1,16 +1,18 @@
 // The default TemplateLimits leave every real template a wide margin: each
 // template of ../shared/chat-templates renders a 100-message conversation with
-// tools (and one with a 1 MiB message) within 5% of every deterministic limit
-// and well within the wall-clock one. The usage table it prints is the
-// measurement behind the defaults in src/template/chat_template.h.
+// tools within 5% of every limit, and ten 100 KiB messages within 15% (the
+// quadratic Reka-Edge template uses 8.5% of the steps there, the others < 2%).
+// The usage table it prints is the measurement behind the defaults in
+// src/template/chat_template.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
 #include "template/chat_template.h"
@@ -214,6 +216,12 @@ void CheckMargins(size_t content_bytes, int n_messages, double max_fraction) {
   for (int k = 0; k < 4; ++k) {
     std::printf("largest share of max_%s: %.3f%% (%s)\n", what[k], worst[k] * 100,
                 worst_name[k].c_str());
+#if defined(__SANITIZE_ADDRESS__)
+    if (k == 3) {
+      std::printf("  (wall time not asserted under AddressSanitizer, which runs several times slower)\n");
+      continue;
+    }
+#endif
     EXPECT_LT(worst[k], max_fraction) << what[k] << " of " << worst_name[k];
   }
 }
@@ -224,7 +232,7 @@ TEST(TemplateBudgetMargin, EveryRealTemplateRendersAHundredMessagesWithTools) {
 
 TEST(TemplateBudgetMargin, EveryRealTemplateRendersAOneMegabyteConversation) {
   // 10 messages of 100 KiB: the size a long-context prompt reaches.
-  CheckMargins(/*content_bytes=*/100 << 10, /*n_messages=*/10, /*max_fraction=*/0.25);
+  CheckMargins(/*content_bytes=*/100 << 10, /*n_messages=*/10, /*max_fraction=*/0.15);
 }
 
 }  // namespace
