@@ -1,8 +1,10 @@
 // libFuzzer target for the chat-template engine: arbitrary bytes are parsed
 // as a template and rendered against a small chat context (or, after a NUL
 // byte, against the rest of the input read as a JSON context). Any outcome is
-// fine except a crash, a sanitizer report, a hang or an exception escaping
-// the API. Limits are small so each input renders in milliseconds.
+// fine except a crash, a sanitizer report, a hang, an exception escaping the
+// API, or a render that succeeds past its budget. The budget is small (200k
+// steps, 16 MiB) and has no wall clock, so no input can run long: a slow unit
+// (-timeout) means some builtin does work it is not charged for.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -45,13 +47,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     custom = nlohmann::ordered_json::parse(input.substr(nul + 1), nullptr, /*allow_exceptions=*/false);
     use_custom = custom.is_object();
   }
-  stet::Result<stet::ChatTemplate> t = stet::ChatTemplate::Parse(source);
-  if (!t.ok()) return 0;
   stet::ChatTemplateOptions o;
-  o.max_output_bytes = 1 << 20;
-  o.max_work_bytes = 16 << 20;
-  o.max_loop_iterations = 20000;
+  o.limits.max_steps = 200'000;
+  o.limits.max_output_bytes = 1 << 20;
+  o.limits.max_memory_bytes = 16 << 20;
+  o.limits.max_loop_iterations = 20000;
+  o.limits.max_wall_ms = 0;  // deterministic: libFuzzer's -timeout catches what the steps miss
+  stet::TemplateUsage usage;
+  o.usage = &usage;
+  stet::Result<stet::ChatTemplate> t = stet::ChatTemplate::Parse(source, o.limits);
+  if (!t.ok()) return 0;
   stet::Result<std::string> out = t->Render(use_custom ? custom : DefaultContext(), o);
-  if (out.ok() && out->size() > o.max_output_bytes) __builtin_trap();
+  if (out.ok() && (out->size() > o.limits.max_output_bytes || usage.steps > o.limits.max_steps ||
+                   usage.peak_memory_bytes > o.limits.max_memory_bytes)) {
+    __builtin_trap();
+  }
   return 0;
 }

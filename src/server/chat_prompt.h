@@ -1,8 +1,10 @@
 // Chat messages -> prompt token ids: the model's own chat template
 // (tokenizer.chat_template in the GGUF) rendered by stet's Jinja engine with
 // add_generation_prompt, or a ChatML fallback when the model has none.
-// Invariant: the BOS token appears once — when the rendered text already
-// starts with it (most templates write it), tokenization adds none.
+// Invariants: the BOS token appears once — when the rendered text already
+// starts with it (most templates write it), tokenization adds none; every
+// render runs under the TemplateLimits given at Create, and a template that
+// breaks them on a small test conversation is refused at Create.
 #pragma once
 
 #include <optional>
@@ -21,11 +23,20 @@ extern const char kChatMlFallbackTemplate[];
 
 class ChatPrompt {
  public:
-  // `source` empty: the ChatML fallback. Parse errors in the model's template are returned.
-  static Result<ChatPrompt> Create(const std::string& source, const Tokenizer& tokenizer);
+  // `source` empty: the ChatML fallback. Parse errors in the model's template
+  // are returned, and so is a limit the template exceeds on LoadCheck.
+  static Result<ChatPrompt> Create(const std::string& source, const Tokenizer& tokenizer,
+                                   const TemplateLimits& limits = {});
+
+  // Renders `source` once against small fixed conversations (with and without
+  // tools) under `limits`: ResourceExhausted naming the limit when it breaks
+  // one. Other template errors (raise_exception on roles it does not support)
+  // are not the check's concern and pass.
+  static Status LoadCheck(const ChatTemplate& tmpl, const TemplateLimits& limits);
 
   // Renders and tokenizes (special-token text becomes its ids). `rendered` gets the text.
   // `now_unix`: the instant strftime_now() formats (absent: ChatTemplateOptions' fixed default).
+  // A template error is a 400 (code template_limit_exceeded when it broke a limit).
   ApiOr<std::vector<int32_t>> Build(const Json& messages, const Json& tools,
                                     std::string* rendered = nullptr,
                                     std::optional<int64_t> now_unix = std::nullopt) const;
@@ -40,6 +51,7 @@ class ChatPrompt {
   ChatPrompt(ChatTemplate tmpl, const Tokenizer& tok) : tmpl_(std::move(tmpl)), tok_(&tok) {}
   ChatTemplate tmpl_;
   const Tokenizer* tok_;
+  TemplateLimits limits_;
   bool fallback_ = false;
   std::string bos_text_, eos_text_;
   std::vector<std::string> extra_stops_;

@@ -592,7 +592,8 @@ bool Server::ready() const { return impl_->ready; }
 Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   Impl& I = *impl_;
   if (I.ready) return InvalidArgument("the server already has an engine");
-  STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer()));
+  STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer(),
+                                                            info.template_limits));
   I.chat_template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
   I.chat.emplace(std::move(chat));
   I.info = std::move(info);

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "server/recorder.h"
 #include "server/request_parse.h"
+#include "template/chat_template.h"
 
 namespace stet::server {
 
@@ -50,6 +51,9 @@ Status CheckServerOptions(const ServerOptions& opts);
 struct ModelInfo {
   ServedModel names;
   std::string chat_template;  // tokenizer.chat_template; empty: ChatML fallback
+  // Every chat render's budget; Attach fails when the template breaks it on a
+  // small test conversation (ChatPrompt::LoadCheck).
+  TemplateLimits template_limits;
 };
 
 class Server {
@@ -59,7 +63,8 @@ class Server {
   ~Server();  // Shutdown() if still running
 
   int port() const;
-  // Hands over the engine; from now on requests are served.
+  // Hands over the engine; from now on requests are served. Fails (and serves
+  // nothing) when the chat template does not parse or fails its load check.
   Status Attach(std::unique_ptr<Engine> engine, ModelInfo info);
   bool ready() const;
 

@@ -3,7 +3,9 @@
 // layer, and builds the render context the way transformers does.
 #include "template/chat_template.h"
 
+#include <chrono>
 #include <new>
+#include <optional>
 
 #include "template/interpreter.h"
 #include "template/parser.h"
@@ -23,12 +25,18 @@ Status ToStatus(const tmpl::TemplateError& e) {
                                  : "chat template: ";
   std::string msg = where + tmpl::ErrorKindName(e.kind) + ": " + e.message;
   if (e.kind == tmpl::ErrorKind::kLimit) return ResourceExhausted(std::move(msg));
+  if (e.kind == tmpl::ErrorKind::kCancelled) return Cancelled(std::move(msg));
   return InvalidArgument(std::move(msg));
 }
 
 }  // namespace
 
-Result<ChatTemplate> ChatTemplate::Parse(std::string_view source) {
+Result<ChatTemplate> ChatTemplate::Parse(std::string_view source, const TemplateLimits& limits) {
+  if (source.size() > limits.max_source_bytes) {
+    return ResourceExhausted("chat template is " + std::to_string(source.size()) +
+                             " bytes, over its size limit (" +
+                             std::to_string(limits.max_source_bytes) + " bytes)");
+  }
   try {
     auto compiled = std::make_shared<Compiled>();
     compiled->source = std::string(source);
@@ -48,23 +56,34 @@ Result<std::string> ChatTemplate::RenderImpl(const Json& context, const ChatTemp
   if (!context.is_object()) {
     return InvalidArgument(std::string("chat template context must be a JSON object, got ") + context.type_name());
   }
-  tmpl::Limits limits;
-  limits.now_unix = options.now_unix;
-  limits.max_output_bytes = options.max_output_bytes;
-  limits.max_work_bytes = options.max_work_bytes;
-  limits.max_loop_iterations = options.max_loop_iterations;
-  limits.max_call_depth = options.max_call_depth;
-  limits.max_eval_depth = options.max_eval_depth;
-  try {
-    tmpl::Interpreter interp(limits, tmpl::FromJson(context));
-    return interp.Run(compiled_->body);
-  } catch (const tmpl::TemplateError& e) {
-    return ToStatus(e);
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted("chat template: out of memory while rendering");
-  } catch (const std::length_error&) {
-    return ResourceExhausted("chat template: a value grew too large while rendering");
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<tmpl::Interpreter> interp;
+  auto run = [&]() -> Result<std::string> {
+    try {
+      interp.emplace(options.limits, options.now_unix, tmpl::FromJson(context), options.cancelled);
+      return interp->Run(compiled_->body);
+    } catch (const tmpl::TemplateError& e) {
+      return ToStatus(e);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("chat template: out of memory while rendering");
+    } catch (const std::length_error&) {
+      return ResourceExhausted("chat template: a value grew too large while rendering");
+    }
+  };
+  Result<std::string> out = run();
+  if (options.usage != nullptr) {
+    TemplateUsage& u = *options.usage;
+    u = TemplateUsage{};
+    if (interp) {
+      u.steps = interp->budget().steps();
+      u.peak_memory_bytes = interp->budget().peak_bytes();
+      u.created_bytes = interp->budget().created_bytes();
+      u.loop_iterations = interp->iterations();
+    }
+    u.output_bytes = out.ok() ? out->size() : 0;
+    u.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  return out;
 }
 
 Result<std::string> ChatTemplate::Render(const nlohmann::json& context, const ChatTemplateOptions& options) const {
@@ -95,7 +114,7 @@ Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Jso
   if (extra.is_object()) {
     for (auto it = extra.begin(); it != extra.end(); ++it) context[it.key()] = it.value();
   }
-  STET_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::Parse(tmpl));
+  STET_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::Parse(tmpl, options.limits));
   return t.Render(context, options);
 }
 
@@ -129,6 +148,8 @@ const char* ErrorKindName(ErrorKind kind) {
     case ErrorKind::kSecurity: return "SecurityError";
     case ErrorKind::kRaised: return "raise_exception";
     case ErrorKind::kLimit: return "LimitExceeded";
+    case ErrorKind::kCancelled:
+      return "Cancelled";
   }
   return "TemplateError";
 }

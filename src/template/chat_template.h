@@ -3,11 +3,13 @@
 // trim_blocks + lstrip_blocks, loopcontrols, `{% generation %}` passthrough,
 // tojson = json.dumps(ensure_ascii=False), raise_exception, strftime_now).
 // Invariant: rendering is deterministic and bounded — strftime_now reads a
-// fixed instant from the options, and output size, loop iterations, macro and
-// evaluation depth are capped, so hostile templates end in an error Status.
+// fixed instant from the options, and every render runs under a budget
+// (TemplateLimits: steps, bytes, output, depth, wall time), so a hostile
+// template ends in an error Status, never a hang or gigabytes of memory.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,23 +24,64 @@ namespace tmpl {
 struct Node;
 }
 
+// The render budget. The template is code from whoever made the model file,
+// so every render is bounded; the defaults let every template of the corpus
+// render a 100-message conversation with tools using under 5% of each limit
+// (tests/template/budget_margin_test.cc measures it). Going over any limit ends the
+// render with ResourceExhausted naming the limit. All but max_wall_ms are
+// deterministic: the same template and context succeed or fail the same way
+// on every machine.
+struct TemplateLimits {
+  // Units of work of about 50 ns each: one per node evaluated and per list
+  // element a builtin touches, one per 32 bytes of a byte-at-a-time loop
+  // (decoding, escaping) and per 128 bytes copied or searched, so a single
+  // huge string operation counts as much as the work it does.
+  uint64_t max_steps = 10'000'000;
+  // The rendered text, and any single string or list value the render builds.
+  size_t max_output_bytes = 32u << 20;
+  // Bytes of strings, lists, dicts and output the render holds at once (its
+  // peak memory, less the context it was given). Anything large is checked
+  // before it is allocated, temporaries included.
+  size_t max_memory_bytes = 256u << 20;
+  int64_t max_loop_iterations = 1'000'000;  // for-loop iterations and filter passes, summed
+  int max_call_depth = 100;                 // nested macro calls
+  int max_eval_depth = 1000;                // nested expression / statement evaluation
+  // Wall-clock backstop, polled every few thousand steps; 0 = none. The
+  // deterministic limits above stop every known hostile template long before.
+  int64_t max_wall_ms = 10'000;
+  // The template's own text, checked by Parse: the largest real template is
+  // 17 KB, and a parsed template takes ~100x its size in memory.
+  size_t max_source_bytes = 1u << 20;
+};
+
+// What one render used (filled in whether it succeeded or not).
+struct TemplateUsage {
+  uint64_t steps = 0;
+  uint64_t peak_memory_bytes = 0;  // against max_memory_bytes
+  uint64_t created_bytes = 0;      // every value and output byte created, summed (work, not memory)
+  uint64_t output_bytes = 0;
+  int64_t loop_iterations = 0;
+  double seconds = 0;
+};
+
 struct ChatTemplateOptions {
   // The instant strftime_now() formats, as Unix seconds read in UTC (the
   // template sees a naive datetime, so %z / %Z are empty). The default is
   // 2024-07-26 12:00:00: strftime_now("%d %b %Y") == "26 Jul 2024".
   int64_t now_unix = 1721995200;
-  size_t max_output_bytes = 64u << 20;   // the rendered text, and any one string
-  size_t max_work_bytes = 1u << 30;      // bytes appended to all buffers, summed
-  int64_t max_loop_iterations = 1'000'000;
-  int max_call_depth = 100;    // nested macro calls
-  int max_eval_depth = 1000;   // nested expression / statement evaluation
+  TemplateLimits limits;
+  // Polled with the wall clock: returning true stops the render with
+  // Cancelled (e.g. the client that asked for it has gone).
+  std::function<bool()> cancelled;
+  TemplateUsage* usage = nullptr;  // when set, receives what the render used
 };
 
 class ChatTemplate {
  public:
   // Lexes and parses; syntax errors (and unknown filters / tests outside an
-  // `if`) come back as InvalidArgument with "line L, column C".
-  static Result<ChatTemplate> Parse(std::string_view source);
+  // `if`) come back as InvalidArgument with "line L, column C", a source
+  // longer than limits.max_source_bytes as ResourceExhausted.
+  static Result<ChatTemplate> Parse(std::string_view source, const TemplateLimits& limits = {});
 
   // `context` must be an object; its keys become template variables
   // (messages, tools, add_generation_prompt, bos_token, eos_token, ...). Use

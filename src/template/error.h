@@ -15,7 +15,8 @@ enum class ErrorKind {
   kRuntime,    // TemplateRuntimeError (unknown filter at run time, bad assignment)
   kSecurity,   // SecurityError from the immutable sandbox
   kRaised,     // raise_exception(msg) from the template itself
-  kLimit,      // a resource cap of stet's (depth, output size, iterations)
+  kLimit,      // a resource cap of stet's (TemplateLimits, nesting depth)
+  kCancelled,  // the caller's cancel callback asked the render to stop
 };
 
 const char* ErrorKindName(ErrorKind kind);

@@ -51,16 +51,17 @@ void SliceIndices(const Value& start_v, const Value& stop_v, const Value& step_v
   stop = adjust(stop_v, step < 0 ? -1 : len);
 }
 
-std::vector<size_t> SlicePositions(const Value& a, const Value& b, const Value& c, size_t len) {
+// Calls f(i) for each index of the slice a:b:c of a sequence of `len`, without
+// materialising the indices (a list of them would be 8 bytes per element).
+template <typename F>
+void ForEachSliceIndex(const Value& a, const Value& b, const Value& c, size_t len, F f) {
   int64_t start, stop, step;
   SliceIndices(a, b, c, static_cast<int64_t>(len), start, stop, step);
-  std::vector<size_t> pos;
-  if (step > 0) {
-    for (int64_t i = start; i < stop; i += step) pos.push_back(static_cast<size_t>(i));
-  } else {
-    for (int64_t i = start; i > stop; i += step) pos.push_back(static_cast<size_t>(i));
+  // A step near INT64_MAX would overflow `i`: the next index is then past the end anyway.
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
+    f(static_cast<size_t>(i));
+    if (__builtin_add_overflow(i, step, &i)) break;
   }
-  return pos;
 }
 
 Value ApplySlice(const Value& obj, const Value& a, const Value& b, const Value& c) {
@@ -68,13 +69,16 @@ Value ApplySlice(const Value& obj, const Value& a, const Value& b, const Value& 
   if (obj.is_string()) {
     std::vector<char32_t> cps = DecodeUtf8(obj.str());
     std::string out;
-    for (size_t i : SlicePositions(a, b, c, cps.size())) AppendUtf8(out, cps[i]);
+    ForEachSliceIndex(a, b, c, cps.size(), [&](size_t i) { AppendUtf8(out, cps[i]); });
+    ChargeScan(out.size());
     return Value::Str(std::move(out), obj.is_markup());
   }
   if (obj.is_indexable()) {
     const auto& items = obj.list().items;
     std::vector<Value> out;
-    for (size_t i : SlicePositions(a, b, c, items.size())) out.push_back(items[i]);
+    ReserveScratch(items.size() * sizeof(Value));
+    ForEachSliceIndex(a, b, c, items.size(), [&](size_t i) { out.push_back(items[i]); });
+    ChargeSteps(out.size());
     return Value::List(std::move(out), obj.list().kind == SeqKind::kTuple ? SeqKind::kTuple : SeqKind::kList);
   }
   return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice(" + Repr(a) + ", " + Repr(b) + ", " +

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "template/budget.h"
 #include "template/builtins.h"
 #include "template/parser.h"
 #include "template/pyformat.h"
@@ -31,14 +32,18 @@ Value SoftStr(const Value& v) {
 }
 
 std::string HtmlUnescape(std::string_view s) {
+  ChargeScan(s.size());
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '&') {
       out += s[i];
       continue;
     }
-    size_t semi = s.find(';', i);
-    if (semi == std::string_view::npos || semi - i > 10) {
+    // Only a ';' within 10 bytes ends an entity: look no further (a search
+    // to the end from every '&' would be quadratic).
+    size_t near = s.substr(i, 11).find(';');
+    size_t semi = near == std::string_view::npos ? near : i + near;
+    if (semi == std::string_view::npos) {
       out += s[i];
       continue;
     }
@@ -67,19 +72,42 @@ std::string HtmlUnescape(std::string_view s) {
   return out;
 }
 
+// The first occurrence of `what` at or after `from`, remembered between calls
+// with growing `from`, so scanning a text for each of many openers stays
+// linear (a fresh search from each unclosed "<!--" would be quadratic).
+class NextOccurrence {
+ public:
+  NextOccurrence(const std::string& s, std::string_view what) : s_(s), what_(what) {}
+  size_t From(size_t from) {
+    if (!valid_ || (at_ != std::string::npos && at_ < from)) {
+      at_ = FindBytes(s_, what_, from);
+      valid_ = true;
+    }
+    return at_;
+  }
+
+ private:
+  const std::string& s_;
+  std::string_view what_;
+  size_t at_ = 0;
+  bool valid_ = false;
+};
+
 std::string StripTags(const std::string& s) {
+  ChargeScan(4 * s.size());  // a comparison and an append per byte
   std::string no_tags;
+  NextOccurrence comment_end(s, "-->"), tag_end(s, ">");
   size_t i = 0;
   while (i < s.size()) {
     if (s.compare(i, 4, "<!--") == 0) {
-      size_t end = s.find("-->", i + 4);
+      size_t end = comment_end.From(i + 4);
       if (end != std::string::npos) {
         i = end + 3;
         continue;
       }
     }
     if (s[i] == '<') {
-      size_t end = s.find('>', i + 1);
+      size_t end = tag_end.From(i + 1);
       if (end != std::string::npos) {
         i = end + 1;
         continue;
@@ -155,6 +183,7 @@ Value IntFilter(const Value& input, CallArgs& args) {
   };
   if (input.is_float()) return from_double(input.float_value());
   if (!input.is_string()) return dflt;
+  ChargeScan(input.str().size());
   std::string s = PyStrip(input.str(), nullptr, true, true);
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
   if (!s.empty()) {
@@ -185,6 +214,7 @@ Value FloatFilter(const Value& input, CallArgs& args) {
   if (input.is_undefined()) FailUndefined(input);  // float(Undefined) raises
   if (input.is_number()) return Value::Float(input.float_value());
   if (input.is_string()) {
+    ChargeScan(input.str().size());
     std::string s = PyStrip(input.str(), nullptr, true, true);
     s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
     char* end = nullptr;
@@ -258,19 +288,20 @@ Value IndentFilter(Interpreter& in, const Value& input, CallArgs& args) {
   std::string rv;
   if (blank) {
     for (size_t i = 0; i < lines.size(); ++i) {
+      in.CheckSize(rv.size() + 1 + indention.size() + lines[i].size());
       if (i) rv += "\n" + indention;
       rv += lines[i];
-      in.CheckSize(rv.size());
     }
   } else {
     rv = lines.empty() ? "" : lines[0];
     for (size_t i = 1; i < lines.size(); ++i) {
+      in.CheckSize(rv.size() + 1 + indention.size() + lines[i].size());
       rv += "\n";
       if (!lines[i].empty()) rv += indention;
       rv += lines[i];
-      in.CheckSize(rv.size());
     }
   }
+  in.CheckSize(rv.size() + indention.size());
   if (first) rv = indention + rv;
   return MakeStr(in, std::move(rv), sv.is_markup());
 }
@@ -319,6 +350,7 @@ Value FileSizeFilter(const Value& input, CallArgs& args) {
 
 Value UrlEncode(const Value& input) {
   auto quote = [&input](const std::string& s) {
+    ChargeScan(s.size());
     bool for_qs = input.is_dict();
     std::string out;
     for (unsigned char c : s) {
@@ -328,9 +360,11 @@ Value UrlEncode(const Value& input) {
       } else if (c == ' ' && for_qs) {
         out += '+';
       } else {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%%%02X", c);
-        out += buf;
+        static const char kHex[] = "0123456789ABCDEF";
+        out += '%';
+        out += kHex[c >> 4];
+        out += kHex[c & 0xF];
+        ReserveBytes(out.size());
       }
     }
     return out;
@@ -340,6 +374,7 @@ Value UrlEncode(const Value& input) {
     for (const auto& [k, v] : input.dict().entries) {
       if (!out.empty()) out += '&';
       out += quote(ToStr(k)) + "=" + quote(ToStr(v));
+      ReserveBytes(out.size());
     }
     return Value::Str(out);
   }

@@ -167,6 +167,7 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
       first = false;
       in.Append(out, ToStr(get(item)));
     }
+    in.ReleaseBuffer(out);
     return Value::Str(std::move(out));
   }
   if (name == "items") {
@@ -277,6 +278,7 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
       }
       if (!tmp.empty()) {
         if (do_fill && n > 0 && n <= (1 << 20)) {
+          in.CheckSize((static_cast<size_t>(n) - tmp.size()) * sizeof(Value));
           while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(fill);
         }
         out.push_back(Value::List(std::move(tmp)));

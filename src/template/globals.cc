@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "template/budget.h"
 #include "template/builtins.h"
 #include "template/objects.h"
 
@@ -148,7 +149,7 @@ std::map<std::string, Value, std::less<>> MakeGlobals() {
   add("strftime_now", [](Interpreter& in, CallArgs& args) {
     Args a(args, "strftime_now", {"format"});
     if (!a.get(0).is_string()) Throw(ErrorKind::kType, "strftime() argument 1 must be str, not " + TypeName(a.get(0)));
-    return Value::Str(StrftimeFixed(a.get(0).str(), in.limits().now_unix));
+    return Value::Str(StrftimeFixed(a.get(0).str(), in.now_unix()));
   });
   return g;
 }
@@ -156,7 +157,12 @@ std::map<std::string, Value, std::less<>> MakeGlobals() {
 }  // namespace
 
 const Value* FindGlobal(std::string_view name) {
-  static const auto* globals = new std::map<std::string, Value, std::less<>>(MakeGlobals());
+  static const auto* globals = [] {
+    // Made once per process, by whichever render needs them first: charged to
+    // none, or that render's count would differ from every later one's.
+    ActiveBudgetScope outside_any_render(nullptr);
+    return new std::map<std::string, Value, std::less<>>(MakeGlobals());
+  }();
   auto it = globals->find(name);
   return it == globals->end() ? nullptr : &it->second;
 }
@@ -166,9 +172,15 @@ std::string StrftimeFixed(std::string_view format, int64_t unix_seconds) {
   time_t t = static_cast<time_t>(unix_seconds);
   struct tm tm_utc {};
   gmtime_r(&t, &tm_utc);
+  ChargeScan(format.size());
   std::string out;
+  // strftime_l costs ~1 us: each distinct conversion is formatted once ("%c" * 1000000 is one
+  // call).
+  std::map<std::string, std::string, std::less<>> done;
   size_t i = 0;
   while (i < format.size()) {
+    // One conversion writes up to 256 bytes: "%c%c%c..." grows 12-fold.
+    ReserveBytes(out.size() + 256);
     if (format[i] != '%' || i + 1 >= format.size()) {
       out += format[i++];
       continue;
@@ -181,6 +193,7 @@ std::string StrftimeFixed(std::string_view format, int64_t unix_seconds) {
       out.append(format.substr(i));
       break;
     }
+    ChargeSteps(2);
     char conv = format[j];
     std::string spec(format.substr(i, j - i + 1));
     i = j + 1;
@@ -191,9 +204,13 @@ std::string StrftimeFixed(std::string_view format, int64_t unix_seconds) {
     } else if (conv == '%') {
       out += '%';
     } else {
-      char buf[256];
-      size_t n = c_locale ? strftime_l(buf, sizeof buf, spec.c_str(), &tm_utc, c_locale) : 0;
-      out.append(buf, n);
+      auto it = done.find(spec);
+      if (it == done.end()) {
+        char buf[256];
+        size_t n = c_locale ? strftime_l(buf, sizeof buf, spec.c_str(), &tm_utc, c_locale) : 0;
+        it = done.emplace(spec, std::string(buf, n)).first;
+      }
+      out += it->second;
     }
   }
   return out;

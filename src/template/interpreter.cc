@@ -14,6 +14,7 @@ namespace {
 class LoopObj : public Object {
  public:
   explicit LoopObj(std::shared_ptr<const std::vector<Value>> items) : items_(std::move(items)) {
+    ChargeSteps(items_->size());
     uint32_t deepest = 0;
     for (const Value& v : *items_) deepest = std::max(deepest, v.nesting());
     nesting = CheckedNesting(deepest);
@@ -153,6 +154,7 @@ class MacroObj : public Object {
     }
     std::string out;
     in.ExecBody(def_->body, scope, out);
+    in.ReleaseBuffer(out);
     return Value::Str(std::move(out));
   }
 
@@ -183,49 +185,47 @@ void Scope::Set(std::string_view name, Value v) {
   vars_.emplace_back(std::string(name), std::move(v));
 }
 
-Interpreter::Interpreter(const Limits& limits, Value context)
-    : limits_(limits), context_(std::move(context)), root_(std::make_shared<Scope>(nullptr)) {}
+Interpreter::Interpreter(const TemplateLimits& limits, int64_t now_unix, Value context,
+                         std::function<bool()> cancelled)
+    : budget_(limits, std::move(cancelled)),
+      now_unix_(now_unix),
+      context_(std::move(context)),
+      root_(std::make_shared<Scope>(nullptr)) {}
 
 Interpreter::~Interpreter() {
   for (auto& o : tracked_) static_cast<NamespaceObj&>(*o).Clear();
 }
 
 Interpreter::DepthGuard::DepthGuard(Interpreter* in) : in(in) {
-  if (++in->eval_depth_ > in->limits_.max_eval_depth) {
+  if (++in->eval_depth_ > in->limits().max_eval_depth) {
     --in->eval_depth_;
     Throw(ErrorKind::kLimit, "template evaluation nested deeper than " +
-                                 std::to_string(in->limits_.max_eval_depth) + " levels");
+                                 std::to_string(in->limits().max_eval_depth) + " levels");
   }
-}
-
-void Interpreter::CheckSize(size_t bytes) const {
-  if (bytes > limits_.max_output_bytes) {
-    Throw(ErrorKind::kLimit, "a value of " + std::to_string(bytes) + " bytes exceeds the output limit of " +
-                                 std::to_string(limits_.max_output_bytes));
-  }
+  in->budget_.Steps(1);
 }
 
 void Interpreter::Append(std::string& out, std::string_view s) {
-  work_bytes_ += s.size();
-  if (work_bytes_ > limits_.max_work_bytes) {
-    Throw(ErrorKind::kLimit, "rendering produced more than " + std::to_string(limits_.max_work_bytes) +
-                                 " bytes in total");
-  }
-  CheckSize(out.size() + s.size());
+  budget_.CheckSize(out.size() + s.size());
+  budget_.Hold(s.size());
   out.append(s);
 }
 
 void Interpreter::CountIterations(int64_t n) {
-  iterations_ += n;
-  if (iterations_ > limits_.max_loop_iterations) {
-    Throw(ErrorKind::kLimit, "more than " + std::to_string(limits_.max_loop_iterations) + " loop iterations");
+  n = std::max<int64_t>(n, 0);
+  if (n > limits().max_loop_iterations - iterations_) {
+    Throw(ErrorKind::kLimit, "the render exceeded its loop iteration limit (" +
+                                 std::to_string(limits().max_loop_iterations) + " iterations)");
   }
+  iterations_ += n;
+  budget_.Steps(static_cast<uint64_t>(n));
 }
 
 void Interpreter::EnterCall() {
-  if (++call_depth_ > limits_.max_call_depth) {
+  if (++call_depth_ > limits().max_call_depth) {
     --call_depth_;
-    Throw(ErrorKind::kLimit, "macro calls nested deeper than " + std::to_string(limits_.max_call_depth));
+    Throw(ErrorKind::kLimit, "the render exceeded its macro call depth limit (" +
+                                 std::to_string(limits().max_call_depth) + " nested calls)");
   }
 }
 
@@ -239,6 +239,7 @@ Value Interpreter::Lookup(std::string_view name, const ScopePtr& scope) const {
 }
 
 std::string Interpreter::Run(const std::vector<NodePtr>& body) {
+  ActiveBudgetScope active(&budget_);
   std::string out;
   ExecBody(body, root_, out);
   return out;
@@ -327,6 +328,7 @@ Flow Interpreter::ExecFor(const Node& n, const ScopePtr& scope, std::string& out
 
 Flow Interpreter::Exec(const Node& n, const ScopePtr& scope, std::string& out) {
   try {
+    budget_.Steps(1);
     switch (n.kind) {
       case NodeKind::kData:
         Append(out, n.str);
@@ -351,6 +353,7 @@ Flow Interpreter::Exec(const Node& n, const ScopePtr& scope, std::string& out) {
       case NodeKind::kSetBlock: {
         std::string buf;
         ExecBody(n.body, std::make_shared<Scope>(scope), buf);
+        ReleaseBuffer(buf);
         Assign(*n.a, ApplyFilterChain(n.list, Value::Str(std::move(buf)), scope), scope);
         return Flow::kNormal;
       }
@@ -366,6 +369,7 @@ Flow Interpreter::Exec(const Node& n, const ScopePtr& scope, std::string& out) {
       case NodeKind::kFilterBlock: {
         std::string buf;
         ExecBody(n.body, std::make_shared<Scope>(scope), buf);
+        ReleaseBuffer(buf);
         Append(out, ToStr(ApplyFilterChain(n.list, Value::Str(std::move(buf)), scope)));
         return Flow::kNormal;
       }

@@ -1,8 +1,9 @@
 // The tree-walking interpreter behind ChatTemplate::Render (internal to
-// src/template). It owns one render: the scopes, the output budget and the
+// src/template). It owns one render: the scopes, the render budget and the
 // loop / depth / call counters that keep hostile templates finite.
-// Invariant: every Eval/Exec passes through a depth guard and every loop
-// iteration and output byte is counted, so a render ends (ok or kLimit).
+// Invariant: every Eval/Exec passes through a depth guard and is charged a
+// step, and every loop iteration and output byte is counted, so a render
+// ends (ok, kLimit or kCancelled).
 #pragma once
 
 #include <cstdint>
@@ -12,18 +13,10 @@
 #include <vector>
 
 #include "template/ast.h"
+#include "template/budget.h"
 #include "template/value.h"
 
 namespace stet::tmpl {
-
-struct Limits {
-  int64_t now_unix = 1721995200;  // strftime_now's fixed instant (UTC)
-  size_t max_output_bytes = 64u << 20;
-  size_t max_work_bytes = 1u << 30;  // all bytes appended to any buffer, summed
-  int64_t max_loop_iterations = 1'000'000;
-  int max_call_depth = 100;
-  int max_eval_depth = 1000;
-};
 
 // One frame of variables. Lookups walk the parent chain; for loops get a
 // fresh scope per iteration, macros one per call, `if` none (as in Jinja).
@@ -43,7 +36,9 @@ enum class Flow { kNormal, kBreak, kContinue };
 
 class Interpreter {
  public:
-  Interpreter(const Limits& limits, Value context);
+  // `now_unix`: strftime_now's fixed instant (UTC).
+  Interpreter(const TemplateLimits& limits, int64_t now_unix, Value context,
+              std::function<bool()> cancelled = {});
   ~Interpreter();
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
@@ -61,14 +56,21 @@ class Interpreter {
   bool Test(std::string_view name, const Value& input, CallArgs& args);
 
   // Budgets.
-  void CheckSize(size_t bytes) const;  // a string or list about to be this large
+  // A string or list about to be this large (size limit and memory budget).
+  void CheckSize(size_t bytes) const { budget_.Reserve(bytes); }
+  // Appends to an output buffer, whose bytes are held until ReleaseBuffer.
   void Append(std::string& out, std::string_view s);
+  // A buffer filled by Append is freed or becomes a value (which holds its own bytes).
+  void ReleaseBuffer(const std::string& buf) { budget_.Release(buf.size()); }
+  Budget& budget() { return budget_; }
   void CountIterations(int64_t n);
   void EnterCall();
   void LeaveCall() { --call_depth_; }
   void Track(std::shared_ptr<Object> o) { tracked_.push_back(std::move(o)); }
 
-  const Limits& limits() const { return limits_; }
+  const TemplateLimits& limits() const { return budget_.limits(); }
+  int64_t now_unix() const { return now_unix_; }
+  int64_t iterations() const { return iterations_; }
   const ScopePtr& root() const { return root_; }
   Value Lookup(std::string_view name, const ScopePtr& scope) const;
 
@@ -87,13 +89,13 @@ class Interpreter {
     Interpreter* in;
   };
 
-  Limits limits_;
+  Budget budget_;
+  int64_t now_unix_;
   Value context_;
   ScopePtr root_;
   int eval_depth_ = 0;
   int call_depth_ = 0;
   int64_t iterations_ = 0;
-  size_t work_bytes_ = 0;
   std::vector<std::shared_ptr<Object>> tracked_;  // namespaces: cleared at the end (cycles)
 };
 

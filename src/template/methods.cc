@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "template/budget.h"
 #include "template/builtins.h"
 #include "template/objects.h"
 #include "template/pyformat.h"
@@ -54,7 +55,7 @@ void ByteRange(const std::string& s, const Args& a, size_t first, size_t& b, siz
   e = end < start ? b : EncodeUtf8(cps, 0, static_cast<size_t>(end)).size();
 }
 
-std::string ArgStr(const Value& v, std::string_view method) {
+const std::string& ArgStr(const Value& v, std::string_view method) {
   if (!v.is_string()) {
     Throw(ErrorKind::kType, std::string(method) + "() argument must be str, not " + TypeName(v));
   }
@@ -73,10 +74,14 @@ Value Pad(Interpreter& in, const std::string& s, const Args& a, char how, bool m
   if (CodepointCount(fill) != 1) Throw(ErrorKind::kType, "The fill character must be exactly one character long");
   int64_t len = static_cast<int64_t>(CodepointCount(s));
   if (width <= len) return Value::Str(s, markup);
-  in.CheckSize(static_cast<size_t>(width) * fill.size());
+  size_t bytes;
+  if (__builtin_mul_overflow(static_cast<size_t>(width), fill.size(), &bytes)) bytes = SIZE_MAX;
+  in.CheckSize(bytes);
   int64_t pad = width - len;
   auto rep = [&fill](int64_t n) {
+    if (fill.size() == 1) return std::string(static_cast<size_t>(n), fill[0]);
     std::string r;
+    r.reserve(static_cast<size_t>(n) * fill.size());
     for (int64_t i = 0; i < n; ++i) r += fill;
     return r;
   };
@@ -98,6 +103,9 @@ bool AllCps(const std::string& s, bool (*pred)(char32_t)) {
 Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallArgs& args) {
   const std::string& s = self.str();
   bool mk = self.is_markup();
+  // Most methods read the whole string byte by byte; the few that do not are
+  // charged as if they did.
+  ChargeScan(s.size());
   if (In(name, {"strip", "lstrip", "rstrip"})) {
     Args a(args, name, {"chars"});
     std::optional<std::string> chars;
@@ -128,7 +136,8 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
     std::string_view hay = std::string_view(s).substr(b, e - b);
     std::vector<Value> options = a.get(0).is_tuple() ? a.get(0).list().items : std::vector<Value>{a.get(0)};
     for (const Value& o : options) {
-      std::string p = ArgStr(o, name);
+      const std::string& p = ArgStr(o, name);
+      ChargeCopy(p.size());
       bool hit = name == "startswith" ? hay.substr(0, p.size()) == p
                                       : hay.size() >= p.size() && hay.substr(hay.size() - p.size()) == p;
       if (hit) return Value::Bool(true);
@@ -154,9 +163,10 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
       int64_t done = 0;
       for (size_t i = 0; i <= cps.size(); ++i) {
         if (count < 0 || done < count) {
+          in.CheckSize(out.size() + to.size());
+          ChargeCopy(to.size());
           out += to;
           ++done;
-          in.CheckSize(out.size());
         }
         if (i < cps.size()) AppendUtf8(out, cps[i]);
       }
@@ -165,11 +175,12 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
     size_t pos = 0;
     int64_t done = 0;
     while (count < 0 || done < count) {
-      size_t hit = s.find(from, pos);
+      size_t hit = FindBytes(s, from, pos);
       if (hit == std::string::npos) break;
+      in.CheckSize(out.size() + (hit - pos) + to.size());
+      ChargeCopy(hit - pos + to.size());
       out.append(s, pos, hit - pos);
       out += to;
-      in.CheckSize(out.size());
       pos = hit + from.size();
       ++done;
     }
@@ -178,17 +189,19 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
   }
   if (In(name, {"find", "rfind", "index", "rindex", "count"})) {
     Args a(args, name, {"sub", "start", "end"});
-    std::string sub = ArgStr(a.get(0), name);
+    const std::string& sub = ArgStr(a.get(0), name);
     size_t b, e;
     ByteRange(s, a, 1, b, e);
     std::string_view hay = std::string_view(s).substr(b, e - b);
     if (name == "count") {
       if (sub.empty()) return Value::Int(static_cast<int64_t>(CodepointCount(hay)) + 1);
       int64_t n = 0;
-      for (size_t p = hay.find(sub); p != std::string_view::npos; p = hay.find(sub, p + sub.size())) ++n;
+      for (size_t p = FindBytes(hay, sub); p != std::string_view::npos;
+           p = FindBytes(hay, sub, p + sub.size()))
+        ++n;
       return Value::Int(n);
     }
-    size_t hit = (name == "find" || name == "index") ? hay.find(sub) : hay.rfind(sub);
+    size_t hit = (name == "find" || name == "index") ? FindBytes(hay, sub) : RFindBytes(hay, sub);
     if (hit == std::string_view::npos) {
       if (name == "index" || name == "rindex") Throw(ErrorKind::kValue, "substring not found");
       return Value::Int(-1);
@@ -204,9 +217,10 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
         Throw(ErrorKind::kType, "sequence item " + std::to_string(i) + ": expected str instance, " +
                                     TypeName(v) + " found");
       }
+      std::string item = mk && !v.is_markup() ? HtmlEscape(v.str()) : v.str();
+      in.CheckSize(out.size() + (i ? s.size() : 0) + item.size());
       if (i++) out += s;
-      out += mk && !v.is_markup() ? HtmlEscape(v.str()) : v.str();
-      in.CheckSize(out.size());
+      out += item;
     }
     return Value::Str(std::move(out), mk);
   }
@@ -234,9 +248,9 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
   }
   if (name == "partition" || name == "rpartition") {
     Args a(args, name, {"sep"});
-    std::string sep = ArgStr(a.get(0), name);
+    const std::string& sep = ArgStr(a.get(0), name);
     if (sep.empty()) Throw(ErrorKind::kValue, "empty separator");
-    size_t hit = name == "partition" ? s.find(sep) : s.rfind(sep);
+    size_t hit = name == "partition" ? FindBytes(s, sep) : RFindBytes(s, sep);
     if (hit == std::string::npos) {
       if (name == "partition") return Value::Tuple({Value::Str(s, mk), Value::Str("", mk), Value::Str("", mk)});
       return Value::Tuple({Value::Str("", mk), Value::Str("", mk), Value::Str(s, mk)});
@@ -246,7 +260,8 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
   }
   if (name == "removeprefix" || name == "removesuffix") {
     Args a(args, name, {"affix"});
-    std::string x = ArgStr(a.get(0), name);
+    const std::string& x = ArgStr(a.get(0), name);
+    ChargeCopy(x.size());
     if (name == "removeprefix" && s.compare(0, x.size(), x) == 0) return Value::Str(s.substr(x.size()), mk);
     if (name == "removesuffix" && !x.empty() && s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0) {
       return Value::Str(s.substr(0, s.size() - x.size()), mk);

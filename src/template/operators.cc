@@ -7,6 +7,7 @@
 #include "template/builtins.h"
 #include "template/interpreter.h"
 #include "template/pyformat.h"
+#include "template/unicode.h"
 
 namespace stet::tmpl {
 namespace {
@@ -51,24 +52,33 @@ void FloatDivmod(double vx, double wx, double& floordiv, double& mod) {
   }
 }
 
+// a * b, saturating: a size check then refuses it.
+uint64_t SizeTimes(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+// s * n and list * n. The result's size is checked before it is built, and
+// an empty operand repeats to an empty result at once (not in n steps).
 Value Repeat(Interpreter& in, const Value& seq, int64_t times) {
-  if (times <= 0) return seq.is_string() ? Value::Str("", seq.is_markup()) : Value::List({}, seq.list().kind);
+  const bool empty = seq.is_string() ? seq.str().empty() : seq.list().items.empty();
+  if (times <= 0 || empty) {
+    return seq.is_string() ? Value::Str("", seq.is_markup()) : Value::List({}, seq.list().kind);
+  }
   if (seq.is_string()) {
     const std::string& s = seq.str();
-    if (!s.empty() && static_cast<uint64_t>(times) > in.limits().max_output_bytes / s.size()) {
-      in.CheckSize(in.limits().max_output_bytes + 1);
-    }
+    in.CheckSize(SizeTimes(s.size(), static_cast<uint64_t>(times)));
+    if (s.size() == 1)
+      return Value::Str(std::string(static_cast<size_t>(times), s[0]), seq.is_markup());
     std::string out;
     out.reserve(s.size() * times);
     for (int64_t i = 0; i < times; ++i) out += s;
     return Value::Str(std::move(out), seq.is_markup());
   }
   const auto& items = seq.list().items;
-  constexpr uint64_t kMaxItems = 1u << 20;
-  if (!items.empty() && static_cast<uint64_t>(times) > kMaxItems / items.size()) {
-    Throw(ErrorKind::kLimit, "list repetition beyond " + std::to_string(kMaxItems) + " items");
-  }
+  in.CheckSize(SizeTimes(items.size() * sizeof(Value), static_cast<uint64_t>(times)));
   std::vector<Value> out;
+  out.reserve(items.size() * times);
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::List(std::move(out), seq.list().kind);
 }
@@ -77,14 +87,22 @@ bool IsSeq(const Value& v) {
   return v.is_list() && (v.list().kind == SeqKind::kList || v.list().kind == SeqKind::kTuple);
 }
 
+// a + b of two strings, copied once (the result is what the budget counts).
+Value Concat(Interpreter& in, std::string_view a, std::string_view b, bool markup) {
+  in.CheckSize(a.size() + b.size());
+  std::string out;
+  out.reserve(a.size() + b.size());
+  out.append(a);
+  out.append(b);
+  return Value::Str(std::move(out), markup);
+}
+
 }  // namespace
 
 Value BinaryOp(Interpreter& in, std::string_view op, const Value& a, const Value& b) {
   if (op == "~") {
-    std::string s = ToStr(a);
-    std::string t = ToStr(b);
-    in.CheckSize(s.size() + t.size());
-    return Value::Str(s + t);
+    if (a.is_string() && b.is_string()) return Concat(in, a.str(), b.str(), false);
+    return Concat(in, ToStr(a), ToStr(b), false);
   }
   if (op == "%" && a.is_string()) {
     // str % x: an undefined x acts as an empty mapping (it has __getitem__).
@@ -103,10 +121,9 @@ Value BinaryOp(Interpreter& in, std::string_view op, const Value& a, const Value
     }
     if (a.is_string() && b.is_string()) {
       bool markup = a.is_markup() || b.is_markup();
-      std::string s = markup && !a.is_markup() ? HtmlEscape(a.str()) : a.str();
-      std::string t = markup && !b.is_markup() ? HtmlEscape(b.str()) : b.str();
-      in.CheckSize(s.size() + t.size());
-      return Value::Str(s + t, markup);
+      if (!markup) return Concat(in, a.str(), b.str(), false);
+      return Concat(in, a.is_markup() ? a.str() : HtmlEscape(a.str()),
+                    b.is_markup() ? b.str() : HtmlEscape(b.str()), true);
     }
     if (IsSeq(a) && IsSeq(b) && a.list().kind == b.list().kind) {
       in.CheckSize((a.list().items.size() + b.list().items.size()) * sizeof(Value));
@@ -202,7 +219,7 @@ bool Contains(const Value& container, const Value& item) {
       if (!item.is_string()) {
         Throw(ErrorKind::kType, "'in <string>' requires string as left operand, not " + TypeName(item));
       }
-      return container.str().find(item.str()) != std::string::npos;
+      return FindBytes(container.str(), item.str()) != std::string::npos;
     case Kind::kList: {
       const ListData& l = container.list();
       if (l.kind == SeqKind::kIterator) {

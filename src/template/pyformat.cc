@@ -1,7 +1,8 @@
 // Python text renderings. Float digits come from std::to_chars (shortest
 // round-trip, like Python's repr) and are laid out with CPython's rules;
 // printf conversions of numbers go through snprintf, which glibc rounds
-// correctly, as CPython does.
+// correctly, as CPython does. Each rendering checks its output against the
+// render budget as it grows (escapes, padding and JSON indents multiply it).
 #include "template/pyformat.h"
 
 #include <algorithm>
@@ -10,12 +11,15 @@
 #include <cstdio>
 #include <cstring>
 
+#include "template/budget.h"
 #include "template/unicode.h"
 
 namespace stet::tmpl {
 namespace {
 
 constexpr int kMaxJsonDepth = 200;
+// How often (in input bytes) a growing escaped string is checked against the budget.
+constexpr size_t kCheckEvery = 4096;
 
 void AppendHex(std::string& out, char prefix, uint32_t v, int digits) {
   static const char* kHex = "0123456789abcdef";
@@ -25,6 +29,7 @@ void AppendHex(std::string& out, char prefix, uint32_t v, int digits) {
 }
 
 void JsonString(std::string_view s, bool ensure_ascii, std::string& out) {
+  ChargeScan(s.size());
   out += '"';
   auto escape_ascii = [&out](unsigned char c) {
     switch (c) {
@@ -44,7 +49,9 @@ void JsonString(std::string_view s, bool ensure_ascii, std::string& out) {
     }
   };
   if (!ensure_ascii) {
-    for (char ch : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (i % kCheckEvery == 0) ReserveBytes(out.size());
+      char ch = s[i];
       unsigned char c = static_cast<unsigned char>(ch);
       if (c == 0x7F) {
         out += ch;  // only ensure_ascii escapes DEL
@@ -55,7 +62,10 @@ void JsonString(std::string_view s, bool ensure_ascii, std::string& out) {
       }
     }
   } else {
-    for (char32_t c : DecodeUtf8(s)) {
+    std::vector<char32_t> cps = DecodeUtf8(s);
+    for (size_t i = 0; i < cps.size(); ++i) {
+      if (i % kCheckEvery == 0) ReserveBytes(out.size());
+      char32_t c = cps[i];
       if (c < 0x80) {
         escape_ascii(static_cast<unsigned char>(c));
       } else if (c < 0x10000) {
@@ -94,6 +104,7 @@ std::string JsonKey(const Value& k) {
 
 void JsonInto(const Value& v, const JsonOptions& o, int level, std::string& out) {
   if (level > kMaxJsonDepth) Throw(ErrorKind::kLimit, "tojson: value nested deeper than 200 levels");
+  ChargeSteps(1);
   switch (v.kind()) {
     case Kind::kNone: out += "null"; return;
     case Kind::kBool: out += v.bool_value() ? "true" : "false"; return;
@@ -121,6 +132,8 @@ void JsonInto(const Value& v, const JsonOptions& o, int level, std::string& out)
   std::string newline_indent;
   std::string separator = o.item_separator;
   if (o.indent) {
+    // An indent string repeated `level` times per line: check before building it.
+    ReserveBytes(out.size() + (level + 1) * o.indent->size());
     newline_indent = "\n";
     for (int i = 0; i <= level; ++i) newline_indent += *o.indent;
     separator += newline_indent;
@@ -130,6 +143,8 @@ void JsonInto(const Value& v, const JsonOptions& o, int level, std::string& out)
   if (is_list) {
     const auto& items = v.list().items;
     for (size_t i = 0; i < n; ++i) {
+      ReserveBytes(out.size() + separator.size());
+      ChargeCopy(separator.size());
       if (i) out += separator;
       JsonInto(items[i], o, level + 1, out);
     }
@@ -141,6 +156,8 @@ void JsonInto(const Value& v, const JsonOptions& o, int level, std::string& out)
                        [](const auto* a, const auto* b) { return LessThan(a->first, b->first); });
     }
     for (size_t i = 0; i < n; ++i) {
+      ReserveBytes(out.size() + separator.size() + o.key_separator.size());
+      ChargeCopy(separator.size() + o.key_separator.size());
       if (i) out += separator;
       JsonString(JsonKey(entries[i]->first), o.ensure_ascii, out);
       out += o.key_separator;
@@ -148,6 +165,7 @@ void JsonInto(const Value& v, const JsonOptions& o, int level, std::string& out)
     }
   }
   if (o.indent) {
+    ReserveBytes(out.size() + 1 + level * o.indent->size());
     out += '\n';
     for (int i = 0; i < level; ++i) out += *o.indent;
   }
@@ -217,9 +235,12 @@ std::string Pad(std::string body, const Spec& sp, char default_align, size_t sig
   size_t len = CodepointCount(body);
   if (len >= static_cast<size_t>(sp.width)) return body;
   size_t pad = sp.width - len;
+  ReserveBytes(body.size() + pad * sp.fill_utf8.size());
   char align = sp.align ? sp.align : default_align;
   auto fill = [&sp](size_t n) {
+    if (sp.fill_utf8.size() == 1) return std::string(n, sp.fill_utf8[0]);
     std::string f;
+    f.reserve(n * sp.fill_utf8.size());
     for (size_t k = 0; k < n; ++k) f += sp.fill_utf8;
     return f;
   };
@@ -413,11 +434,15 @@ std::string PyFloatRepr(double d) {
 }
 
 std::string PyStrRepr(std::string_view s) {
+  ChargeScan(s.size());
   bool has_single = s.find('\'') != std::string_view::npos;
   bool has_double = s.find('"') != std::string_view::npos;
   char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
-  for (char32_t c : DecodeUtf8(s)) {
+  std::vector<char32_t> cps = DecodeUtf8(s);
+  for (size_t i = 0; i < cps.size(); ++i) {
+    if (i % kCheckEvery == 0) ReserveBytes(out.size());
+    char32_t c = cps[i];
     if (c == static_cast<char32_t>(quote) || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -442,9 +467,13 @@ std::string PyStrRepr(std::string_view s) {
 }
 
 std::string HtmlEscape(std::string_view s) {
+  ChargeScan(s.size());
+  ReserveBytes(s.size());
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i % kCheckEvery == 0) ReserveBytes(out.size());
+    char c = s[i];
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -454,6 +483,7 @@ std::string HtmlEscape(std::string_view s) {
       default: out += c;
     }
   }
+  ReserveBytes(out.size());
   return out;
 }
 
@@ -478,9 +508,16 @@ std::string FormatValue(const Value& v, std::string_view spec) {
   }
 }
 
-std::string StrFormat(std::string_view fmt, const CallArgs& args, bool escape_args) {
+namespace {
+
+// CPython's build_string: a replacement field's spec may itself hold fields,
+// one level deep ("{:{width}}"), numbered on from the outer ones; deeper is
+// "Max string recursion exceeded".
+std::string StrFormatAt(std::string_view fmt, const CallArgs& args, bool escape_args,
+                        int recursion_depth, size_t& auto_index) {
+  if (recursion_depth <= 0) Throw(ErrorKind::kValue, "Max string recursion exceeded");
+  ChargeScan(fmt.size());
   std::string out;
-  size_t auto_index = 0;
   size_t i = 0;
   while (i < fmt.size()) {
     char c = fmt[i];
@@ -528,7 +565,7 @@ std::string StrFormat(std::string_view fmt, const CallArgs& args, bool escape_ar
     Value v = FieldValue(field, args, auto_index);
     std::string nested_spec;
     if (spec.find('{') != std::string_view::npos) {
-      nested_spec = StrFormat(spec, args, false);
+      nested_spec = StrFormatAt(spec, args, false, recursion_depth - 1, auto_index);
       spec = nested_spec;
     }
     std::string text;
@@ -541,13 +578,23 @@ std::string StrFormat(std::string_view fmt, const CallArgs& args, bool escape_ar
     } else {
       text = FormatValue(v, spec);
     }
-    out += MaybeEscape(std::move(text), v, escape_args);
+    text = MaybeEscape(std::move(text), v, escape_args);
+    ReserveBytes(out.size() + text.size());
+    out += text;
     i = j + 1;
   }
   return out;
 }
 
+}  // namespace
+
+std::string StrFormat(std::string_view fmt, const CallArgs& args, bool escape_args) {
+  size_t auto_index = 0;
+  return StrFormatAt(fmt, args, escape_args, 2, auto_index);
+}
+
 std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_args) {
+  ChargeScan(fmt.size());
   std::vector<Value> positional;
   const DictData* mapping = nullptr;
   if (args.is_tuple()) {
@@ -584,9 +631,10 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
     }
     std::string flags;
     while (i < fmt.size() && std::strchr("-+ #0", fmt[i])) flags += fmt[i++];
-    int width = -1, prec = -1;
+    int64_t width = -1;
+    int prec = -1;
     if (i < fmt.size() && fmt[i] == '*') {
-      width = static_cast<int>(take().int_value());
+      width = take().int_value();
       ++i;
     } else if (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
       width = ParseInt(fmt, i);
@@ -646,19 +694,23 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
       default:
         Throw(ErrorKind::kValue, std::string("unsupported format character '") + type + "'");
     }
-    if (width > 0 && CodepointCount(body) < static_cast<size_t>(width)) {
-      size_t pad = width - CodepointCount(body);
-      bool zero = flags.find('0') != std::string::npos && type != 's' && type != 'r' && !left;
-      if (left) {
-        body += std::string(pad, ' ');
-      } else if (zero) {
-        size_t sign = (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) ? 1 : 0;
-        body.insert(sign, std::string(pad, '0'));
-      } else {
-        body.insert(0, std::string(pad, ' '));
-      }
+    const size_t len = width > 0 ? CodepointCount(body) : 0;
+    const size_t pad =
+        width > 0 && len < static_cast<size_t>(width) ? static_cast<size_t>(width) - len : 0;
+    ReserveBytes(out.size() + body.size() + pad);  // '%*s' % (2000000000, '') stops here
+    // The padding goes straight into `out`: one pass over it, not three.
+    if (pad == 0 || left) {
+      out += body;
+      out.append(pad, ' ');
+    } else if (flags.find('0') != std::string::npos && type != 's' && type != 'r') {
+      size_t sign = (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) ? 1 : 0;
+      out.append(body, 0, sign);
+      out.append(pad, '0');
+      out.append(body, sign, std::string::npos);
+    } else {
+      out.append(pad, ' ');
+      out += body;
     }
-    out += body;
   }
   // Python treats any non-tuple, non-str argument with __getitem__ (a dict, a
   // list) as a mapping, which silences "not all arguments converted".

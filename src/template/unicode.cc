@@ -4,9 +4,12 @@
 #include "template/unicode.h"
 
 #include <locale.h>
+#include <string.h>
 #include <wctype.h>
 
 #include <algorithm>
+
+#include "template/budget.h"
 
 namespace stet::tmpl {
 namespace {
@@ -21,6 +24,10 @@ bool IsEscapedByte(char32_t c) { return c >= 0xDC80 && c <= 0xDCFF; }
 }  // namespace
 
 std::vector<char32_t> DecodeUtf8(std::string_view s) {
+  ReserveScratch(s.size() * sizeof(char32_t));
+  // Four times the scan: the decoded code points are then classified one by
+  // one (iswalnum_l, towupper_l, ...), which costs more than decoding them.
+  ChargeScan(4 * s.size());
   std::vector<char32_t> out;
   out.reserve(s.size());
   size_t i = 0;
@@ -80,6 +87,7 @@ void AppendUtf8(std::string& out, char32_t cp) {
 }
 
 std::string EncodeUtf8(const std::vector<char32_t>& cps, size_t begin, size_t end) {
+  ChargeScan(end - begin);
   std::string out;
   out.reserve(end - begin);
   for (size_t i = begin; i < end; ++i) AppendUtf8(out, cps[i]);
@@ -87,6 +95,7 @@ std::string EncodeUtf8(const std::vector<char32_t>& cps, size_t begin, size_t en
 }
 
 bool IsAscii(std::string_view s) {
+  ChargeScan(s.size());
   return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
@@ -163,17 +172,34 @@ void AppendUpper(std::string& out, char32_t c) {
 
 template <typename F>
 std::string MapCodepoints(std::string_view s, F f) {
+  ReserveBytes(s.size());
+  ChargeScan(s.size());
   std::string out;
   out.reserve(s.size());
   if (IsAscii(s)) {
     for (char c : s) f(out, static_cast<char32_t>(static_cast<unsigned char>(c)));
     return out;
   }
+  // A case mapping can lengthen the text (U+0390 upper-cases to 3 code points).
   for (char32_t c : DecodeUtf8(s)) f(out, c);
+  ReserveBytes(out.size());
   return out;
 }
 
 bool IsCased(char32_t c) { return PyIsUpper(c) || PyIsLower(c); }
+
+// A split's piece in its vector: the std::string, three times over while the
+// vector doubles (the old and the new buffer live together).
+constexpr size_t kPartBytes = 3 * sizeof(std::string);
+
+// Appends a piece of a split: a list of many tiny strings is many times the
+// size of the text it came from, so the total is checked as it grows.
+void Add(std::vector<std::string>& parts, std::string piece, size_t& total) {
+  total += kPartBytes + piece.size();
+  ReserveScratch(total);
+  ChargeSteps(8);
+  parts.push_back(std::move(piece));
+}
 
 }  // namespace
 
@@ -215,6 +241,7 @@ std::string PyStrip(std::string_view s, const std::string* chars, bool left, boo
   if (chars != nullptr) set = DecodeUtf8(*chars);
   auto strip = [&](char32_t c) {
     if (chars == nullptr) return PyIsSpace(c);
+    ChargeScan(set.size());
     return std::find(set.begin(), set.end(), c) != set.end();
   };
   size_t b = 0, e = cps.size();
@@ -230,13 +257,18 @@ std::string PyStrip(std::string_view s, const std::string* chars, bool left, boo
 std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int64_t maxsplit,
                                  bool from_right) {
   std::vector<std::string> parts;
+  size_t parts_bytes =
+      0;  // the parts are a temporary as large as 16x the input: checked as they grow
   if (sep != nullptr) {
     // Byte-wise search is exact for UTF-8 separators.
     if (!from_right) {
       size_t pos = 0;
       while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
-        size_t hit = s.find(*sep, pos);
+        size_t hit = FindBytes(s, *sep, pos);
         if (hit == std::string_view::npos) break;
+        parts_bytes += kPartBytes + hit - pos;
+        ReserveScratch(parts_bytes);
+        ChargeSteps(8);
         parts.emplace_back(s.substr(pos, hit - pos));
         pos = hit + sep->size();
       }
@@ -246,8 +278,11 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
       std::vector<std::string> rev;
       while (maxsplit < 0 || static_cast<int64_t>(rev.size()) < maxsplit) {
         if (end < sep->size()) break;
-        size_t hit = s.rfind(*sep, end - sep->size());
+        size_t hit = RFindBytes(s, *sep, end - sep->size());
         if (hit == std::string_view::npos) break;
+        parts_bytes += kPartBytes + end - hit - sep->size();
+        ReserveScratch(parts_bytes);
+        ChargeSteps(8);
         rev.emplace_back(s.substr(hit + sep->size(), end - hit - sep->size()));
         end = hit;
       }
@@ -266,12 +301,12 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
       if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) >= maxsplit) {
         size_t e = n;
         while (e > i && PyIsSpace(cps[e - 1])) --e;
-        parts.push_back(EncodeUtf8(cps, i, e));
+        Add(parts, EncodeUtf8(cps, i, e), parts_bytes);
         break;
       }
       size_t j = i;
       while (j < n && !PyIsSpace(cps[j])) ++j;
-      parts.push_back(EncodeUtf8(cps, i, j));
+      Add(parts, EncodeUtf8(cps, i, j), parts_bytes);
       i = j;
     }
   } else {
@@ -283,12 +318,12 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
       if (maxsplit >= 0 && static_cast<int64_t>(rev.size()) >= maxsplit) {
         size_t b = 0;
         while (b < e && PyIsSpace(cps[b])) ++b;
-        rev.push_back(EncodeUtf8(cps, b, e));
+        Add(rev, EncodeUtf8(cps, b, e), parts_bytes);
         break;
       }
       size_t j = e;
       while (j > 0 && !PyIsSpace(cps[j - 1])) --j;
-      rev.push_back(EncodeUtf8(cps, j, e));
+      Add(rev, EncodeUtf8(cps, j, e), parts_bytes);
       e = j;
     }
     parts.assign(rev.rbegin(), rev.rend());
@@ -299,6 +334,7 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
 std::vector<std::string> PySplitLines(std::string_view s, bool keepends) {
   std::vector<char32_t> cps = DecodeUtf8(s);
   std::vector<std::string> lines;
+  size_t lines_bytes = 0;
   size_t start = 0, i = 0;
   while (i < cps.size()) {
     if (!PyIsLineBreak(cps[i])) {
@@ -308,11 +344,52 @@ std::vector<std::string> PySplitLines(std::string_view s, bool keepends) {
     size_t eol = i;
     size_t next = i + 1;
     if (cps[i] == '\r' && next < cps.size() && cps[next] == '\n') ++next;
-    lines.push_back(EncodeUtf8(cps, start, keepends ? next : eol));
+    Add(lines, EncodeUtf8(cps, start, keepends ? next : eol), lines_bytes);
     start = i = next;
   }
-  if (start < cps.size()) lines.push_back(EncodeUtf8(cps, start, cps.size()));
+  if (start < cps.size()) Add(lines, EncodeUtf8(cps, start, cps.size()), lines_bytes);
   return lines;
+}
+
+size_t FindBytes(std::string_view s, std::string_view sub, size_t pos) {
+  if (pos > s.size() || sub.size() > s.size() - pos) return std::string_view::npos;
+  if (sub.empty()) return pos;
+  // glibc's memmem is linear: Two-Way for long needles, a bounded hash scan for short ones.
+  const void* hit = memmem(s.data() + pos, s.size() - pos, sub.data(), sub.size());
+  size_t at = hit == nullptr ? std::string_view::npos : static_cast<const char*>(hit) - s.data();
+  ChargeScan((hit == nullptr ? s.size() : at) - pos + sub.size());
+  return at;
+}
+
+size_t RFindBytes(std::string_view s, std::string_view sub, size_t pos) {
+  if (sub.size() > s.size()) return std::string_view::npos;
+  const size_t m = sub.size();
+  const size_t last = std::min(pos, s.size() - m);  // the rightmost start allowed
+  if (m == 0) return last;
+  // Knuth-Morris-Pratt over both strings read backwards: the first match
+  // found is the rightmost one.
+  const size_t n = last + m;
+  auto text = [&](size_t i) { return s[n - 1 - i]; };
+  auto pat = [&](size_t i) { return sub[m - 1 - i]; };
+  ReserveScratch(m * sizeof(size_t));
+  ChargeScan(m);
+  std::vector<size_t> fail(m, 0);
+  for (size_t i = 1, k = 0; i < m; ++i) {
+    while (k > 0 && pat(i) != pat(k)) k = fail[k - 1];
+    if (pat(i) == pat(k)) ++k;
+    fail[i] = k;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    while (k > 0 && text(i) != pat(k)) k = fail[k - 1];
+    if (text(i) == pat(k)) ++k;
+    if (k == m) {
+      ChargeScan(i + 1);
+      return n - 1 - i;
+    }
+  }
+  ChargeScan(n);
+  return std::string_view::npos;
 }
 
 }  // namespace stet::tmpl

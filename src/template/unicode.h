@@ -1,7 +1,9 @@
 // UTF-8 and Python `str` character semantics for the template engine: code
 // point decoding (invalid bytes round-trip as U+DC80+byte, like Python's
-// surrogateescape), Python's whitespace / line-break / case rules.
-// Invariant: Decode then Encode returns the input bytes unchanged, valid or not.
+// surrogateescape), Python's whitespace / line-break / case rules, substring
+// search. Invariants: Decode then Encode returns the input bytes unchanged,
+// valid or not; every function here runs in time linear in its input (the
+// search included) and charges that work to the running render's budget.
 #pragma once
 
 #include <cstdint>
@@ -43,5 +45,11 @@ std::string PyStrip(std::string_view s, const std::string* chars, bool left, boo
 std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int64_t maxsplit,
                                  bool from_right);
 std::vector<std::string> PySplitLines(std::string_view s, bool keepends);
+
+// s.find(sub, pos) / s.rfind(sub, pos), byte-wise, in time linear in the
+// bytes scanned (std::string's are O(len(s) * len(sub)) on input such as
+// "aaaa...a" searched for "aaa...ab").
+size_t FindBytes(std::string_view s, std::string_view sub, size_t pos = 0);
+size_t RFindBytes(std::string_view s, std::string_view sub, size_t pos = std::string_view::npos);
 
 }  // namespace stet::tmpl

@@ -1,11 +1,15 @@
 // Python semantics of Value: str(), repr(), truthiness, ==, <, iteration and
 // len(). Recursive walks (repr, ==) stop at kMaxValueDepth so a cyclic
-// namespace cannot overflow the stack.
+// namespace cannot overflow the stack, and charge the render budget per value
+// visited: a list holding itself twice, 50 times over, is 2^50 values to walk.
+// A value made during a render holds its bytes in the render's budget until
+// it is freed (budget.h).
 #include "template/value.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "template/budget.h"
 #include "template/pyformat.h"
 #include "template/unicode.h"
 
@@ -13,6 +17,16 @@ namespace stet::tmpl {
 namespace {
 
 constexpr int kMaxValueDepth = 200;
+// A dict entry: key and value slots plus its share of the string index.
+constexpr uint64_t kDictEntryBytes = 2 * sizeof(Value) + 48;
+
+// Makes `d` hold `payload` bytes (plus its overhead) in the running render's budget.
+void Hold(HeapData& d, uint64_t payload) {
+  if (Budget* b = t_active_budget) {
+    b->Hold(payload + kValueOverhead);
+    d.held = payload + kValueOverhead;
+  }
+}
 
 void CheckDepth(int depth) {
   if (depth > kMaxValueDepth) Throw(ErrorKind::kLimit, "value nested deeper than 200 levels");
@@ -35,6 +49,7 @@ void ReprSeq(const ListData& l, std::string& out, int depth) {
   for (size_t i = 0; i < l.items.size(); ++i) {
     if (i) out += ", ";
     ReprInto(l.items[i], out, depth + 1);
+    ReserveBytes(out.size());
   }
   if (tuple && l.items.size() == 1) out += ',';
   out += tuple ? ')' : ']';
@@ -51,6 +66,7 @@ void ReprInto(const Value& v, std::string& out, int depth) {
     ~Guard() { --repr_depth; }
   } guard;
   CheckDepth(std::max(depth, repr_depth));
+  ChargeSteps(1);
   switch (v.kind()) {
     case Kind::kString:
       if (v.is_markup()) {
@@ -71,6 +87,7 @@ void ReprInto(const Value& v, std::string& out, int depth) {
         ReprInto(k, out, depth + 1);
         out += ": ";
         ReprInto(val, out, depth + 1);
+        ReserveBytes(out.size());
       }
       out += '}';
       return;
@@ -85,6 +102,7 @@ void ReprInto(const Value& v, std::string& out, int depth) {
 
 bool EqualsAt(const Value& a, const Value& b, int depth) {
   CheckDepth(depth);
+  ChargeSteps(1);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.float_value() == b.float_value();
     return a.int_value() == b.int_value();
@@ -95,6 +113,8 @@ bool EqualsAt(const Value& a, const Value& b, int depth) {
     case Kind::kNone:
       return true;
     case Kind::kString:
+      if (a.str().size() != b.str().size()) return false;
+      ChargeCopy(a.str().size());
       return a.str() == b.str();
     case Kind::kList: {
       const ListData& x = a.list();
@@ -131,13 +151,17 @@ bool EqualsAt(const Value& a, const Value& b, int depth) {
 
 bool LessAt(const Value& a, const Value& b, int depth) {
   CheckDepth(depth);
+  ChargeSteps(1);
   if (a.is_undefined()) FailUndefined(a);
   if (b.is_undefined()) FailUndefined(b);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.float_value() < b.float_value();
     return a.int_value() < b.int_value();
   }
-  if (a.is_string() && b.is_string()) return a.str() < b.str();
+  if (a.is_string() && b.is_string()) {
+    ChargeCopy(std::min(a.str().size(), b.str().size()));
+    return a.str() < b.str();
+  }
   if (a.is_list() && b.is_list() && a.list().kind == b.list().kind &&
       a.list().kind != SeqKind::kIterator) {
     const auto& x = a.list().items;
@@ -152,6 +176,20 @@ bool LessAt(const Value& a, const Value& b, int depth) {
 
 }  // namespace
 
+HeapData::~HeapData() {
+  if (held != 0) {
+    if (Budget* b = t_active_budget) b->Release(held);
+  }
+}
+
+void DictData::Grow() {
+  if (held == 0) return;  // not yet a value: Value::Dict holds all its entries
+  if (Budget* b = t_active_budget) {
+    b->Hold(kDictEntryBytes);
+    held += kDictEntryBytes;
+  }
+}
+
 Value Object::Call(Interpreter&, CallArgs&) const {
   Throw(ErrorKind::kType, "'" + TypeName() + "' object is not callable");
 }
@@ -164,12 +202,14 @@ DictData::DictData(const DictData& other)
     : HeapData(other), entries(other.entries), str_index_(other.str_index_) {}
 
 const Value* DictData::FindStr(std::string_view key) const {
+  ChargeScan(key.size());  // hashing it
   auto it = str_index_.find(key);
   return it == str_index_.end() ? nullptr : &entries[it->second].second;
 }
 
 const Value* DictData::Find(const Value& key) const {
   if (key.is_string()) return FindStr(key.str());
+  ChargeSteps(entries.size());
   for (const auto& [k, v] : entries) {
     if (!k.is_string() && Equals(k, key)) return &v;
   }
@@ -178,27 +218,32 @@ const Value* DictData::Find(const Value& key) const {
 
 void DictData::Set(Value key, Value value) {
   if (key.is_string()) {
+    ChargeScan(key.str().size());
     auto it = str_index_.find(key.str());
     if (it != str_index_.end()) {
       entries[it->second].second = std::move(value);
       return;
     }
+    Grow();
     str_index_.emplace(key.str(), entries.size());
     entries.emplace_back(std::move(key), std::move(value));
     return;
   }
+  ChargeSteps(entries.size());
   for (auto& [k, v] : entries) {
     if (!k.is_string() && Equals(k, key)) {
       v = std::move(value);
       return;
     }
   }
+  Grow();
   entries.emplace_back(std::move(key), std::move(value));
 }
 
 Value Value::Undefined(std::string message, bool security) {
   Value v(Kind::kUndefined);
   auto d = std::make_shared<UndefinedData>();
+  Hold(*d, message.size());
   d->message = std::move(message);
   d->security = security;
   v.heap_ = std::move(d);
@@ -208,7 +253,9 @@ Value Value::Undefined(std::string message, bool security) {
 Value Value::Str(std::string s, bool markup) {
   Value v(Kind::kString);
   v.markup_ = markup;
-  v.heap_ = std::make_shared<StringData>(std::move(s));
+  auto d = std::make_shared<StringData>(std::move(s));
+  Hold(*d, d->s.size());
+  v.heap_ = std::move(d);
   return v;
 }
 
@@ -224,6 +271,7 @@ Value Value::List(std::vector<Value> items, SeqKind kind) {
   uint32_t deepest = 0;
   for (const Value& item : items) deepest = std::max(deepest, item.nesting());
   auto d = std::make_shared<ListData>();
+  Hold(*d, items.size() * sizeof(Value));
   d->nesting = CheckedNesting(deepest);
   d->items = std::move(items);
   d->kind = kind;
@@ -240,6 +288,7 @@ Value Value::Special(std::vector<Value> items, SeqKind kind, std::string type_na
 }
 
 Value Value::Dict(std::shared_ptr<DictData> d) {
+  if (d->held == 0) Hold(*d, d->entries.size() * kDictEntryBytes);
   uint32_t deepest = 0;
   for (const auto& [k, val] : d->entries) deepest = std::max({deepest, k.nesting(), val.nesting()});
   d->nesting = CheckedNesting(deepest);
@@ -249,6 +298,7 @@ Value Value::Dict(std::shared_ptr<DictData> d) {
 }
 
 Value Value::Obj(std::shared_ptr<Object> o) {
+  if (o->held == 0) Hold(*o, kValueOverhead);
   Value v(Kind::kObject);
   v.heap_ = std::move(o);
   return v;
@@ -337,6 +387,7 @@ std::string ToStr(const Value& v) {
     case Kind::kFloat:
       return PyFloatRepr(v.float_value());
     case Kind::kString:
+      ChargeCopy(v.str().size());
       return v.str();
     case Kind::kObject:
       return v.object()->Repr();
@@ -360,6 +411,8 @@ std::vector<Value> Iterate(const Value& v) {
       return {};
     case Kind::kList: {
       const ListData& l = v.list();
+      ReserveScratch(l.items.size() * sizeof(Value));
+      ChargeSteps(l.items.size());
       if (l.kind != SeqKind::kIterator) return l.items;
       std::vector<Value> rest(l.items.begin() + static_cast<std::ptrdiff_t>(std::min(l.next, l.items.size())),
                               l.items.end());
@@ -367,6 +420,8 @@ std::vector<Value> Iterate(const Value& v) {
       return rest;
     }
     case Kind::kDict: {
+      ReserveScratch(v.dict().entries.size() * sizeof(Value));
+      ChargeSteps(v.dict().entries.size());
       std::vector<Value> keys;
       keys.reserve(v.dict().entries.size());
       for (const auto& e : v.dict().entries) keys.push_back(e.first);
@@ -376,6 +431,8 @@ std::vector<Value> Iterate(const Value& v) {
       // Iterating a Markup yields plain str characters (str.__iter__).
       std::vector<Value> chars;
       const std::string& s = v.str();
+      ReserveScratch(s.size() * sizeof(Value));
+      chars.reserve(s.size());
       if (IsAscii(s)) {
         for (char c : s) chars.push_back(Value::Str(std::string(1, c)));
       } else {

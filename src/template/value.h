@@ -43,10 +43,13 @@ enum class SeqKind : uint8_t {
 };
 
 struct HeapData {
-  virtual ~HeapData() = default;
+  virtual ~HeapData();  // gives `held` back to the running render's budget
   // Containers: 1 + the deepest nested container. Capped (kMaxNesting) so that
   // freeing a value can never recurse deep enough to exhaust the stack.
   mutable uint32_t nesting = 1;
+  // Bytes this value holds in the budget of the render that made it (0 when
+  // made outside a render: parsed literals, the context).
+  uint64_t held = 0;
 };
 
 inline constexpr uint32_t kMaxNesting = 1000;
@@ -90,6 +93,7 @@ struct DictData : HeapData {
   void Set(Value key, Value value);  // overwrites in place, as Python does
 
  private:
+  void Grow();  // a new entry: held in the budget once the dict is a value
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> str_index_;
 };
 

@@ -14,8 +14,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "engine/engine.h"
@@ -53,6 +55,8 @@ struct ServeArgs {
   bool metrics_public = false;
   bool no_log = false;
   std::string record;  // --record FILE.db
+  std::string chat_template_file;  // replaces the GGUF's tokenizer.chat_template
+  TemplateLimits template_limits;
 };
 
 // Signals are taken by one thread (sigwait) so no handler runs inside the
@@ -87,6 +91,19 @@ int RunServe(const ServeArgs& a) {
   else return ReportError(InvalidArgument("--numerics must be invariant or adaptive, not '" + a.numerics + "'"));
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
+  std::string chat_template_override;
+  if (!a.chat_template_file.empty()) {
+    std::ifstream f(a.chat_template_file, std::ios::binary);
+    if (!f)
+      return ReportError(IoError("cannot read chat template file '" + a.chat_template_file + "'"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    chat_template_override = ss.str();
+    if (chat_template_override.empty()) {
+      return ReportError(
+          InvalidArgument("chat template file '" + a.chat_template_file + "' is empty"));
+    }
+  }
 
   // Block the signals before any thread starts, so every thread inherits the mask.
   sigset_t set;
@@ -164,14 +181,34 @@ int RunServe(const ServeArgs& a) {
   server::ModelInfo info;
   info.names = server::ModelNames(a.model, general_name.ok() ? *general_name : "");
   if (tmpl.ok()) info.chat_template = *tmpl;
+  if (!chat_template_override.empty()) info.chat_template = chat_template_override;
+  info.template_limits = a.template_limits;
   const std::string fingerprint = (*engine)->fingerprint();
   const int n_ctx = (*engine)->n_ctx();
   Status st = server.Attach(std::move(*engine), info);
-  if (!st.ok()) return ReportError(st);
+  if (!st.ok()) {
+    ReportError(st);
+    const bool limit = st.code() == StatusCode::kResourceExhausted;
+    const char* raise =
+        "raise the limit it names (--template-max-steps, --template-max-memory, "
+        "--template-max-output, --template-timeout)";
+    if (chat_template_override.empty()) {
+      std::fprintf(stderr,
+                   "stet: the model's chat template is refused: replace it with "
+                   "--chat-template-file FILE%s%s\n",
+                   limit ? ", or " : "", limit ? raise : "");
+    } else {
+      std::fprintf(stderr, "stet: the chat template in %s is refused%s%s\n",
+                   a.chat_template_file.c_str(), limit ? ": " : "", limit ? raise : "");
+    }
+    return kExitError;
+  }
   sig->serving = true;
-  std::fprintf(stderr, "stet: model '%s', context %d, %d threads, isa %s, fingerprint %s%s\n", info.names.id.c_str(),
-               n_ctx, eo.n_threads, IsaName(eo.isa), fingerprint.c_str(),
-               info.chat_template.empty() ? ", no chat template (ChatML fallback)" : "");
+  std::fprintf(stderr, "stet: model '%s', context %d, %d threads, isa %s, fingerprint %s%s\n",
+               info.names.id.c_str(), n_ctx, eo.n_threads, IsaName(eo.isa), fingerprint.c_str(),
+               info.chat_template.empty()        ? ", no chat template (ChatML fallback)"
+               : !chat_template_override.empty() ? ", chat template from --chat-template-file"
+                                                 : "");
   std::fprintf(stderr, "listening on %s\n", url.c_str());
   std::fflush(stderr);
 
@@ -291,6 +328,27 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--record", a->record,
                   "Store every answered request with all that shaped it in this SQLite file, committed before the "
                   "answer is sent (replay with `stet replay FILE.db`)");
+  cmd->add_option("--chat-template-file", a->chat_template_file,
+                  "Render chat prompts with this Jinja template instead of the model's "
+                  "tokenizer.chat_template");
+  cmd->add_option(
+         "--template-max-steps", a->template_limits.max_steps,
+         "Work one chat template render may do (steps of ~50 ns); over it the request gets a 400")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  cmd->add_option("--template-max-memory", a->template_limits.max_memory_bytes,
+                  "Bytes one chat template render may hold at once")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  cmd->add_option("--template-max-output", a->template_limits.max_output_bytes,
+                  "Largest rendered chat prompt, and largest string a template may build, in bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  cmd->add_option("--template-timeout", a->template_limits.max_wall_ms,
+                  "Wall-clock limit of one chat template render in ms (0: none); the limits above "
+                  "stop first")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{86400000}));
   cmd->callback([a, exit_code] { *exit_code = RunServe(*a); });
   return cmd;
 }
