@@ -96,9 +96,10 @@ int main(int argc, char** argv) {
   double sorted[1000];
   memcpy(sorted, gbps, sizeof(double) * (size_t)passes);
   qsort(sorted, (size_t)passes, sizeof(double), CompareDouble);
-  printf("{\"threads\": %d, \"mib\": %zu, \"passes\": %d, \"gbps_best\": %.3f, "
-         "\"gbps_median\": %.3f, \"gbps\": [",
-         threads, mib, passes, sorted[passes - 1], sorted[passes / 2]);
+  printf(
+      "{\"threads\": %d, \"mib\": %zu, \"passes\": %d, \"gbps_best\": %.3f, "
+      "\"gbps_median\": %.3f, \"gbps\": [",
+      threads, mib, passes, sorted[passes - 1], sorted[passes / 2]);
   for (int p = 0; p < passes; ++p) printf("%s%.3f", p ? ", " : "", gbps[p]);
   printf("], \"checksum\": %llu}\n", (unsigned long long)(check & 0xffff));
   free(gbps);

@@ -7,10 +7,9 @@
 // (-timeout) means some builtin does work it is not charged for.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "template/chat_template.h"
 
@@ -44,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t nul = input.find('\0');
   if (nul != std::string_view::npos) {
     source = input.substr(0, nul);
-    custom = nlohmann::ordered_json::parse(input.substr(nul + 1), nullptr, /*allow_exceptions=*/false);
+    custom =
+        nlohmann::ordered_json::parse(input.substr(nul + 1), nullptr, /*allow_exceptions=*/false);
     use_custom = custom.is_object();
   }
   stet::ChatTemplateOptions o;

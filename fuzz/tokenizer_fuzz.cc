@@ -23,8 +23,8 @@
 
 namespace {
 
-using stet::TokenType;
 using stet::Tokenizer;
+using stet::TokenType;
 using stet::VocabData;
 
 void Require(bool cond, const char* what) {
@@ -53,9 +53,10 @@ VocabData BuiltinBpe() {
   VocabData v;
   v.model = "gpt2";
   v.pre = "llama-bpe";
-  for (int b = 0; b < 256; ++b) Add(&v, stet::tok::ByteToUnicode(static_cast<uint8_t>(b)), TokenType::kNormal);
-  const char* merges[][2] = {{"\xC4\xA0", "t"}, {"h", "e"}, {"\xC4\xA0t", "he"}, {"i", "n"},
-                             {"\xC4\xA0", "\xC4\xA0"}, {"1", "2"}, {"\xC3", "\xA9"}, {"e", "r"}};
+  for (int b = 0; b < 256; ++b)
+    Add(&v, stet::tok::ByteToUnicode(static_cast<uint8_t>(b)), TokenType::kNormal);
+  const char* merges[][2] = {{"\xC4\xA0", "t"},        {"h", "e"}, {"\xC4\xA0t", "he"}, {"i", "n"},
+                             {"\xC4\xA0", "\xC4\xA0"}, {"1", "2"}, {"\xC3", "\xA9"},    {"e", "r"}};
   for (const auto& m : merges) {
     v.merges.emplace_back(m[0], m[1]);
     const std::string joined = std::string(m[0]) + m[1];
@@ -80,8 +81,18 @@ VocabData BuiltinSpm() {
     std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
     Add(&v, hex, TokenType::kByte);
   }
-  const char* pieces[] = {"\xE2\x96\x81", "a", "b", "ab", ("\xE2\x96\x81" "a"), "\xE2\x96\x81\xE2\x96\x81",
-                          "\xC3\xA9", "t", "he", "the", "\xE2\x96\x81the"};
+  const char* pieces[] = {"\xE2\x96\x81",
+                          "a",
+                          "b",
+                          "ab",
+                          ("\xE2\x96\x81"
+                           "a"),
+                          "\xE2\x96\x81\xE2\x96\x81",
+                          "\xC3\xA9",
+                          "t",
+                          "he",
+                          "the",
+                          "\xE2\x96\x81the"};
   float score = -1;
   for (const char* p : pieces) Add(&v, p, TokenType::kNormal, score -= 0.5f);
   AddSpecials(&v);
@@ -186,7 +197,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (tok == nullptr) continue;
         std::vector<int32_t> ids;
         for (size_t i = 0; i + 2 <= rest.size(); i += 2) {
-          const int32_t raw = static_cast<uint8_t>(rest[i]) | (static_cast<uint8_t>(rest[i + 1]) << 8);
+          const int32_t raw =
+              static_cast<uint8_t>(rest[i]) | (static_cast<uint8_t>(rest[i + 1]) << 8);
           ids.push_back((mode & 0x40) ? raw - 2 : raw % (tok->n_vocab() + 2) - 1);
         }
         (void)tok->Decode(ids, mode & 0x80, mode & 0x08);

@@ -7,7 +7,6 @@
 //   stet_divergence -m MODEL [-p PROMPT] [-M 1000] [-n 48] [--threads 2]
 //                   [--max-wave 32] [--seed 1] [--json FILE]
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -114,8 +113,9 @@ nlohmann::json RunMode(const Args& a, NumericsMode mode) {
   // Distinct completions, the most common one as the reference.
   std::map<std::vector<int32_t>, int> counts;
   for (const auto& o : outs) counts[o.ids]++;
-  const auto ref_it = std::max_element(counts.begin(), counts.end(),
-                                       [](const auto& x, const auto& y) { return x.second < y.second; });
+  const auto ref_it =
+      std::max_element(counts.begin(), counts.end(),
+                       [](const auto& x, const auto& y) { return x.second < y.second; });
   const std::vector<int32_t> ref = ref_it->first;
   nlohmann::json variants = nlohmann::json::array();
   std::map<std::vector<int32_t>, bool> reported;
@@ -126,13 +126,16 @@ nlohmann::json RunMode(const Args& a, NumericsMode mode) {
     while (fork < o.ids.size() && fork < ref.size() && o.ids[fork] == ref[fork]) ++fork;
     nlohmann::json v = {{"count", counts[o.ids]}, {"first_divergent_token", fork}};
     if (fork < o.ids.size() && fork < ref.size()) {
-      v["tokens_at_fork"] = {e.tokenizer().TokenToPiece(ref[fork]), e.tokenizer().TokenToPiece(o.ids[fork])};
-      if (o.top[fork].size() >= 2) v["top2_logprob_gap_at_fork"] = o.top[fork][0].logprob - o.top[fork][1].logprob;
+      v["tokens_at_fork"] = {e.tokenizer().TokenToPiece(ref[fork]),
+                             e.tokenizer().TokenToPiece(o.ids[fork])};
+      if (o.top[fork].size() >= 2)
+        v["top2_logprob_gap_at_fork"] = o.top[fork][0].logprob - o.top[fork][1].logprob;
     }
     variants.push_back(v);
   }
-  std::sort(variants.begin(), variants.end(),
-            [](const auto& x, const auto& y) { return x["first_divergent_token"] < y["first_divergent_token"]; });
+  std::sort(variants.begin(), variants.end(), [](const auto& x, const auto& y) {
+    return x["first_divergent_token"] < y["first_divergent_token"];
+  });
   nlohmann::json r = {{"mode", NumericsModeName(mode)},
                       {"fingerprint", e.fingerprint()},
                       {"requests", outs.size()},
@@ -142,12 +145,13 @@ nlohmann::json RunMode(const Args& a, NumericsMode mode) {
                       {"variants", variants},
                       {"seconds", secs}};
   std::printf("%-9s %s: %zu requests, %zu distinct completion(s); most common %d/%zu",
-              NumericsModeName(mode), e.fingerprint().c_str(), outs.size(), counts.size(), ref_it->second,
-              outs.size());
+              NumericsModeName(mode), e.fingerprint().c_str(), outs.size(), counts.size(),
+              ref_it->second, outs.size());
   if (!variants.empty()) {
     std::printf("; earliest fork at token %d", variants[0]["first_divergent_token"].get<int>());
     if (variants[0].contains("top2_logprob_gap_at_fork"))
-      std::printf(" (top-2 logprob gap %.4f)", variants[0]["top2_logprob_gap_at_fork"].get<double>());
+      std::printf(" (top-2 logprob gap %.4f)",
+                  variants[0]["top2_logprob_gap_at_fork"].get<double>());
   }
   std::printf("  [%.0f s]\n", secs);
   return r;
@@ -157,22 +161,28 @@ nlohmann::json RunMode(const Args& a, NumericsMode mode) {
 
 int main(int argc, char** argv) {
   Args a;
-  CLI::App app{"Identical greedy requests under random concurrency: invariant vs adaptive numerics"};
+  CLI::App app{
+      "Identical greedy requests under random concurrency: invariant vs adaptive numerics"};
   app.add_option("-m,--model", a.model, "GGUF model")->required();
   app.add_option("-p,--prompt", a.prompt, "The prompt every request sends")->capture_default_str();
   app.add_option("-M,--requests", a.m, "Identical requests per mode")->capture_default_str();
   app.add_option("-n,--max-tokens", a.n, "Tokens per request")->capture_default_str();
   app.add_option("-t,--threads", a.threads, "Engine threads")->capture_default_str();
-  app.add_option("--max-wave", a.max_wave, "Largest wave of simultaneous identical requests")->capture_default_str();
+  app.add_option("--max-wave", a.max_wave, "Largest wave of simultaneous identical requests")
+      ->capture_default_str();
   app.add_option("--seed", a.seed, "Seed of the traffic pattern")->capture_default_str();
   app.add_option("--modes", a.modes, "Modes to run")->capture_default_str();
   app.add_option("--json", a.json, "Write the results as JSON");
   CLI11_PARSE(app, argc, argv);
-  nlohmann::json all = {{"model", a.model}, {"prompt", a.prompt}, {"max_tokens", a.n}, {"threads", a.threads},
+  nlohmann::json all = {{"model", a.model},
+                        {"prompt", a.prompt},
+                        {"max_tokens", a.n},
+                        {"threads", a.threads},
                         {"results", nlohmann::json::array()}};
   try {
     for (const auto& m : a.modes) {
-      all["results"].push_back(RunMode(a, m == "adaptive" ? NumericsMode::kAdaptive : NumericsMode::kInvariant));
+      all["results"].push_back(
+          RunMode(a, m == "adaptive" ? NumericsMode::kAdaptive : NumericsMode::kInvariant));
     }
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "stet_divergence: error: %s\n", ex.what());

@@ -47,7 +47,8 @@ std::unique_ptr<Matrix> MakeMatrix(DType type, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     if (r < kDistinct) {
       for (float& v : row) v = dist(rng);
-      if (!stet::QuantizeRow(type, row.data(), cols, m->data.data() + r * row_bytes).ok()) std::abort();
+      if (!stet::QuantizeRow(type, row.data(), cols, m->data.data() + r * row_bytes).ok())
+        std::abort();
     } else {
       std::memcpy(m->data.data() + r * row_bytes, m->data.data() + (r % kDistinct) * row_bytes,
                   static_cast<size_t>(row_bytes));
@@ -89,10 +90,12 @@ void BM_MatMul(benchmark::State& state, DType type, int64_t rows, int64_t cols) 
     next = (next + 1) % mats.size();
   }
   const double macs = static_cast<double>(m) * rows * cols;
-  state.counters["GMAC/s"] = benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GMAC/s"] =
+      benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   if (m == 1) {
     const double bytes = static_cast<double>(rows) * stet::RowBytes(type, cols);
-    state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GB/s"] =
+        benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   }
 }
 
@@ -103,9 +106,9 @@ struct Shape {
 
 void Register() {
   // SmolLM2-135M (576 wide, K = 576 not a K-quant multiple) and Llama-3.2-1B (2048/8192).
-  const Shape shapes[] = {{"576x1536", 1536, 576},     {"1536x576", 576, 1536},
-                          {"2048x8192", 8192, 2048},   {"8192x2048", 2048, 8192},
-                          {"2048x2048", 2048, 2048},   {"2048x49152", 49152, 576},
+  const Shape shapes[] = {{"576x1536", 1536, 576},   {"1536x576", 576, 1536},
+                          {"2048x8192", 8192, 2048}, {"8192x2048", 2048, 8192},
+                          {"2048x2048", 2048, 2048}, {"2048x49152", 49152, 576},
                           {"256x2048", 256, 2048}};
   const DType types[] = {DType::kF16,  DType::kQ8_0,   DType::kQ4_0,  DType::kQ4_1, DType::kQ5_0,
                          DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,  DType::kQ3_K, DType::kQ4_K,
@@ -136,7 +139,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       g_threads = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf("usage: [STET_ISA=scalar|avx2|avx512] stet_matmul_bench [--threads N] [benchmark flags]\n");
+      std::printf(
+          "usage: [STET_ISA=scalar|avx2|avx512] stet_matmul_bench [--threads N] [benchmark "
+          "flags]\n");
       rest.push_back(argv[i]);
     } else {
       rest.push_back(argv[i]);

@@ -6,14 +6,14 @@ namespace stet::internal {
 [[noreturn]] void CheckFailed(const char* file, int line, const char* cond, const char* msg);
 }  // namespace stet::internal
 
-#define STET_CHECK(cond)                                                  \
-  do {                                                                    \
-    if (__builtin_expect(!(cond), 0))                                     \
+#define STET_CHECK(cond)                                                 \
+  do {                                                                   \
+    if (__builtin_expect(!(cond), 0))                                    \
       ::stet::internal::CheckFailed(__FILE__, __LINE__, #cond, nullptr); \
   } while (0)
 
-#define STET_CHECK_MSG(cond, msg)                                     \
-  do {                                                                \
-    if (__builtin_expect(!(cond), 0))                                 \
+#define STET_CHECK_MSG(cond, msg)                                    \
+  do {                                                               \
+    if (__builtin_expect(!(cond), 0))                                \
       ::stet::internal::CheckFailed(__FILE__, __LINE__, #cond, msg); \
   } while (0)

@@ -6,10 +6,10 @@ namespace stet {
 
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
-bool CpuHasAvx2Fma();       // AVX2 + FMA + F16C
-bool CpuHasAvx512();        // the above + AVX-512 F/BW/DQ/VL/VNNI, ZMM state saved by the OS
+bool CpuHasAvx2Fma();  // AVX2 + FMA + F16C
+bool CpuHasAvx512();   // the above + AVX-512 F/BW/DQ/VL/VNNI, ZMM state saved by the OS
 const char* IsaName(Isa isa);
-Isa BestIsa();              // the fastest path this CPU supports
+Isa BestIsa();  // the fastest path this CPU supports
 // The path kernels use when not told otherwise; STET_ISA=scalar|avx2|avx512 overrides
 // (a path this CPU lacks falls back to the best one it has).
 Isa DefaultIsa();

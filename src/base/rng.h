@@ -10,7 +10,8 @@
 namespace stet {
 
 // Philox4x32 with 10 rounds: maps a 128-bit counter and 64-bit key to 128 random bits.
-inline std::array<uint32_t, 4> Philox4x32(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
+inline std::array<uint32_t, 4> Philox4x32(std::array<uint32_t, 4> ctr,
+                                          std::array<uint32_t, 2> key) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
@@ -26,9 +27,9 @@ inline std::array<uint32_t, 4> Philox4x32(std::array<uint32_t, 4> ctr, std::arra
 
 // A uniform float in [0, 1) with 24 random bits, for draw `draw` of (seed, stream, position).
 inline float UniformFloat(uint64_t seed, uint32_t stream, uint64_t position, uint32_t draw = 0) {
-  const auto r = Philox4x32({static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32),
-                             stream, draw},
-                            {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  const auto r = Philox4x32(
+      {static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32), stream, draw},
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   return static_cast<float>(r[0] >> 8) * (1.0f / 16777216.0f);
 }
 

@@ -38,8 +38,7 @@ inline uint64_t Word(uint64_t gen, int64_t next, int64_t end) {
 }
 }  // namespace
 
-void PartitionRange(int64_t n, int64_t grain, int t, int n_threads, int64_t* begin,
-                    int64_t* end) {
+void PartitionRange(int64_t n, int64_t grain, int t, int n_threads, int64_t* begin, int64_t* end) {
   if (grain < 1) grain = 1;
   const int64_t n_grains = (n + grain - 1) / grain;
   const int64_t per = n_grains / n_threads;
@@ -123,7 +122,8 @@ void ThreadPool::WorkerLoop(int index) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t, int)> fn) {
+void ThreadPool::ParallelFor(int64_t n, int64_t grain,
+                             FunctionRef<void(int64_t, int64_t, int)> fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   const int64_t n_grains = (n + grain - 1) / grain;

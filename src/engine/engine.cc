@@ -25,11 +25,16 @@ using engine_internal::StepPlan;
 
 const char* FinishReasonName(FinishReason r) {
   switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
-    case FinishReason::kNone: break;
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
+    case FinishReason::kNone:
+      break;
   }
   return "none";
 }
@@ -98,8 +103,8 @@ Status Validate(const RequestParams& p, int n_vocab, int n_ctx) {
   if (p.prompt.empty()) return InvalidArgument("the prompt has no tokens");
   for (int32_t id : p.prompt) {
     if (id < 0 || id >= n_vocab)
-      return InvalidArgument("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                             std::to_string(n_vocab) + ")");
+      return InvalidArgument("prompt token id " + std::to_string(id) +
+                             " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   }
   if (static_cast<int64_t>(p.prompt.size()) >= n_ctx) {
     return ResourceExhausted("the prompt has " + std::to_string(p.prompt.size()) +
@@ -117,13 +122,18 @@ Status Validate(const RequestParams& p, int n_vocab, int n_ctx) {
   if (!std::isfinite(p.presence_penalty) || std::fabs(p.presence_penalty) > 2.0f ||
       !std::isfinite(p.frequency_penalty) || std::fabs(p.frequency_penalty) > 2.0f)
     return InvalidArgument("presence_penalty and frequency_penalty must be in [-2, 2]");
-  if (p.top_logprobs < 0 || p.top_logprobs > 20) return InvalidArgument("top_logprobs must be in [0, 20]");
+  if (p.top_logprobs < 0 || p.top_logprobs > 20)
+    return InvalidArgument("top_logprobs must be in [0, 20]");
   for (const auto& [id, bias] : p.logit_bias) {
-    if (id < 0 || id >= n_vocab) return InvalidArgument("logit_bias token id " + std::to_string(id) + " is outside the vocabulary");
-    if (!std::isfinite(bias) || std::fabs(bias) > 100.0f) return InvalidArgument("logit_bias values must be in [-100, 100]");
+    if (id < 0 || id >= n_vocab)
+      return InvalidArgument("logit_bias token id " + std::to_string(id) +
+                             " is outside the vocabulary");
+    if (!std::isfinite(bias) || std::fabs(bias) > 100.0f)
+      return InvalidArgument("logit_bias values must be in [-100, 100]");
   }
   for (int32_t id : p.stop_ids) {
-    if (id < 0 || id >= n_vocab) return InvalidArgument("stop token id " + std::to_string(id) + " is outside the vocabulary");
+    if (id < 0 || id >= n_vocab)
+      return InvalidArgument("stop token id " + std::to_string(id) + " is outside the vocabulary");
   }
   return Status::Ok();
 }
@@ -143,12 +153,14 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   const int per_seq = (e->n_ctx_ + opts.block_size - 1) / opts.block_size;
   int n_blocks = opts.n_kv_blocks;
   if (n_blocks <= 0) {  // 16k positions; one sequence never needs more than its context
-    n_blocks = opts.max_seqs == 1 ? per_seq + 1
-                                  : std::max(per_seq + 1, (16384 + opts.block_size - 1) / opts.block_size);
+    n_blocks = opts.max_seqs == 1
+                   ? per_seq + 1
+                   : std::max(per_seq + 1, (16384 + opts.block_size - 1) / opts.block_size);
   }
   if (n_blocks < per_seq) {
     return InvalidArgument("the KV cache (" + std::to_string(n_blocks) + " blocks of " +
-                           std::to_string(opts.block_size) + ") cannot hold one sequence of the context (" +
+                           std::to_string(opts.block_size) +
+                           ") cannot hold one sequence of the context (" +
                            std::to_string(e->n_ctx_) + " positions)");
   }
   STET_ASSIGN_OR_RETURN(e->model_sha256_, Sha256File(model->file().path()));
@@ -287,9 +299,7 @@ void Engine::Loop() {
 bool Engine::Impl::Intake(std::vector<uint64_t>* cancels_out) {
   std::unique_lock<std::mutex> lock(mu);
   PublishStats();
-  cv.wait(lock, [&] {
-    return stop || !incoming.empty() || !cancels.empty() || !sched.idle();
-  });
+  cv.wait(lock, [&] { return stop || !incoming.empty() || !cancels.empty() || !sched.idle(); });
   if (stop) return false;
   while (!incoming.empty()) {
     auto r = incoming.front();
@@ -406,8 +416,8 @@ void Engine::Impl::ConsumeLogits() {
       pl.logits_row = row++;
     }
     // Prompt positions computed (not decode rows, not cache hits).
-    prompt_tokens += std::max(0, std::min(pl.start + pl.count, s->n_prompt) -
-                                     std::min(pl.start, s->n_prompt));
+    prompt_tokens +=
+        std::max(0, std::min(pl.start + pl.count, s->n_prompt) - std::min(pl.start, s->n_prompt));
     sched.Computed(pl);
     if (p.prompt_logprobs && !s->prompt_scored && s->n_computed >= s->n_prompt) {
       s->prompt_scored = true;
@@ -456,8 +466,8 @@ void Engine::Impl::SampleOne(const StepPlan& pl) {
   sp.min_p = p.min_p;
   sp.seed = s->req->seed;
   const int pos = static_cast<int>(s->tokens.size());
-  TokenPick pick = sampler.Pick(raw, n_vocab, adj, sp, p.top_logprobs,
-                                static_cast<uint32_t>(s->choice), pos);
+  TokenPick pick =
+      sampler.Pick(raw, n_vocab, adj, sp, p.top_logprobs, static_cast<uint32_t>(s->choice), pos);
   TokenOut t;
   t.id = pick.id;
   t.logprob = pick.logprob;

@@ -24,32 +24,32 @@
 namespace stet {
 
 struct EngineOptions {
-  int n_ctx = 4096;               // positions per sequence (clamped to the model's training length)
-  DType kv_type = DType::kF16;    // KV storage; part of the fingerprint
-  int n_threads = 1;              // never changes results (R2)
-  Isa isa = Isa::kScalar;         // never changes results (R4)
+  int n_ctx = 4096;             // positions per sequence (clamped to the model's training length)
+  DType kv_type = DType::kF16;  // KV storage; part of the fingerprint
+  int n_threads = 1;            // never changes results (R2)
+  Isa isa = Isa::kScalar;       // never changes results (R4)
   NumericsMode numerics = NumericsMode::kInvariant;
-  int block_size = 16;            // KV positions per block
-  int n_kv_blocks = 0;            // 0: 16k positions and at least one context (max_seqs 1: one context)
-  int max_seqs = 64;              // sequences in flight (KV slots)
-  int max_batch_tokens = 512;     // tokens per forward step (decode first, then prefill chunks)
-  int chunk_size = 256;           // prefill tokens per sequence per step; never changes results
+  int block_size = 16;  // KV positions per block
+  int n_kv_blocks = 0;  // 0: 16k positions and at least one context (max_seqs 1: one context)
+  int max_seqs = 64;    // sequences in flight (KV slots)
+  int max_batch_tokens = 512;  // tokens per forward step (decode first, then prefill chunks)
+  int chunk_size = 256;        // prefill tokens per sequence per step; never changes results
   bool prefix_cache = true;
 };
 
 struct EngineStats {
-  int waiting = 0;                // sequences queued (not yet or no longer holding KV)
-  int running = 0;                // sequences holding KV
+  int waiting = 0;  // sequences queued (not yet or no longer holding KV)
+  int running = 0;  // sequences holding KV
   int kv_blocks_used = 0;
   int kv_blocks_total = 0;
   int64_t prefix_lookup_tokens = 0;
   int64_t prefix_hit_tokens = 0;
-  int64_t prompt_tokens = 0;      // computed prompt positions (cache hits excluded)
+  int64_t prompt_tokens = 0;  // computed prompt positions (cache hits excluded)
   int64_t generated_tokens = 0;
   int64_t steps = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
-  int max_waiting = 0;            // high-water marks since start, taken every step
+  int max_waiting = 0;  // high-water marks since start, taken every step
   int max_running = 0;
 };
 

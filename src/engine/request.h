@@ -15,34 +15,34 @@
 namespace stet {
 
 struct RequestParams {
-  std::vector<int32_t> prompt;     // token ids (the caller tokenizes, chat templates included)
-  int max_tokens = 16;             // 0: score the prompt only (needs prompt_logprobs)
-  int n = 1;                       // independent choices, each its own RNG stream
-  float temperature = 1.0f;        // <= 0: greedy
-  int top_k = 0;                   // <= 0: off
-  float top_p = 1.0f;              // >= 1: off
-  float min_p = 0.0f;              // <= 0: off
-  float repetition_penalty = 1.0f; // llama.cpp/HF style over prompt + output; 1: off
-  float presence_penalty = 0.0f;   // OpenAI style over output tokens
+  std::vector<int32_t> prompt;      // token ids (the caller tokenizes, chat templates included)
+  int max_tokens = 16;              // 0: score the prompt only (needs prompt_logprobs)
+  int n = 1;                        // independent choices, each its own RNG stream
+  float temperature = 1.0f;         // <= 0: greedy
+  int top_k = 0;                    // <= 0: off
+  float top_p = 1.0f;               // >= 1: off
+  float min_p = 0.0f;               // <= 0: off
+  float repetition_penalty = 1.0f;  // llama.cpp/HF style over prompt + output; 1: off
+  float presence_penalty = 0.0f;    // OpenAI style over output tokens
   float frequency_penalty = 0.0f;
   std::map<int32_t, float> logit_bias;
-  std::optional<uint64_t> seed;    // absent: the engine picks one and reports it
-  std::vector<std::string> stop;   // stop strings (matched across token boundaries)
-  std::vector<int32_t> stop_ids;   // extra stop token ids
-  bool ignore_eos = false;         // keep going past end-of-generation tokens
-  int top_logprobs = 0;            // alternatives per generated token, 0..20
-  bool prompt_logprobs = false;    // logprob of every prompt token after the first (echo/scoring)
-  bool logits_hash = false;        // report an FNV-1a-64 of each step's full logits (tests, forensics)
-  bool return_logits = false;      // copy each step's raw logits into TokenOut::logits (n_vocab floats)
+  std::optional<uint64_t> seed;   // absent: the engine picks one and reports it
+  std::vector<std::string> stop;  // stop strings (matched across token boundaries)
+  std::vector<int32_t> stop_ids;  // extra stop token ids
+  bool ignore_eos = false;        // keep going past end-of-generation tokens
+  int top_logprobs = 0;           // alternatives per generated token, 0..20
+  bool prompt_logprobs = false;   // logprob of every prompt token after the first (echo/scoring)
+  bool logits_hash = false;    // report an FNV-1a-64 of each step's full logits (tests, forensics)
+  bool return_logits = false;  // copy each step's raw logits into TokenOut::logits (n_vocab floats)
 };
 
 struct TokenOut {
   int32_t id = 0;
-  float logprob = 0;                    // raw log-softmax of the chosen token
-  std::vector<TokenLogprob> top;        // top_logprobs alternatives, best first (ties: lower id)
-  std::string text;                     // the token's decoded bytes (may be a partial UTF-8 char)
-  uint64_t logits_hash = 0;             // with RequestParams::logits_hash: the step's raw logits
-  std::vector<float> logits;            // with RequestParams::return_logits: the step's raw logits
+  float logprob = 0;              // raw log-softmax of the chosen token
+  std::vector<TokenLogprob> top;  // top_logprobs alternatives, best first (ties: lower id)
+  std::string text;               // the token's decoded bytes (may be a partial UTF-8 char)
+  uint64_t logits_hash = 0;       // with RequestParams::logits_hash: the step's raw logits
+  std::vector<float> logits;      // with RequestParams::return_logits: the step's raw logits
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -63,7 +63,7 @@ struct RequestEvent {
   bool end_marker = false;
   // kFinished
   FinishReason finish = FinishReason::kNone;
-  std::string error;         // with kError
+  std::string error;  // with kError
   int prompt_tokens_count = 0;
   int completion_tokens = 0;
   int cached_prompt_tokens = 0;  // prompt positions served by the prefix cache

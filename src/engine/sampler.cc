@@ -57,8 +57,8 @@ TokenPick Sampler::Pick(const float* raw, int n, const LogitAdjustments& adj,
                         uint64_t position) {
   const float* row = raw;
   const bool repeat = adj.repetition_penalty != 1.0f && adj.context != nullptr;
-  const bool presence = (adj.presence_penalty != 0.0f || adj.frequency_penalty != 0.0f) &&
-                        adj.out_counts != nullptr;
+  const bool presence =
+      (adj.presence_penalty != 0.0f || adj.frequency_penalty != 0.0f) && adj.out_counts != nullptr;
   const bool bias = adj.logit_bias != nullptr && !adj.logit_bias->empty();
   if (bias || repeat || presence) {
     work_.assign(raw, raw + n);

@@ -24,9 +24,9 @@ struct RequestState {
 struct Sequence {
   std::shared_ptr<RequestState> req;
   int choice = 0;
-  std::vector<int32_t> tokens;   // prompt, then generated
+  std::vector<int32_t> tokens;  // prompt, then generated
   int n_prompt = 0;
-  int max_new = 0;               // generation limit (max_tokens clamped to the context)
+  int max_new = 0;  // generation limit (max_tokens clamped to the context)
   int n_generated = 0;
   int n_computed = 0;            // positions whose KV is in the cache
   int slot = -1;                 // KV slot while running
@@ -34,7 +34,7 @@ struct Sequence {
   std::vector<uint64_t> hashes;  // chain hashes of the leading full blocks published/acquired
   int cached_prompt_tokens = 0;  // prompt positions served by the prefix cache (first admission)
   bool admitted_once = false;
-  bool prompt_scored = false;    // kPromptScored sent
+  bool prompt_scored = false;  // kPromptScored sent
   std::vector<TokenOut> prompt_scores;
   std::unique_ptr<TextStream> text;
   std::unordered_map<int32_t, int> out_counts;  // generated-token counts (penalties)

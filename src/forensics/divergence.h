@@ -14,8 +14,8 @@
 namespace stet::forensics {
 
 struct Fork {
-  int token_index = -1;   // first differing token; -1 when tokens are unknown
-  int byte_offset = -1;   // first differing byte of the text
+  int token_index = -1;         // first differing token; -1 when tokens are unknown
+  int byte_offset = -1;         // first differing byte of the text
   std::string reference_token;  // the most common output's token there ("" past its end)
   std::string variant_token;
   // lp(reference token) - lp(variant token) in the reference run's top list and
@@ -29,14 +29,14 @@ struct Fork {
 struct Variant {
   std::string text;
   int count = 0;
-  std::vector<int> runs;  // indices into the analysed runs
+  std::vector<int> runs;     // indices into the analysed runs
   std::optional<Fork> fork;  // absent for the reference (most common) output
 };
 
 struct DivergenceReport {
   int runs = 0;
-  std::vector<Variant> variants;   // most common first; ties by first appearance
-  int distinct_logprob_traces = 0; // distinct (text, exact logprobs) pairs; 0 without logprobs
+  std::vector<Variant> variants;       // most common first; ties by first appearance
+  int distinct_logprob_traces = 0;     // distinct (text, exact logprobs) pairs; 0 without logprobs
   std::set<std::string> fingerprints;  // non-empty system_fingerprint values seen
   bool has_logprobs = false;
 

@@ -44,9 +44,12 @@ Result<std::vector<DriftPrompt>> LoadDriftPrompts(const std::string& path) {
         return InvalidArgument(where + "expected a JSON object with a string \"prompt\"");
       }
       p.prompt = j["prompt"].get<std::string>();
-      if (j.contains("id") && j["id"].is_string()) p.id = j["id"].get<std::string>();
-      else if (j.contains("id") && j["id"].is_number_integer()) p.id = std::to_string(j["id"].get<int64_t>());
-      else p.id = std::to_string(lineno);
+      if (j.contains("id") && j["id"].is_string())
+        p.id = j["id"].get<std::string>();
+      else if (j.contains("id") && j["id"].is_number_integer())
+        p.id = std::to_string(j["id"].get<int64_t>());
+      else
+        p.id = std::to_string(lineno);
     } else {
       p.id = std::to_string(lineno);
       p.prompt = line;
@@ -98,7 +101,9 @@ Result<json> CaptureDrift(const DriftCaptureOptions& o, const std::vector<DriftP
   std::set<std::string> fps;
   json jp = json::array();
   for (size_t i = 0; i < prompts.size(); ++i) {
-    if (!got[i].ok()) return Status(got[i].status().code(), "prompt '" + prompts[i].id + "': " + got[i].status().message());
+    if (!got[i].ok())
+      return Status(got[i].status().code(),
+                    "prompt '" + prompts[i].id + "': " + got[i].status().message());
     const Completion& c = *got[i];
     if (!c.has_logprobs) {
       return Unimplemented("the endpoint sent no logprobs for prompt '" + prompts[i].id +
@@ -125,8 +130,11 @@ Result<json> CaptureDrift(const DriftCaptureOptions& o, const std::vector<DriftP
 }
 
 Status ValidateCapture(const json& doc, const std::string& name) {
-  auto bad = [&](const std::string& what) { return InvalidArgument(name + " is not a stet drift capture: " + what); };
-  if (!doc.is_object() || doc.value("tool", "") != "stet drift") return bad("\"tool\" is not \"stet drift\"");
+  auto bad = [&](const std::string& what) {
+    return InvalidArgument(name + " is not a stet drift capture: " + what);
+  };
+  if (!doc.is_object() || doc.value("tool", "") != "stet drift")
+    return bad("\"tool\" is not \"stet drift\"");
   if (!doc.contains("prompts") || !doc["prompts"].is_array()) return bad("no \"prompts\" array");
   for (const json& p : doc["prompts"]) {
     if (!p.is_object() || !p.contains("id") || !p["id"].is_string() || !p.contains("positions") ||
@@ -134,8 +142,8 @@ Status ValidateCapture(const json& doc, const std::string& name) {
       return bad("a prompt lacks a string \"id\" or a \"positions\" array");
     }
     for (const json& pos : p["positions"]) {
-      if (!pos.is_object() || !pos.contains("token") || !pos["token"].is_string() || !pos.contains("top") ||
-          !pos["top"].is_array()) {
+      if (!pos.is_object() || !pos.contains("token") || !pos["token"].is_string() ||
+          !pos.contains("top") || !pos["top"].is_array()) {
         return bad("prompt '" + p["id"].get<std::string>() + "' has a malformed position");
       }
       for (const json& e : pos["top"]) {
@@ -215,7 +223,8 @@ Result<json> CompareDrift(const json& baseline, const json& current, double thre
     }
     const json& bp = *it->second;
     if (bp.value("prompt", "") != cp.value("prompt", "")) {
-      return InvalidArgument("prompt '" + id + "' has different text in the baseline: not the same prompt set");
+      return InvalidArgument("prompt '" + id +
+                             "' has different text in the baseline: not the same prompt set");
     }
     ++matched;
     const json& pa = bp["positions"];
@@ -241,7 +250,8 @@ Result<json> CompareDrift(const json& baseline, const json& current, double thre
         break;  // the contexts differ from here on
       }
     }
-    if (first_div < 0 && pa.size() != pb.size()) first_div = static_cast<int>(n);  // one path stopped early
+    if (first_div < 0 && pa.size() != pb.size())
+      first_div = static_cast<int>(n);  // one path stopped early
     positions += pos_n;
     agree += pos_agree;
     tv_sum += p_tv_sum;
@@ -264,7 +274,8 @@ Result<json> CompareDrift(const json& baseline, const json& current, double thre
     }
     rows.push_back(row);
   }
-  if (matched == 0) return InvalidArgument("the baseline and the current capture share no prompt ids");
+  if (matched == 0)
+    return InvalidArgument("the baseline and the current capture share no prompt ids");
   for (const auto& [id, p] : base_by_id) {
     bool found = false;
     for (const json& cp : current["prompts"]) found = found || cp["id"] == id;
@@ -272,21 +283,28 @@ Result<json> CompareDrift(const json& baseline, const json& current, double thre
   }
   if (baseline.value("top_k", 0) != current.value("top_k", 0)) {
     notes.push_back("top_k differs (baseline " + baseline.value("top_k", json()).dump() + ", now " +
-                    current.value("top_k", json()).dump() + "): distances use the shared tokens only");
+                    current.value("top_k", json()).dump() +
+                    "): distances use the shared tokens only");
   }
   if (baseline.value("max_tokens", 0) != current.value("max_tokens", 0)) {
     notes.push_back("max_tokens differs: positions compared up to the shorter capture");
   }
-  if (baseline.value("fingerprints", json::array()) != current.value("fingerprints", json::array())) {
-    notes.push_back("system_fingerprint differs: baseline " + baseline.value("fingerprints", json::array()).dump() +
-                    ", now " + current.value("fingerprints", json::array()).dump());
+  if (baseline.value("fingerprints", json::array()) !=
+      current.value("fingerprints", json::array())) {
+    notes.push_back("system_fingerprint differs: baseline " +
+                    baseline.value("fingerprints", json::array()).dump() + ", now " +
+                    current.value("fingerprints", json::array()).dump());
   }
   json out;
   out["tool"] = "stet drift compare";
-  out["baseline"] = {{"endpoint", baseline.value("endpoint", "")}, {"model", baseline.value("model", "")},
-                     {"timestamp", baseline.value("timestamp", "")}, {"fingerprints", baseline.value("fingerprints", json::array())}};
-  out["current"] = {{"endpoint", current.value("endpoint", "")}, {"model", current.value("model", "")},
-                    {"timestamp", current.value("timestamp", "")}, {"fingerprints", current.value("fingerprints", json::array())}};
+  out["baseline"] = {{"endpoint", baseline.value("endpoint", "")},
+                     {"model", baseline.value("model", "")},
+                     {"timestamp", baseline.value("timestamp", "")},
+                     {"fingerprints", baseline.value("fingerprints", json::array())}};
+  out["current"] = {{"endpoint", current.value("endpoint", "")},
+                    {"model", current.value("model", "")},
+                    {"timestamp", current.value("timestamp", "")},
+                    {"fingerprints", current.value("fingerprints", json::array())}};
   const double top1 = positions ? static_cast<double>(agree) / positions : 1.0;
   const double mean_tv = positions ? tv_sum / positions : 0.0;
   const double drift = std::max(1.0 - top1, mean_tv);
@@ -309,31 +327,41 @@ Result<json> CompareDrift(const json& baseline, const json& current, double thre
 }
 
 std::string DriftSummaryText(const json& c) {
-  auto num = [](const json& v, int sig = 4) { return v.is_number() ? FormatDouble(v.get<double>(), sig) : std::string("-"); };
+  auto num = [](const json& v, int sig = 4) {
+    return v.is_number() ? FormatDouble(v.get<double>(), sig) : std::string("-");
+  };
   std::string s;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-24s %9s %9s %9s %9s %9s  %s\n", "prompt", "positions", "top1", "mean TV",
-                "max TV", "max KL", "first divergence");
+  std::snprintf(buf, sizeof buf, "%-24s %9s %9s %9s %9s %9s  %s\n", "prompt", "positions", "top1",
+                "mean TV", "max TV", "max KL", "first divergence");
   s += buf;
   for (const json& r : c["prompts"]) {
     std::string id = r["id"].get<std::string>();
     if (id.size() > 24) id = id.substr(0, 23) + "~";
-    std::string div = r["first_divergence"].is_number() ? "token " + std::to_string(r["first_divergence"].get<int>()) : "-";
+    std::string div = r["first_divergence"].is_number()
+                          ? "token " + std::to_string(r["first_divergence"].get<int>())
+                          : "-";
     if (r.contains("tokens_at_divergence")) {
-      div += " (" + r["tokens_at_divergence"][0].dump() + " vs " + r["tokens_at_divergence"][1].dump() + ")";
+      div += " (" + r["tokens_at_divergence"][0].dump() + " vs " +
+             r["tokens_at_divergence"][1].dump() + ")";
     }
     std::snprintf(buf, sizeof buf, "%-24s %9lld %9s %9s %9s %9s  %s\n", id.c_str(),
-                  static_cast<long long>(r["positions_compared"].get<int64_t>()), num(r["top1_agreement"]).c_str(),
-                  num(r["mean_tv"]).c_str(), num(r["max_tv"]).c_str(),
+                  static_cast<long long>(r["positions_compared"].get<int64_t>()),
+                  num(r["top1_agreement"]).c_str(), num(r["mean_tv"]).c_str(),
+                  num(r["max_tv"]).c_str(),
                   r["max_kl"].is_null() ? "inf" : num(r["max_kl"]).c_str(), div.c_str());
     s += buf;
   }
   s += "positions compared: " + std::to_string(c["positions_compared"].get<int64_t>()) + " over " +
-       std::to_string(c["prompts_compared"].get<int>()) + " prompts; top-1 agreement " + num(c["top1_agreement"]) +
-       "; mean TV " + num(c["mean_tv"]) + " (max " + num(c["max_tv"]) + "); mean KL " + num(c["mean_kl"]) +
-       "; disjoint positions " + std::to_string(c["disjoint_positions"].get<int64_t>()) + "; prompts diverged " +
+       std::to_string(c["prompts_compared"].get<int>()) + " prompts; top-1 agreement " +
+       num(c["top1_agreement"]) + "; mean TV " + num(c["mean_tv"]) + " (max " + num(c["max_tv"]) +
+       "); mean KL " + num(c["mean_kl"]) + "; disjoint positions " +
+       std::to_string(c["disjoint_positions"].get<int64_t>()) + "; prompts diverged " +
        std::to_string(c["prompts_diverged"].get<int64_t>()) +
-       (c["earliest_divergence"].is_number() ? " (earliest at token " + std::to_string(c["earliest_divergence"].get<int>()) + ")" : "") + "\n";
+       (c["earliest_divergence"].is_number()
+            ? " (earliest at token " + std::to_string(c["earliest_divergence"].get<int>()) + ")"
+            : "") +
+       "\n";
   s += std::string(c["exceeded"].get<bool>() ? "DRIFT: " : "ok: ") + "drift " + num(c["drift"]) +
        (c["exceeded"].get<bool>() ? " > " : " <= ") + "threshold " + num(c["threshold"]) +
        " (drift = max(1 - top-1 agreement, mean TV))\n";

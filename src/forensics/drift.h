@@ -33,7 +33,8 @@ struct DriftCaptureOptions {
 };
 
 // Sends each prompt to /v1/completions at temperature 0 with logprobs = top_k.
-Result<nlohmann::json> CaptureDrift(const DriftCaptureOptions& o, const std::vector<DriftPrompt>& prompts);
+Result<nlohmann::json> CaptureDrift(const DriftCaptureOptions& o,
+                                    const std::vector<DriftPrompt>& prompts);
 
 // Checks a capture document read from a file (schema, shapes) before use.
 Status ValidateCapture(const nlohmann::json& doc, const std::string& name);

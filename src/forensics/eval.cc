@@ -36,10 +36,14 @@ Result<Metric> ParseMetric(const std::string& name) {
 
 const char* MetricName(Metric m) {
   switch (m) {
-    case Metric::kExact: return "exact";
-    case Metric::kContains: return "contains";
-    case Metric::kRegex: return "regex";
-    case Metric::kJson: return "json";
+    case Metric::kExact:
+      return "exact";
+    case Metric::kContains:
+      return "contains";
+    case Metric::kRegex:
+      return "regex";
+    case Metric::kJson:
+      return "json";
   }
   return "?";
 }
@@ -53,9 +57,12 @@ Result<SeedPolicy> ParseSeedPolicy(const std::string& name) {
 
 const char* SeedPolicyName(SeedPolicy p) {
   switch (p) {
-    case SeedPolicy::kFixed: return "fixed";
-    case SeedPolicy::kPerRepeat: return "per-repeat";
-    case SeedPolicy::kNone: return "none";
+    case SeedPolicy::kFixed:
+      return "fixed";
+    case SeedPolicy::kPerRepeat:
+      return "per-repeat";
+    case SeedPolicy::kNone:
+      return "none";
   }
   return "?";
 }
@@ -87,7 +94,8 @@ bool RegexSearch(const std::string& pattern, const std::string& text) {
   pcre2_code* re = CompileRegex(pattern, nullptr);
   if (!re) return false;
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
-  const int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md, nullptr);
+  const int rc =
+      pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0, md, nullptr);
   pcre2_match_data_free(md);
   pcre2_code_free(re);
   return rc >= 0;
@@ -118,13 +126,18 @@ std::optional<json> ExtractJson(const std::string& text) {
     for (size_t i = b; i < t.size(); ++i) {
       const char c = t[i];
       if (in_str) {
-        if (esc) esc = false;
-        else if (c == '\\') esc = true;
-        else if (c == '"') in_str = false;
+        if (esc)
+          esc = false;
+        else if (c == '\\')
+          esc = true;
+        else if (c == '"')
+          in_str = false;
         continue;
       }
-      if (c == '"') in_str = true;
-      else if (c == '{' || c == '[') ++depth;
+      if (c == '"')
+        in_str = true;
+      else if (c == '{' || c == '[')
+        ++depth;
       else if (c == '}' || c == ']') {
         if (--depth == 0) {
           j = json::parse(t.substr(b, i - b + 1), nullptr, false);
@@ -139,9 +152,12 @@ std::optional<json> ExtractJson(const std::string& text) {
 
 bool Score(const EvalItem& item, const std::string& output) {
   switch (item.metric) {
-    case Metric::kExact: return Trim(output) == Trim(ExpectedText(item.expected));
-    case Metric::kContains: return output.find(ExpectedText(item.expected)) != std::string::npos;
-    case Metric::kRegex: return RegexSearch(ExpectedText(item.expected), output);
+    case Metric::kExact:
+      return Trim(output) == Trim(ExpectedText(item.expected));
+    case Metric::kContains:
+      return output.find(ExpectedText(item.expected)) != std::string::npos;
+    case Metric::kRegex:
+      return RegexSearch(ExpectedText(item.expected), output);
     case Metric::kJson: {
       const auto got = ExtractJson(output);
       return got && *got == item.expected;
@@ -164,9 +180,12 @@ Result<std::vector<EvalItem>> LoadDataset(const std::string& path, Metric defaul
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + "not a JSON object");
     EvalItem it;
-    if (j.contains("id") && j["id"].is_string()) it.id = j["id"].get<std::string>();
-    else if (j.contains("id") && j["id"].is_number_integer()) it.id = std::to_string(j["id"].get<int64_t>());
-    else return InvalidArgument(where + "needs an \"id\" (string or integer)");
+    if (j.contains("id") && j["id"].is_string())
+      it.id = j["id"].get<std::string>();
+    else if (j.contains("id") && j["id"].is_number_integer())
+      it.id = std::to_string(j["id"].get<int64_t>());
+    else
+      return InvalidArgument(where + "needs an \"id\" (string or integer)");
     if (!ids.insert(it.id).second) return InvalidArgument(where + "duplicate id '" + it.id + "'");
     if (j.contains("prompt") && j["prompt"].is_string()) {
       it.prompt = j["prompt"].get<std::string>();
@@ -196,7 +215,8 @@ Result<std::vector<EvalItem>> LoadDataset(const std::string& path, Metric defaul
         if (!e.is_discarded()) it.expected = e;  // "expected": "{\"a\": 1}" means the object
       }
     } else if (!it.expected.is_string()) {
-      return InvalidArgument(where + "\"expected\" must be a string for metric " + MetricName(it.metric));
+      return InvalidArgument(where + "\"expected\" must be a string for metric " +
+                             MetricName(it.metric));
     }
     if (it.metric == Metric::kRegex) {
       std::string err;
@@ -212,7 +232,8 @@ Result<std::vector<EvalItem>> LoadDataset(const std::string& path, Metric defaul
 
 Result<json> RunEval(const EvalOptions& o, const std::vector<EvalItem>& items) {
   if (o.repeats < 1) return InvalidArgument("--repeats must be at least 1");
-  if (o.concurrency < 1 || o.concurrency > 1024) return InvalidArgument("--concurrency must be in [1, 1024]");
+  if (o.concurrency < 1 || o.concurrency > 1024)
+    return InvalidArgument("--concurrency must be in [1, 1024]");
   if (o.bootstrap_resamples < 100) return InvalidArgument("--bootstrap must be at least 100");
   HttpOptions http;
   http.api_key = o.api_key;
@@ -381,7 +402,9 @@ void Summarize(json* doc, int resamples, uint64_t seed) {
 
 namespace {
 
-std::string Num(const json& v, int sig = 4) { return v.is_number() ? FormatDouble(v.get<double>(), sig) : "n/a"; }
+std::string Num(const json& v, int sig = 4) {
+  return v.is_number() ? FormatDouble(v.get<double>(), sig) : "n/a";
+}
 std::string Td(const std::string& escaped) { return "<td>" + escaped + "</td>"; }
 std::string Interval2(const json& v) {
   return v.is_array() && v.size() == 2 ? "[" + Num(v[0], 3) + ", " + Num(v[1], 3) + "]" : "n/a";
@@ -393,19 +416,22 @@ std::string EvalSummaryText(const json& d) {
   const json& s = d["summary"];
   const json& run = d["run"];
   std::string out;
-  out += "items: " + std::to_string(s.value("items", 0)) + ", runs scored: " +
-         std::to_string(s.value("runs_scored", 0)) + ", request errors: " + std::to_string(s.value("errors", 0)) + "\n";
+  out += "items: " + std::to_string(s.value("items", 0)) +
+         ", runs scored: " + std::to_string(s.value("runs_scored", 0)) +
+         ", request errors: " + std::to_string(s.value("errors", 0)) + "\n";
   out += "pooled pass rate: " + Num(s.value("pooled_rate", json())) + "  95% Wilson " +
          Interval2(s.value("wilson95", json())) + "\n";
   out += "mean per-item pass rate: " + Num(s.value("mean_item_rate", json())) +
          "  95% cluster bootstrap " + Interval2(s.value("bootstrap95", json())) + "\n";
   std::string flaky;
   for (const json& id : s["flaky"]) flaky += (flaky.empty() ? "" : ", ") + id.get<std::string>();
-  out += "flaky items (" + std::to_string(s["flaky"].size()) + "): " + (flaky.empty() ? "none" : flaky) + "\n";
+  out += "flaky items (" + std::to_string(s["flaky"].size()) +
+         "): " + (flaky.empty() ? "none" : flaky) + "\n";
   std::string fps;
   for (const json& f : run["fingerprints"]) fps += (fps.empty() ? "" : ", ") + f.get<std::string>();
   out += "system_fingerprint: " + (fps.empty() ? std::string("(none sent)") : fps) +
-         (run["fingerprints"].size() > 1 ? "  (CHANGED during the run: scores mix backends)" : "") + "\n";
+         (run["fingerprints"].size() > 1 ? "  (CHANGED during the run: scores mix backends)" : "") +
+         "\n";
   return out;
 }
 
@@ -413,41 +439,51 @@ std::string EvalToHtml(const json& d) {
   const json& s = d["summary"];
   const json& run = d["run"];
   std::string b = "<h1>stet eval</h1>";
-  b += "<p class=\"verdict\">" + XmlEscape("mean per-item pass rate " + Num(s.value("mean_item_rate", json())) +
-                                           ", 95% CI " + Interval2(s.value("bootstrap95", json())) +
-                                           " (cluster bootstrap over items); pooled " +
-                                           Num(s.value("pooled_rate", json())) + ", 95% Wilson " +
-                                           Interval2(s.value("wilson95", json()))) + "</p>";
+  b += "<p class=\"verdict\">" +
+       XmlEscape("mean per-item pass rate " + Num(s.value("mean_item_rate", json())) + ", 95% CI " +
+                 Interval2(s.value("bootstrap95", json())) +
+                 " (cluster bootstrap over items); pooled " + Num(s.value("pooled_rate", json())) +
+                 ", 95% Wilson " + Interval2(s.value("wilson95", json()))) +
+       "</p>";
   if (run["fingerprints"].size() > 1) {
-    b += "<p class=\"note\">system_fingerprint changed during the run: the scores mix backends.</p>";
+    b +=
+        "<p class=\"note\">system_fingerprint changed during the run: the scores mix backends.</p>";
   }
   b += "<table>";
-  for (const char* k : {"model", "endpoint", "timestamp", "concurrency", "seed_policy", "base_seed", "temperature",
-                        "max_tokens", "metric", "repeats", "dataset", "dataset_sha256", "fingerprints", "bootstrap"}) {
-    b += "<tr><th>" + std::string(k) + "</th>" + Td("<code>" + XmlEscape(run.value(k, json()).dump()) + "</code>") + "</tr>";
+  for (const char* k : {"model", "endpoint", "timestamp", "concurrency", "seed_policy", "base_seed",
+                        "temperature", "max_tokens", "metric", "repeats", "dataset",
+                        "dataset_sha256", "fingerprints", "bootstrap"}) {
+    b += "<tr><th>" + std::string(k) + "</th>" +
+         Td("<code>" + XmlEscape(run.value(k, json()).dump()) + "</code>") + "</tr>";
   }
-  b += "<tr><th>runs scored / errors</th>" + Td(std::to_string(s.value("runs_scored", 0)) + " / " +
-                                               std::to_string(s.value("errors", 0))) + "</tr></table>";
+  b +=
+      "<tr><th>runs scored / errors</th>" +
+      Td(std::to_string(s.value("runs_scored", 0)) + " / " + std::to_string(s.value("errors", 0))) +
+      "</tr></table>";
 
   std::vector<Bar> summary_bars;
   if (s.contains("pooled_rate")) {
-    summary_bars.push_back({"pooled (Wilson)", s["pooled_rate"].get<double>(), s["wilson95"][0].get<double>(),
-                            s["wilson95"][1].get<double>(), false});
+    summary_bars.push_back({"pooled (Wilson)", s["pooled_rate"].get<double>(),
+                            s["wilson95"][0].get<double>(), s["wilson95"][1].get<double>(), false});
   }
   if (s.contains("mean_item_rate")) {
     summary_bars.push_back({"item mean (bootstrap)", s["mean_item_rate"].get<double>(),
-                            s["bootstrap95"][0].get<double>(), s["bootstrap95"][1].get<double>(), false});
+                            s["bootstrap95"][0].get<double>(), s["bootstrap95"][1].get<double>(),
+                            false});
   }
   b += SvgBars("Pass rate with 95% confidence interval", "pass rate", summary_bars);
   std::vector<Bar> item_bars;
   for (const json& it : d["items"]) {
     if (!it["pass_rate"].is_number()) continue;
-    item_bars.push_back({it["id"].get<std::string>(), it["pass_rate"].get<double>(), it["wilson95"][0].get<double>(),
-                         it["wilson95"][1].get<double>(), it["flaky"].get<bool>()});
+    item_bars.push_back({it["id"].get<std::string>(), it["pass_rate"].get<double>(),
+                         it["wilson95"][0].get<double>(), it["wilson95"][1].get<double>(),
+                         it["flaky"].get<bool>()});
   }
-  b += SvgBars("Per-item pass rate (flaky items in orange; whiskers: 95% Wilson)", "pass rate", item_bars);
+  b += SvgBars("Per-item pass rate (flaky items in orange; whiskers: 95% Wilson)", "pass rate",
+               item_bars);
 
-  b += "<h2>Items</h2><table><tr><th>id</th><th>metric</th><th>pass rate</th><th>passes / runs</th><th>flaky</th>"
+  b += "<h2>Items</h2><table><tr><th>id</th><th>metric</th><th>pass rate</th><th>passes / "
+       "runs</th><th>flaky</th>"
        "<th>expected</th><th>distinct outputs (count)</th></tr>";
   for (const json& it : d["items"]) {
     std::map<std::string, int> outs;
@@ -458,17 +494,22 @@ std::string EvalToHtml(const json& d) {
         errs += "<p class=\"note\">" + XmlEscape(r["error"].get<std::string>()) + "</p>";
         continue;
       }
-      const std::string o = std::string(r.value("pass", false) ? "\xE2\x9C\x93 " : "\xE2\x9C\x97 ") +
-                            r.value("output", std::string());  // ✓ / ✗, then the output
+      const std::string o =
+          std::string(r.value("pass", false) ? "\xE2\x9C\x93 " : "\xE2\x9C\x97 ") +
+          r.value("output", std::string());  // ✓ / ✗, then the output
       if (outs[o]++ == 0) order.push_back(o);
     }
     std::string cell;
-    for (const auto& o : order) cell += "<pre>(" + std::to_string(outs[o]) + ") " + XmlEscape(o) + "</pre>";
-    b += "<tr>" + Td(XmlEscape(it["id"].get<std::string>())) + Td(XmlEscape(it["metric"].get<std::string>())) +
-         Td(Num(it["pass_rate"], 3)) + Td(std::to_string(it["passes"].get<int64_t>()) + " / " +
-                                          std::to_string(it["runs"].get<int64_t>())) +
+    for (const auto& o : order)
+      cell += "<pre>(" + std::to_string(outs[o]) + ") " + XmlEscape(o) + "</pre>";
+    b += "<tr>" + Td(XmlEscape(it["id"].get<std::string>())) +
+         Td(XmlEscape(it["metric"].get<std::string>())) + Td(Num(it["pass_rate"], 3)) +
+         Td(std::to_string(it["passes"].get<int64_t>()) + " / " +
+            std::to_string(it["runs"].get<int64_t>())) +
          Td(it["flaky"].get<bool>() ? "<b>yes</b>" : "no") +
-         Td("<code>" + XmlEscape(it["expected"].is_string() ? it["expected"].get<std::string>() : it["expected"].dump()) +
+         Td("<code>" +
+            XmlEscape(it["expected"].is_string() ? it["expected"].get<std::string>()
+                                                 : it["expected"].dump()) +
             "</code>") +
          Td(cell + errs) + "</tr>";
   }
@@ -509,9 +550,12 @@ Result<json> CompareResults(const json& a, const json& b, int resamples, uint64_
       if (d[i] < 0) ++minus;
       const int ma = va[i] > 0.5 ? 1 : va[i] < 0.5 ? 0 : -1;  // majority outcome; -1: tie
       const int mb = vb[i] > 0.5 ? 1 : vb[i] < 0.5 ? 0 : -1;
-      if (ma < 0 || mb < 0) ++ties;
-      else if (ma == 1 && mb == 0) ++a_only;
-      else if (ma == 0 && mb == 1) ++b_only;
+      if (ma < 0 || mb < 0)
+        ++ties;
+      else if (ma == 1 && mb == 0)
+        ++a_only;
+      else if (ma == 0 && mb == 1)
+        ++b_only;
     }
     const double delta = Mean(d);
     const Interval ci = PairedBootstrapCi(va, vb, resamples, seed);
@@ -525,27 +569,35 @@ Result<json> CompareResults(const json& a, const json& b, int resamples, uint64_
     out["delta"] = delta;
     out["paired_bootstrap95"] = {ci.lo, ci.hi};
     out["bootstrap"] = {{"resamples", resamples}, {"seed", seed}};
-    out["sign_test"] = {{"b_higher", plus}, {"a_higher", minus}, {"p_value", SignTestPValue(plus, minus)}};
-    out["mcnemar"] = {{"pass_a_only", a_only}, {"pass_b_only", b_only}, {"majority_ties_dropped", ties},
+    out["sign_test"] = {
+        {"b_higher", plus}, {"a_higher", minus}, {"p_value", SignTestPValue(plus, minus)}};
+    out["mcnemar"] = {{"pass_a_only", a_only},
+                      {"pass_b_only", b_only},
+                      {"majority_ties_dropped", ties},
                       {"p_value", McNemarExactPValue(a_only, b_only)}};
     char buf[256];
     if (ci.lo <= 0 && ci.hi >= 0) {
-      std::snprintf(buf, sizeof buf, "no detectable difference (\xCE\x94 = %+.3f, 95%% CI [%.3f, %.3f])", delta,
+      std::snprintf(buf, sizeof buf,
+                    "no detectable difference (\xCE\x94 = %+.3f, 95%% CI [%.3f, %.3f])", delta,
                     ci.lo, ci.hi);
     } else {
-      std::snprintf(buf, sizeof buf, "B %s by %.3f \xC2\xB1 %.3f (95%% CI [%.3f, %.3f])", delta > 0 ? "better" : "worse",
-                    std::fabs(delta), (ci.hi - ci.lo) / 2, ci.lo, ci.hi);
+      std::snprintf(buf, sizeof buf, "B %s by %.3f \xC2\xB1 %.3f (95%% CI [%.3f, %.3f])",
+                    delta > 0 ? "better" : "worse", std::fabs(delta), (ci.hi - ci.lo) / 2, ci.lo,
+                    ci.hi);
     }
     out["verdict"] = buf;
     json notes = json::array();
     const json& run_a = a.at("run");
     const json& run_b = b.at("run");
-    for (const char* k : {"model", "endpoint", "fingerprints", "temperature", "seed_policy", "base_seed", "metric",
-                          "repeats", "concurrency", "max_tokens", "dataset_sha256"}) {
+    for (const char* k :
+         {"model", "endpoint", "fingerprints", "temperature", "seed_policy", "base_seed", "metric",
+          "repeats", "concurrency", "max_tokens", "dataset_sha256"}) {
       const json va_k = run_a.value(k, json()), vb_k = run_b.value(k, json());
-      if (va_k != vb_k) notes.push_back(std::string(k) + " differs: A " + va_k.dump() + ", B " + vb_k.dump());
+      if (va_k != vb_k)
+        notes.push_back(std::string(k) + " differs: A " + va_k.dump() + ", B " + vb_k.dump());
     }
-    if (shared.size() < 10) notes.push_back("fewer than 10 shared items: intervals are wide and tests weak");
+    if (shared.size() < 10)
+      notes.push_back("fewer than 10 shared items: intervals are wide and tests weak");
     out["notes"] = notes;
     return out;
   } catch (const json::exception& e) {
@@ -555,16 +607,20 @@ Result<json> CompareResults(const json& a, const json& b, int resamples, uint64_
 
 std::string CompareSummaryText(const json& c) {
   std::string s;
-  s += "shared items: " + std::to_string(c["shared_items"].get<int64_t>()) + " (only in A: " +
-       std::to_string(c["only_in_a"].get<int64_t>()) + ", only in B: " + std::to_string(c["only_in_b"].get<int64_t>()) + ")\n";
+  s += "shared items: " + std::to_string(c["shared_items"].get<int64_t>()) +
+       " (only in A: " + std::to_string(c["only_in_a"].get<int64_t>()) +
+       ", only in B: " + std::to_string(c["only_in_b"].get<int64_t>()) + ")\n";
   s += "mean per-item pass rate: A " + Num(c["mean_a"]) + ", B " + Num(c["mean_b"]) + "\n";
-  s += "paired difference B - A: " + Num(c["delta"]) + ", 95% paired bootstrap " + Interval2(c["paired_bootstrap95"]) + "\n";
-  s += "sign test (per-item rates): B higher on " + std::to_string(c["sign_test"]["b_higher"].get<int64_t>()) +
-       ", A higher on " + std::to_string(c["sign_test"]["a_higher"].get<int64_t>()) + ", exact p = " +
-       Num(c["sign_test"]["p_value"]) + "\n";
-  s += "McNemar (majority outcomes): pass only in A " + std::to_string(c["mcnemar"]["pass_a_only"].get<int64_t>()) +
-       ", only in B " + std::to_string(c["mcnemar"]["pass_b_only"].get<int64_t>()) + ", exact p = " +
-       Num(c["mcnemar"]["p_value"]) + "\n";
+  s += "paired difference B - A: " + Num(c["delta"]) + ", 95% paired bootstrap " +
+       Interval2(c["paired_bootstrap95"]) + "\n";
+  s += "sign test (per-item rates): B higher on " +
+       std::to_string(c["sign_test"]["b_higher"].get<int64_t>()) + ", A higher on " +
+       std::to_string(c["sign_test"]["a_higher"].get<int64_t>()) +
+       ", exact p = " + Num(c["sign_test"]["p_value"]) + "\n";
+  s += "McNemar (majority outcomes): pass only in A " +
+       std::to_string(c["mcnemar"]["pass_a_only"].get<int64_t>()) + ", only in B " +
+       std::to_string(c["mcnemar"]["pass_b_only"].get<int64_t>()) +
+       ", exact p = " + Num(c["mcnemar"]["p_value"]) + "\n";
   s += "verdict: " + c["verdict"].get<std::string>() + "\n";
   for (const json& n : c["notes"]) s += "note: " + n.get<std::string>() + "\n";
   return s;

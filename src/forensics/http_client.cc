@@ -115,7 +115,8 @@ Status HttpClient::Perform(const std::string& url, const std::string* body, bool
 
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Content-Type: application/json");
-  headers = curl_slist_append(headers, sse ? "Accept: text/event-stream" : "Accept: application/json");
+  headers =
+      curl_slist_append(headers, sse ? "Accept: text/event-stream" : "Accept: application/json");
   std::string auth;
   if (!options_.api_key.empty()) {
     auth = "Authorization: Bearer " + options_.api_key;

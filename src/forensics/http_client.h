@@ -21,8 +21,8 @@
 namespace stet::forensics {
 
 struct HttpOptions {
-  std::string api_key;            // sent as "Authorization: Bearer <key>" when non-empty
-  int64_t timeout_ms = 300000;    // whole request, including a streamed body
+  std::string api_key;          // sent as "Authorization: Bearer <key>" when non-empty
+  int64_t timeout_ms = 300000;  // whole request, including a streamed body
   int64_t connect_timeout_ms = 10000;
   const std::atomic<bool>* cancel = nullptr;  // when set and true, transfers stop (kCancelled)
 };

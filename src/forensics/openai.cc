@@ -37,9 +37,7 @@ Result<json> ParseJson(const std::string& body) {
   return j;
 }
 
-double Num(const json& v, double fallback) {
-  return v.is_number() ? v.get<double>() : fallback;
-}
+double Num(const json& v, double fallback) { return v.is_number() ? v.get<double>() : fallback; }
 
 std::string Str(const json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
 
@@ -53,10 +51,12 @@ void SortTop(std::vector<std::pair<std::string, double>>* top) {
 std::vector<std::pair<std::string, double>> ReadTop(const json& t) {
   std::vector<std::pair<std::string, double>> top;
   if (t.is_object()) {
-    for (auto it = t.begin(); it != t.end(); ++it) top.emplace_back(it.key(), Num(it.value(), -1e300));
+    for (auto it = t.begin(); it != t.end(); ++it)
+      top.emplace_back(it.key(), Num(it.value(), -1e300));
   } else if (t.is_array()) {
     for (const json& e : t) {
-      if (e.is_object()) top.emplace_back(Str(e.value("token", json())), Num(e.value("logprob", json()), -1e300));
+      if (e.is_object())
+        top.emplace_back(Str(e.value("token", json())), Num(e.value("logprob", json()), -1e300));
     }
   }
   SortTop(&top);
@@ -83,9 +83,11 @@ void ReadLogprobs(const json& lp, Completion* out) {
     const json& toks = lp["tokens"];
     const json empty_array = json::array();
     const json& lps = lp.contains("token_logprobs") && lp["token_logprobs"].is_array()
-                          ? lp["token_logprobs"] : empty_array;
+                          ? lp["token_logprobs"]
+                          : empty_array;
     const json& tops = lp.contains("top_logprobs") && lp["top_logprobs"].is_array()
-                           ? lp["top_logprobs"] : empty_array;
+                           ? lp["top_logprobs"]
+                           : empty_array;
     for (size_t i = 0; i < toks.size(); ++i) {
       TokenLogprob t;
       t.token = Str(toks[i]);
@@ -154,7 +156,8 @@ Status AppendStreamChunk(const std::string& data, Completion* acc) {
 Result<Completion> ParseCompletionImpl(const std::string& body) {
   STET_ASSIGN_OR_RETURN(json j, ParseJson(body));
   STET_RETURN_IF_ERROR(ErrorFromBody(j));
-  if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) {
+  if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
+      j["choices"].empty()) {
     return DataLoss("response has no choices: " + body.substr(0, 200));
   }
   const json& c = j["choices"][0];
@@ -179,7 +182,8 @@ Status AppendStreamChunkImpl(const std::string& data, Completion* acc) {
   if (!fp.empty()) acc->system_fingerprint = fp;
   const std::string model = Str(j.value("model", json()));
   if (!model.empty()) acc->model = model;
-  if (!j.contains("choices") || !j["choices"].is_array()) return Status::Ok();  // e.g. a usage chunk
+  if (!j.contains("choices") || !j["choices"].is_array())
+    return Status::Ok();  // e.g. a usage chunk
   for (const json& c : j["choices"]) {
     if (!c.is_object() || c.value("index", 0) != 0) continue;
     if (c.contains("delta") && c["delta"].is_object()) {
@@ -244,7 +248,8 @@ Result<json> LoadMessagesFile(const std::string& path) {
   if (j.is_discarded()) return InvalidArgument("'" + path + "' is not JSON");
   if (j.is_object() && j.contains("messages")) j = j["messages"];
   if (!j.is_array() || j.empty()) {
-    return InvalidArgument("'" + path + "' must hold a non-empty JSON array of {role, content} messages");
+    return InvalidArgument("'" + path +
+                           "' must hold a non-empty JSON array of {role, content} messages");
   }
   for (const json& m : j) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {

@@ -17,8 +17,8 @@ namespace stet::forensics {
 
 struct CompletionRequest {
   std::string model;
-  std::optional<std::string> prompt;          // /v1/completions
-  std::optional<nlohmann::json> messages;     // /v1/chat/completions (an array)
+  std::optional<std::string> prompt;       // /v1/completions
+  std::optional<nlohmann::json> messages;  // /v1/chat/completions (an array)
   int max_tokens = 64;
   double temperature = 0.0;
   std::optional<int64_t> seed;
@@ -41,9 +41,9 @@ struct Completion {
   std::string text;
   std::vector<TokenLogprob> tokens;  // empty when the server sent no logprobs
   bool has_logprobs = false;
-  std::string system_fingerprint;    // empty when the server sent none
+  std::string system_fingerprint;  // empty when the server sent none
   std::string finish_reason;
-  std::string model;                 // as the server names it
+  std::string model;  // as the server names it
   double seconds = 0;
 };
 

@@ -40,10 +40,10 @@ constexpr const char* kCompanionTexts[] = {
 constexpr int kNumCompanionTexts = sizeof(kCompanionTexts) / sizeof(kCompanionTexts[0]);
 
 CompletionRequest CompanionRequest(const ProbeOptions& o, uint64_t stream, uint64_t n) {
-  const auto r = Philox4x32({static_cast<uint32_t>(n), static_cast<uint32_t>(n >> 32),
-                             static_cast<uint32_t>(stream), 0xC0u},
-                            {static_cast<uint32_t>(o.companion_seed),
-                             static_cast<uint32_t>(o.companion_seed >> 32)});
+  const auto r = Philox4x32(
+      {static_cast<uint32_t>(n), static_cast<uint32_t>(n >> 32), static_cast<uint32_t>(stream),
+       0xC0u},
+      {static_cast<uint32_t>(o.companion_seed), static_cast<uint32_t>(o.companion_seed >> 32)});
   std::string text;
   const int repeats = 1 + static_cast<int>(r[1] % 6);
   for (int i = 0; i < repeats; ++i) {
@@ -52,7 +52,8 @@ CompletionRequest CompanionRequest(const ProbeOptions& o, uint64_t stream, uint6
   }
   CompletionRequest c;
   c.model = o.request.model;
-  c.max_tokens = 4 + static_cast<int>(r[2] % static_cast<uint32_t>(std::max(8, 2 * o.request.max_tokens)));
+  c.max_tokens =
+      4 + static_cast<int>(r[2] % static_cast<uint32_t>(std::max(8, 2 * o.request.max_tokens)));
   c.temperature = 0;
   if (o.request.chat()) {
     c.messages = json::array({{{"role", "user"}, {"content", text}}});
@@ -82,7 +83,8 @@ int FirstLogprobDifference(const Completion& a, const Completion& b) {
   for (size_t k = 0; k < n; ++k) {
     const TokenLogprob& x = a.tokens[k];
     const TokenLogprob& y = b.tokens[k];
-    bool same = x.token == y.token && SameBits(x.logprob, y.logprob) && x.top.size() == y.top.size();
+    bool same =
+        x.token == y.token && SameBits(x.logprob, y.logprob) && x.top.size() == y.top.size();
     for (size_t t = 0; same && t < x.top.size(); ++t) {
       same = x.top[t].first == y.top[t].first && SameBits(x.top[t].second, y.top[t].second);
     }
@@ -106,7 +108,8 @@ Result<ProbeResult> RunProbe(const ProbeOptions& options) {
   if (options.runs < 1) return InvalidArgument("--runs must be at least 1");
   if (options.levels.empty()) return InvalidArgument("--concurrency needs at least one level");
   for (int c : options.levels) {
-    if (c < 1 || c > 1024) return InvalidArgument("concurrency levels must be in [1, 1024], not " + std::to_string(c));
+    if (c < 1 || c > 1024)
+      return InvalidArgument("concurrency levels must be in [1, 1024], not " + std::to_string(c));
   }
   ProbeResult result;
   result.options = options;
@@ -121,8 +124,8 @@ Result<ProbeResult> RunProbe(const ProbeOptions& options) {
     HttpClient client(http);
     auto first = Complete(client, options.endpoint, req);
     if (!first.ok() && req.top_logprobs > 0 && options.logprobs == LogprobMode::kAuto) {
-      result.logprobs_note = "the endpoint refused logprobs (" + first.status().message() +
-                             "); comparing text only";
+      result.logprobs_note =
+          "the endpoint refused logprobs (" + first.status().message() + "); comparing text only";
       req.top_logprobs = 0;
       first = Complete(client, options.endpoint, req);
     }
@@ -131,15 +134,18 @@ Result<ProbeResult> RunProbe(const ProbeOptions& options) {
       if (options.logprobs == LogprobMode::kRequire) {
         return Unimplemented("--logprobs: the endpoint answered without logprobs");
       }
-      result.logprobs_note = "the endpoint sent no logprobs; forks are located by byte, gaps unknown";
+      result.logprobs_note =
+          "the endpoint sent no logprobs; forks are located by byte, gaps unknown";
       req.top_logprobs = 0;
     }
-    if (options.logprobs == LogprobMode::kOff) result.logprobs_note = "logprobs not requested (--no-logprobs)";
+    if (options.logprobs == LogprobMode::kOff)
+      result.logprobs_note = "logprobs not requested (--no-logprobs)";
   }
   result.logprobs_used = req.top_logprobs > 0;
   result.options.request = req;
 
-  const int64_t total = static_cast<int64_t>(options.runs) * static_cast<int64_t>(options.levels.size());
+  const int64_t total =
+      static_cast<int64_t>(options.runs) * static_cast<int64_t>(options.levels.size());
   ProgressBar bar("probe", total);
   std::mutex mu;
   int64_t finished = 0;
@@ -237,10 +243,11 @@ void Judge(ProbeResult* r) {
     r->exit_code = 2;
   } else if (within_level) {
     const auto fork = worst->analysis.EarliestFork();
-    r->verdict = "nondeterministic: " + std::to_string(worst->analysis.distinct()) +
-                 " distinct outputs of " + std::to_string(worst->analysis.runs) + " at concurrency " +
-                 std::to_string(worst->concurrency) +
-                 (fork ? ", first fork at " + ForkWhere(*fork) + " with " + DescribeGap(*fork) : "");
+    r->verdict =
+        "nondeterministic: " + std::to_string(worst->analysis.distinct()) +
+        " distinct outputs of " + std::to_string(worst->analysis.runs) + " at concurrency " +
+        std::to_string(worst->concurrency) +
+        (fork ? ", first fork at " + ForkWhere(*fork) + " with " + DescribeGap(*fork) : "");
     r->exit_code = 1;
   } else if (across_levels) {
     const auto fork = r->overall.EarliestFork();
@@ -255,14 +262,17 @@ void Judge(ProbeResult* r) {
                  return 0;
                }());
     }
-    r->verdict = "nondeterministic across concurrency levels: each level was self-consistent, but "
-                 "the output depends on the level (" + which + ")" +
-                 (fork ? ", first fork at " + ForkWhere(*fork) + " with " + DescribeGap(*fork) : "");
+    r->verdict =
+        "nondeterministic across concurrency levels: each level was self-consistent, but "
+        "the output depends on the level (" +
+        which + ")" +
+        (fork ? ", first fork at " + ForkWhere(*fork) + " with " + DescribeGap(*fork) : "");
     r->exit_code = 1;
   } else if (logits_moved) {
     const LevelResult* most = nullptr;  // the level with most distinct traces (the lowest on ties)
     for (const LevelResult& lr : r->levels) {
-      if (!most || lr.analysis.distinct_logprob_traces > most->analysis.distinct_logprob_traces) most = &lr;
+      if (!most || lr.analysis.distinct_logprob_traces > most->analysis.distinct_logprob_traces)
+        most = &lr;
     }
     std::vector<const Completion*> runs;
     for (const LevelResult& lr : r->levels) {
@@ -273,21 +283,26 @@ void Judge(ProbeResult* r) {
       const int k = FirstLogprobDifference(*runs[0], *runs[i]);
       if (k >= 0 && (first < 0 || k < first)) first = k;
     }
-    const std::string at = first >= 0 ? "; the earliest differing logprob is at token " + std::to_string(first) : "";
+    const std::string at =
+        first >= 0 ? "; the earliest differing logprob is at token " + std::to_string(first) : "";
     if (most->analysis.distinct_logprob_traces > 1) {
       r->verdict = "nondeterministic logits: the same text in every run, but " +
-                   std::to_string(most->analysis.distinct_logprob_traces) + " distinct logprob traces of " +
-                   std::to_string(most->analysis.runs) + " runs at concurrency " + std::to_string(most->concurrency) +
-                   at;
+                   std::to_string(most->analysis.distinct_logprob_traces) +
+                   " distinct logprob traces of " + std::to_string(most->analysis.runs) +
+                   " runs at concurrency " + std::to_string(most->concurrency) + at;
     } else {
-      r->verdict = "nondeterministic logits across concurrency levels: the same text in every run and one "
-                   "logprob trace per level, but the traces depend on the level" + at;
+      r->verdict =
+          "nondeterministic logits across concurrency levels: the same text in every run and one "
+          "logprob trace per level, but the traces depend on the level" +
+          at;
     }
     r->exit_code = 1;
   } else if (errors > 0 || r->levels.empty()) {
-    r->verdict = "incomplete: " + std::to_string(errors) + " probe request(s) failed" +
-                 (empty_levels ? " (" + std::to_string(empty_levels) + " level(s) without any answer)" : "") +
-                 "; no divergence among the answers that came back";
+    r->verdict =
+        "incomplete: " + std::to_string(errors) + " probe request(s) failed" +
+        (empty_levels ? " (" + std::to_string(empty_levels) + " level(s) without any answer)"
+                      : "") +
+        "; no divergence among the answers that came back";
     r->exit_code = 2;
   } else {
     r->verdict = "deterministic at all tested levels";
@@ -295,11 +310,13 @@ void Judge(ProbeResult* r) {
   }
 
   if (errors > 0 && r->exit_code != 2) {
-    r->notes.push_back(std::to_string(errors) + " probe request(s) failed; see the per-level errors");
+    r->notes.push_back(std::to_string(errors) +
+                       " probe request(s) failed; see the per-level errors");
   }
   if (fps.empty()) {
-    r->notes.push_back("the endpoint sent no system_fingerprint, so a backend change during the probe "
-                       "cannot be told apart from nondeterminism");
+    r->notes.push_back(
+        "the endpoint sent no system_fingerprint, so a backend change during the probe "
+        "cannot be told apart from nondeterminism");
   }
   if (r->overall.has_logprobs && r->overall.distinct_logprob_traces > r->overall.distinct() &&
       r->overall.distinct() > 1) {
@@ -316,9 +333,10 @@ void Judge(ProbeResult* r) {
     }
   }
   if (empty > 0 && empty < total) {
-    r->notes.push_back(std::to_string(empty) + " of " + std::to_string(total) +
-                       " answers came back empty: the server may have cut requests off under load "
-                       "(llama-cpp-python's server interrupts a stream when a new request arrives)");
+    r->notes.push_back(
+        std::to_string(empty) + " of " + std::to_string(total) +
+        " answers came back empty: the server may have cut requests off under load "
+        "(llama-cpp-python's server interrupts a stream when a new request arrives)");
   }
   const auto& rq = r->options.request;
   if (rq.temperature > 0 && !rq.seed) {
@@ -413,16 +431,19 @@ std::string MarkedText(const std::string& text, int byte_offset) {
 }
 
 std::string VariantTable(const DivergenceReport& a) {
-  std::string s = "<table><tr><th>#</th><th>count</th><th>freq</th><th>fork vs #1</th>"
-                  "<th>#1 token</th><th>this token</th><th>logprob gap</th><th>text (fork highlighted)</th></tr>";
+  std::string s =
+      "<table><tr><th>#</th><th>count</th><th>freq</th><th>fork vs #1</th>"
+      "<th>#1 token</th><th>this token</th><th>logprob gap</th><th>text (fork "
+      "highlighted)</th></tr>";
   for (size_t i = 0; i < a.variants.size(); ++i) {
     const Variant& v = a.variants[i];
     s += "<tr>" + Td(std::to_string(i + 1)) + Td(std::to_string(v.count)) +
          Td(FormatDouble(a.runs ? static_cast<double>(v.count) / a.runs : 0, 3));
     if (v.fork) {
-      s += Td(XmlEscape(ForkWhere(*v.fork))) + Td("<code>" + ShowToken(v.fork->reference_token) + "</code>") +
-           Td("<code>" + ShowToken(v.fork->variant_token) + "</code>") + Td(XmlEscape(DescribeGap(*v.fork))) +
-           Td(MarkedText(v.text, v.fork->byte_offset));
+      s += Td(XmlEscape(ForkWhere(*v.fork))) +
+           Td("<code>" + ShowToken(v.fork->reference_token) + "</code>") +
+           Td("<code>" + ShowToken(v.fork->variant_token) + "</code>") +
+           Td(XmlEscape(DescribeGap(*v.fork))) + Td(MarkedText(v.text, v.fork->byte_offset));
     } else {
       s += Td("reference") + Td("") + Td("") + Td("") + Td(MarkedText(v.text, -1));
     }
@@ -435,42 +456,52 @@ std::string VariantTable(const DivergenceReport& a) {
 
 std::string ProbeToHtml(const ProbeResult& r) {
   std::string b = "<h1>stet probe</h1>";
-  b += "<p class=\"verdict" + std::string(r.exit_code == 0 ? "" : " bad") + "\">" + XmlEscape(r.verdict) + "</p>";
+  b += "<p class=\"verdict" + std::string(r.exit_code == 0 ? "" : " bad") + "\">" +
+       XmlEscape(r.verdict) + "</p>";
   for (const auto& n : r.notes) b += "<p class=\"note\">" + XmlEscape(n) + "</p>";
   const json req = r.options.request.ToJson();
-  b += "<table><tr><th>endpoint</th>" + Td("<code>" + XmlEscape(r.options.endpoint) + "</code>") + "</tr>" +
-       "<tr><th>model</th>" + Td(XmlEscape(r.options.request.model)) + "</tr>" +
+  b += "<table><tr><th>endpoint</th>" + Td("<code>" + XmlEscape(r.options.endpoint) + "</code>") +
+       "</tr>" + "<tr><th>model</th>" + Td(XmlEscape(r.options.request.model)) + "</tr>" +
        "<tr><th>when (UTC)</th>" + Td(XmlEscape(r.timestamp)) + "</tr>" +
        "<tr><th>runs per level</th>" + Td(std::to_string(r.options.runs)) + "</tr>" +
        "<tr><th>companion traffic</th>" + Td(r.options.companion ? "yes" : "no") + "</tr>" +
        "<tr><th>request</th>" + Td("<pre>" + XmlEscape(req.dump(2)) + "</pre>") + "</tr></table>";
 
   std::vector<Point> pts;
-  for (const LevelResult& lr : r.levels) pts.push_back({std::to_string(lr.concurrency), static_cast<double>(lr.analysis.distinct())});
-  b += SvgLinePlot("Distinct outputs vs concurrency", "concurrency (requests in flight)", "distinct outputs", pts, 2);
-  b += SvgHistogram(std::string("First divergence position (") + (r.logprobs_used ? "token" : "byte") + ")",
-                    r.logprobs_used ? "token index of the fork vs the most common output" : "byte offset of the fork",
-                    r.overall.ForkPositions(), 20);
+  for (const LevelResult& lr : r.levels)
+    pts.push_back({std::to_string(lr.concurrency), static_cast<double>(lr.analysis.distinct())});
+  b += SvgLinePlot("Distinct outputs vs concurrency", "concurrency (requests in flight)",
+                   "distinct outputs", pts, 2);
+  b += SvgHistogram(
+      std::string("First divergence position (") + (r.logprobs_used ? "token" : "byte") + ")",
+      r.logprobs_used ? "token index of the fork vs the most common output"
+                      : "byte offset of the fork",
+      r.overall.ForkPositions(), 20);
 
-  b += "<h2>Per level</h2><table><tr><th>concurrency</th><th>probe / companion workers</th><th>answers</th>"
-       "<th>errors</th><th>distinct outputs</th><th>distinct logprob traces</th><th>system_fingerprint</th>"
+  b += "<h2>Per level</h2><table><tr><th>concurrency</th><th>probe / companion "
+       "workers</th><th>answers</th>"
+       "<th>errors</th><th>distinct outputs</th><th>distinct logprob "
+       "traces</th><th>system_fingerprint</th>"
        "<th>companion requests</th><th>seconds</th></tr>";
   for (const LevelResult& lr : r.levels) {
     std::string fps;
     for (const auto& f : lr.analysis.fingerprints) fps += (fps.empty() ? "" : ", ") + f;
-    b += "<tr>" + Td(std::to_string(lr.concurrency)) +
-         Td(std::to_string(lr.probe_workers) + " / " + std::to_string(lr.companion_workers)) +
-         Td(std::to_string(lr.runs.size())) + Td(std::to_string(lr.errors)) +
-         Td(std::to_string(lr.analysis.distinct())) +
-         Td(lr.analysis.has_logprobs ? std::to_string(lr.analysis.distinct_logprob_traces) : "n/a") +
-         Td(XmlEscape(fps.empty() ? "(none sent)" : fps)) +
-         Td(std::to_string(lr.companion_requests) + (lr.companion_errors ? " (" + std::to_string(lr.companion_errors) + " failed)" : "")) +
-         Td(FormatDouble(lr.seconds, 3)) + "</tr>";
+    b +=
+        "<tr>" + Td(std::to_string(lr.concurrency)) +
+        Td(std::to_string(lr.probe_workers) + " / " + std::to_string(lr.companion_workers)) +
+        Td(std::to_string(lr.runs.size())) + Td(std::to_string(lr.errors)) +
+        Td(std::to_string(lr.analysis.distinct())) +
+        Td(lr.analysis.has_logprobs ? std::to_string(lr.analysis.distinct_logprob_traces) : "n/a") +
+        Td(XmlEscape(fps.empty() ? "(none sent)" : fps)) +
+        Td(std::to_string(lr.companion_requests) +
+           (lr.companion_errors ? " (" + std::to_string(lr.companion_errors) + " failed)" : "")) +
+        Td(FormatDouble(lr.seconds, 3)) + "</tr>";
   }
   b += "</table>";
   for (const LevelResult& lr : r.levels) {
     b += "<h2>Concurrency " + std::to_string(lr.concurrency) + "</h2>";
-    for (const auto& e : lr.error_messages) b += "<p class=\"note\">error: " + XmlEscape(e) + "</p>";
+    for (const auto& e : lr.error_messages)
+      b += "<p class=\"note\">error: " + XmlEscape(e) + "</p>";
     b += VariantTable(lr.analysis);
   }
   b += "<h2>All levels pooled</h2>" + VariantTable(r.overall);
@@ -485,9 +516,11 @@ std::string ProbeSummary(const ProbeResult& r) {
   s += buf;
   for (const LevelResult& lr : r.levels) {
     const auto f = lr.analysis.EarliestFork();
-    std::snprintf(buf, sizeof buf, "%-12d %8zu %7d %9d %14s  %s\n", lr.concurrency, lr.runs.size(), lr.errors,
-                  lr.analysis.distinct(),
-                  lr.analysis.has_logprobs ? std::to_string(lr.analysis.distinct_logprob_traces).c_str() : "n/a",
+    std::snprintf(buf, sizeof buf, "%-12d %8zu %7d %9d %14s  %s\n", lr.concurrency, lr.runs.size(),
+                  lr.errors, lr.analysis.distinct(),
+                  lr.analysis.has_logprobs
+                      ? std::to_string(lr.analysis.distinct_logprob_traces).c_str()
+                      : "n/a",
                   f ? (ForkWhere(*f) + ", " + DescribeGap(*f)).c_str() : "-");
     s += buf;
   }

@@ -24,7 +24,7 @@ struct ProbeOptions {
   std::vector<int> levels = {1, 8, 32};
   LogprobMode logprobs = LogprobMode::kAuto;
   int top_logprobs = 5;
-  bool companion = true;       // send companion traffic at levels > 1
+  bool companion = true;  // send companion traffic at levels > 1
   int64_t timeout_ms = 300000;
   uint64_t companion_seed = 0x5EED;  // chooses the companion prompts and lengths
   bool progress = true;
@@ -49,9 +49,9 @@ struct ProbeResult {
   bool logprobs_used = false;
   std::string logprobs_note;  // why logprobs are absent, when they are
   std::vector<LevelResult> levels;
-  DivergenceReport overall;   // all levels pooled
+  DivergenceReport overall;  // all levels pooled
   bool fingerprint_changed = false;
-  int exit_code = 0;          // 0 deterministic, 1 divergence, 2 void / errors
+  int exit_code = 0;  // 0 deterministic, 1 divergence, 2 void / errors
   std::string verdict;
   std::vector<std::string> notes;
 };

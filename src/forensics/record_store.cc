@@ -44,11 +44,15 @@ Status Exec(sqlite3* db, const char* sql, const std::string& what) {
 // A prepared statement that finalizes itself.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) == SQLITE_OK; }
+  Stmt(sqlite3* db, const char* sql) {
+    ok_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) == SQLITE_OK;
+  }
   ~Stmt() { sqlite3_finalize(s_); }
   bool ok() const { return ok_; }
   sqlite3_stmt* get() { return s_; }
-  void Text(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void Text(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
 
  private:
   sqlite3_stmt* s_ = nullptr;
@@ -79,14 +83,15 @@ Result<Row> ToRow(const RecordJson& r) {
   return row;
 }
 
-// Inserts one row; *duplicate says the id was already stored (not an error when `ignore_duplicates`).
+// Inserts one row; *duplicate says the id was already stored (not an error when
+// `ignore_duplicates`).
 Status InsertRow(sqlite3* db, const Row& row, bool ignore_duplicates, bool* duplicate) {
-  Stmt st(db,
-          ignore_duplicates
-              ? "INSERT OR IGNORE INTO records(id, endpoint, received_at, completed_at, system_fingerprint, "
-                "model_sha256, record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-              : "INSERT INTO records(id, endpoint, received_at, completed_at, system_fingerprint, model_sha256, "
-                "record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  Stmt st(db, ignore_duplicates ? "INSERT OR IGNORE INTO records(id, endpoint, received_at, "
+                                  "completed_at, system_fingerprint, "
+                                  "model_sha256, record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                                : "INSERT INTO records(id, endpoint, received_at, completed_at, "
+                                  "system_fingerprint, model_sha256, "
+                                  "record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!st.ok()) return SqlError(db, "preparing the insert");
   st.Text(1, row.id);
   st.Text(2, row.endpoint);
@@ -128,10 +133,12 @@ Status ValidateRecord(const RecordJson& r) {
   if (!r.is_object()) return InvalidArgument("a record must be a JSON object");
   const std::string schema = Str(r, "schema");
   if (schema.rfind(kRecordSchemaPrefix, 0) != 0) {
-    return InvalidArgument("not a stet record: \"schema\" is '" + schema + "', expected '" + kRecordSchemaPrefix + "1'");
+    return InvalidArgument("not a stet record: \"schema\" is '" + schema + "', expected '" +
+                           kRecordSchemaPrefix + "1'");
   }
   for (const char* k : {"id", "endpoint", "received_at", "system_fingerprint", "model_sha256"}) {
-    if (Str(r, k).empty()) return InvalidArgument(std::string("record lacks a non-empty string \"") + k + "\"");
+    if (Str(r, k).empty())
+      return InvalidArgument(std::string("record lacks a non-empty string \"") + k + "\"");
   }
   const std::string ep = Str(r, "endpoint");
   if (ep != "/v1/completions" && ep != "/v1/chat/completions") {
@@ -150,9 +157,10 @@ Status ValidateRecord(const RecordJson& r) {
     return InvalidArgument("record '" + Str(r, "id") + "' lacks the \"choices\" array");
   }
   for (const auto& c : *ch) {
-    if (!c.is_object() || !c.contains("text") || !c["text"].is_string() || !c.contains("token_ids") ||
-        !c["token_ids"].is_array()) {
-      return InvalidArgument("record '" + Str(r, "id") + "': every choice needs \"text\" and \"token_ids\"");
+    if (!c.is_object() || !c.contains("text") || !c["text"].is_string() ||
+        !c.contains("token_ids") || !c["token_ids"].is_array()) {
+      return InvalidArgument("record '" + Str(r, "id") +
+                             "': every choice needs \"text\" and \"token_ids\"");
     }
   }
   return Status::Ok();
@@ -170,7 +178,8 @@ Result<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& path, 
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX;
   if (mode == Mode::kCreate) flags |= SQLITE_OPEN_CREATE;
   if (sqlite3_open_v2(path.c_str(), &s->db_, flags, nullptr) != SQLITE_OK) {
-    return IoError("cannot open record store '" + path + "': " + (s->db_ ? sqlite3_errmsg(s->db_) : "out of memory"));
+    return IoError("cannot open record store '" + path +
+                   "': " + (s->db_ ? sqlite3_errmsg(s->db_) : "out of memory"));
   }
   sqlite3_busy_timeout(s->db_, 10000);
   sqlite3* db = s->db_;
@@ -178,7 +187,8 @@ Result<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& path, 
   {
     Stmt st(db, "PRAGMA journal_mode=WAL");
     if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) {
-      return IoError("'" + path + "' is not a stet record store (SQLite: " + sqlite3_errmsg(db) + ")");
+      return IoError("'" + path + "' is not a stet record store (SQLite: " + sqlite3_errmsg(db) +
+                     ")");
     }
     const unsigned char* m = sqlite3_column_text(st.get(), 0);
     if (!m || std::string(reinterpret_cast<const char*>(m)) != "wal") {
@@ -200,8 +210,8 @@ Result<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& path, 
   const unsigned char* v = sqlite3_column_text(st.get(), 0);
   const std::string schema = v ? reinterpret_cast<const char*>(v) : "";
   if (schema != kStoreSchema) {
-    return InvalidArgument("'" + path + "' has record store schema '" + schema + "'; this stet reads '" +
-                           kStoreSchema + "'");
+    return InvalidArgument("'" + path + "' has record store schema '" + schema +
+                           "'; this stet reads '" + kStoreSchema + "'");
   }
   return s;
 }
@@ -213,7 +223,8 @@ RecordStore::~RecordStore() {
 Status RecordStore::CommitBatch(std::vector<Pending*>& batch) {
   Status st = Exec(db_, "BEGIN IMMEDIATE", "starting a transaction");
   if (!st.ok()) return st;
-  for (Pending* p : batch) p->status = InsertRow(db_, *p->row, /*ignore_duplicates=*/false, nullptr);
+  for (Pending* p : batch)
+    p->status = InsertRow(db_, *p->row, /*ignore_duplicates=*/false, nullptr);
   st = Exec(db_, "COMMIT", "committing records");
   if (!st.ok()) {
     (void)Exec(db_, "ROLLBACK", "rolling back");
@@ -276,14 +287,16 @@ Result<RecordStore::ImportStats> RecordStore::InsertAll(const std::vector<Record
   return stats;
 }
 
-Status RecordStore::ForEach(const RecordQuery& q, const std::function<Status(const std::string&)>& fn) {
+Status RecordStore::ForEach(const RecordQuery& q,
+                            const std::function<Status(const std::string&)>& fn) {
   Exclusive hold(*this);
   if (!q.since.empty()) {
     Stmt chk(db_, "SELECT julianday(?1) IS NOT NULL");
     if (!chk.ok()) return SqlError(db_, "checking --since");
     chk.Text(1, q.since);
     if (sqlite3_step(chk.get()) != SQLITE_ROW || sqlite3_column_int(chk.get(), 0) == 0) {
-      return InvalidArgument("--since '" + q.since + "' is not a time SQLite can read (use ISO 8601, e.g. "
+      return InvalidArgument("--since '" + q.since +
+                             "' is not a time SQLite can read (use ISO 8601, e.g. "
                              "2024-07-26T12:00:00Z)");
     }
   }
@@ -324,7 +337,8 @@ Result<std::vector<RecordJson>> ReadRecordsJsonl(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     RecordJson r = RecordJson::parse(line, nullptr, false);
-    if (r.is_discarded()) return InvalidArgument(path + ":" + std::to_string(n) + ": not a JSON value");
+    if (r.is_discarded())
+      return InvalidArgument(path + ":" + std::to_string(n) + ": not a JSON value");
     Status st = ValidateRecord(r);
     if (!st.ok()) return InvalidArgument(path + ":" + std::to_string(n) + ": " + st.message());
     out.push_back(std::move(r));

@@ -13,10 +13,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -58,7 +57,8 @@ class RecordStore {
   // Calls `fn` with each selected record's JSON text, in the order they were
   // stored; stops at the first error `fn` returns. Writers wait meanwhile, so
   // `fn` must not call back into this store.
-  Status ForEach(const RecordQuery& q, const std::function<Status(const std::string& json_text)>& fn);
+  Status ForEach(const RecordQuery& q,
+                 const std::function<Status(const std::string& json_text)>& fn);
   Result<int64_t> Count();
 
   const std::string& path() const { return path_; }

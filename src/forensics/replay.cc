@@ -65,7 +65,8 @@ bool SameBits(const std::optional<double>& a, const std::optional<double>& b) {
 
 int RecordN(const RecordJson& r) {
   auto p = r.find("params");
-  if (p != r.end() && p->is_array() && !p->empty() && (*p)[0].contains("n") && (*p)[0]["n"].is_number_integer()) {
+  if (p != r.end() && p->is_array() && !p->empty() && (*p)[0].contains("n") &&
+      (*p)[0]["n"].is_number_integer()) {
     return std::max(1, (*p)[0]["n"].get<int>());
   }
   return 1;
@@ -83,12 +84,14 @@ std::vector<Side> RecordSides(const RecordJson& r) {
     s.token_ids = Ids(c, "token_ids");
     if (prompts != r.end() && prompts->is_array() && i / n < prompts->size()) {
       std::vector<int64_t> p;
-      for (const auto& e : (*prompts)[i / n]) p.push_back(e.is_number_integer() ? e.get<int64_t>() : -1);
+      for (const auto& e : (*prompts)[i / n])
+        p.push_back(e.is_number_integer() ? e.get<int64_t>() : -1);
       s.prompt_ids = std::move(p);
     }
     if (c.contains("tokens") && c["tokens"].is_array()) {
       s.has_tokens = true;
-      for (const auto& t : c["tokens"]) s.tokens.push_back(t.is_string() ? t.get<std::string>() : "");
+      for (const auto& t : c["tokens"])
+        s.tokens.push_back(t.is_string() ? t.get<std::string>() : "");
     }
     if (c.contains("logprobs") && c["logprobs"].is_array()) {
       s.has_logprobs = true;
@@ -99,7 +102,8 @@ std::vector<Side> RecordSides(const RecordJson& r) {
       for (const auto& t : c["top_logprobs"]) {
         std::vector<std::optional<double>> vals;
         if (t.is_array()) {
-          for (const auto& pair : t) vals.push_back(pair.is_array() && pair.size() == 2 ? Num(pair[1]) : std::nullopt);
+          for (const auto& pair : t)
+            vals.push_back(pair.is_array() && pair.size() == 2 ? Num(pair[1]) : std::nullopt);
         }
         s.tops.push_back(std::move(vals));
       }
@@ -129,7 +133,8 @@ std::string BytesToString(const OJson& bytes) {
   return s;
 }
 
-std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp, const std::vector<Side>& rec) {
+std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp,
+                              const std::vector<Side>& rec) {
   std::vector<Side> out;
   const bool chat = Str(record, "endpoint") == "/v1/chat/completions";
   const OJson& request = record["request"];
@@ -170,11 +175,14 @@ std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp, const
       if (lp->contains("content") && (*lp)["content"].is_array()) {  // chat
         s.has_tokens = s.has_logprobs = true;
         for (const auto& e : (*lp)["content"]) {
-          s.tokens.push_back(e.contains("bytes") && e["bytes"].is_array() ? BytesToString(e["bytes"]) : Str(e, "token"));
+          s.tokens.push_back(e.contains("bytes") && e["bytes"].is_array()
+                                 ? BytesToString(e["bytes"])
+                                 : Str(e, "token"));
           s.logprobs.push_back(e.contains("logprob") ? Num(e["logprob"]) : std::nullopt);
           std::vector<std::optional<double>> vals;
           if (e.contains("top_logprobs") && e["top_logprobs"].is_array()) {
-            for (const auto& t : e["top_logprobs"]) vals.push_back(t.contains("logprob") ? Num(t["logprob"]) : std::nullopt);
+            for (const auto& t : e["top_logprobs"])
+              vals.push_back(t.contains("logprob") ? Num(t["logprob"]) : std::nullopt);
           }
           s.has_tops |= !vals.empty();
           s.tops.push_back(std::move(vals));
@@ -190,7 +198,8 @@ std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp, const
           s.logprobs.push_back(k < lps.size() ? Num(lps[k]) : std::nullopt);
           std::vector<std::optional<double>> vals;
           if (k < tops.size() && tops[k].is_object()) {
-            for (auto it = tops[k].begin(); it != tops[k].end(); ++it) vals.push_back(Num(it.value()));
+            for (auto it = tops[k].begin(); it != tops[k].end(); ++it)
+              vals.push_back(Num(it.value()));
           }
           s.has_tops |= !vals.empty();
           s.tops.push_back(std::move(vals));
@@ -209,7 +218,8 @@ size_t Boundary(const std::string& s, size_t pos) {
   return pos;
 }
 
-void FillSnippet(const std::string& rec, const std::string& rep, size_t offset, ReplayDivergence* d) {
+void FillSnippet(const std::string& rec, const std::string& rep, size_t offset,
+                 ReplayDivergence* d) {
   offset = Boundary(rec, std::min(offset, std::min(rec.size(), rep.size())));
   const size_t from = Boundary(rec, offset > kSnippetBytes ? offset - kSnippetBytes : 0);
   d->context = rec.substr(from, offset - from);
@@ -231,7 +241,8 @@ size_t TokenOffset(const Side& s, size_t k) {
   return off;
 }
 
-std::optional<ReplayDivergence> CompareChoice(int index, const Side& rec, const Side& rep, ReplayOutcome* o) {
+std::optional<ReplayDivergence> CompareChoice(int index, const Side& rec, const Side& rep,
+                                              ReplayOutcome* o) {
   ReplayDivergence d;
   d.choice = index;
   // Prompt token ids: a different template, clock or tokenizer shows here first.
@@ -271,7 +282,8 @@ std::optional<ReplayDivergence> CompareChoice(int index, const Side& rec, const 
       if (k < rep.logprobs.size()) d.replayed_logprob = rep.logprobs[k];
       if (k >= na) d.recorded_value = "(recorded answer ended: " + rec.finish + ")";
       if (k >= nb) d.replayed_value = "(replayed answer ended: " + rep.finish + ")";
-      const size_t off = rec.text != rep.text ? FirstDifferentByte(rec.text, rep.text) : TokenOffset(rec, k);
+      const size_t off =
+          rec.text != rep.text ? FirstDifferentByte(rec.text, rep.text) : TokenOffset(rec, k);
       FillSnippet(rec.text, rep.text, off, &d);
       return d;
     }
@@ -284,7 +296,8 @@ std::optional<ReplayDivergence> CompareChoice(int index, const Side& rec, const 
       if (!SameBits(rec.logprobs[k], rep.logprobs[k])) {
         d.kind = "logprob";
         d.position = static_cast<int>(k);
-        if (rec.token_ids && k < rec.token_ids->size()) d.recorded_id = d.replayed_id = (*rec.token_ids)[k];
+        if (rec.token_ids && k < rec.token_ids->size())
+          d.recorded_id = d.replayed_id = (*rec.token_ids)[k];
         if (k < rec.tokens.size()) d.recorded_token = d.replayed_token = rec.tokens[k];
         d.recorded_logprob = rec.logprobs[k];
         d.replayed_logprob = rep.logprobs[k];
@@ -296,7 +309,8 @@ std::optional<ReplayDivergence> CompareChoice(int index, const Side& rec, const 
       for (size_t k = 0; k < n && k < rec.tops.size() && k < rep.tops.size(); ++k) {
         const auto& a = rec.tops[k];
         const auto& b = rep.tops[k];
-        // Completions' top_logprobs is keyed by token text, so equal texts merge: compare when sizes agree.
+        // Completions' top_logprobs is keyed by token text, so equal texts merge: compare when
+        // sizes agree.
         if (a.size() != b.size()) continue;
         for (size_t t = 0; t < a.size(); ++t) {
           if (!SameBits(a[t], b[t])) {
@@ -341,8 +355,8 @@ std::string Lp(const std::optional<double>& v) {
   return buf;
 }
 
-std::string TokenDesc(const std::optional<int64_t>& id, const std::string& text, const std::optional<double>& lp,
-                      const std::string& fallback) {
+std::string TokenDesc(const std::optional<int64_t>& id, const std::string& text,
+                      const std::optional<double>& lp, const std::string& fallback) {
   if (!id && text.empty() && !lp) return fallback.empty() ? "(none)" : fallback;
   std::string s;
   if (id) s += "id " + std::to_string(*id);
@@ -355,10 +369,14 @@ std::string TokenDesc(const std::optional<int64_t>& id, const std::string& text,
 
 const char* ReplayVerdictName(ReplayVerdict v) {
   switch (v) {
-    case ReplayVerdict::kIdentical: return "identical";
-    case ReplayVerdict::kDiverged: return "diverged";
-    case ReplayVerdict::kRefused: return "refused";
-    case ReplayVerdict::kError: return "error";
+    case ReplayVerdict::kIdentical:
+      return "identical";
+    case ReplayVerdict::kDiverged:
+      return "diverged";
+    case ReplayVerdict::kRefused:
+      return "refused";
+    case ReplayVerdict::kError:
+      return "error";
   }
   return "?";
 }
@@ -373,7 +391,8 @@ OJson ReplayRequestBody(const RecordJson& record, const ReplayOptions& options) 
   const bool chat = Str(record, "endpoint") == "/v1/chat/completions";
   auto clock = record.find("clock");
   if (chat && clock != record.end() && clock->is_object() && clock->contains("utc")) {
-    if (!body.contains("metadata") || !body["metadata"].is_object()) body["metadata"] = OJson::object();
+    if (!body.contains("metadata") || !body["metadata"].is_object())
+      body["metadata"] = OJson::object();
     body["metadata"]["stet_clock"] = (*clock)["utc"];
   }
   if (options.force_logprobs) {
@@ -415,8 +434,10 @@ ReplayOutcome CompareReplay(const RecordJson& record, const OJson& response) {
   return o;
 }
 
-Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, const ReplayOptions& options) {
-  if (options.endpoint.empty()) return InvalidArgument("--endpoint is required: replay starts no server");
+Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query,
+                               const ReplayOptions& options) {
+  if (options.endpoint.empty())
+    return InvalidArgument("--endpoint is required: replay starts no server");
   if (options.concurrency < 1) return InvalidArgument("--concurrency must be at least 1");
   std::vector<RecordJson> records;
   STET_RETURN_IF_ERROR(store.ForEach(query, [&](const std::string& text) -> Status {
@@ -429,8 +450,9 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, con
   ReplayReport report;
   report.endpoint = options.endpoint;
   if (records.empty()) {
-    report.summary = !query.id.empty() ? "no record with id '" + query.id + "' in " + store.path()
-                                       : "no records selected in " + store.path() + " (nothing to replay)";
+    report.summary = !query.id.empty()
+                         ? "no record with id '" + query.id + "' in " + store.path()
+                         : "no records selected in " + store.path() + " (nothing to replay)";
     return report;
   }
 
@@ -468,12 +490,13 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, con
       std::string list;
       for (const auto& f : differing) list += (list.empty() ? "" : ", ") + f;
       report.refused = n_differing;
-      report.summary = "refused: the endpoint's system_fingerprint is " + report.endpoint_fingerprint + " but " +
-                       std::to_string(n_differing) + " of " + std::to_string(records.size()) +
-                       " selected record(s) were recorded under " + list +
-                       " (a different model file, numerics or KV type), so their answers are not expected to "
-                       "match; nothing was sent. Pass --allow-fingerprint-change to replay anyway and see where "
-                       "they diverge.";
+      report.summary =
+          "refused: the endpoint's system_fingerprint is " + report.endpoint_fingerprint + " but " +
+          std::to_string(n_differing) + " of " + std::to_string(records.size()) +
+          " selected record(s) were recorded under " + list +
+          " (a different model file, numerics or KV type), so their answers are not expected to "
+          "match; nothing was sent. Pass --allow-fingerprint-change to replay anyway and see where "
+          "they diverge.";
       return report;
     }
   }
@@ -488,9 +511,12 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, con
       pool.Submit([&, i](HttpClient& client) {
         const RecordJson& rec = records[i];
         const bool chat = Str(rec, "endpoint") == "/v1/chat/completions";
-        const std::string url = EndpointUrl(options.endpoint, chat ? "chat/completions" : "completions");
+        const std::string url =
+            EndpointUrl(options.endpoint, chat ? "chat/completions" : "completions");
         const auto t0 = std::chrono::steady_clock::now();
-        auto resp = client.PostJson(url, ReplayRequestBody(rec, options).dump(-1, ' ', false, OJson::error_handler_t::replace));
+        auto resp = client.PostJson(
+            url,
+            ReplayRequestBody(rec, options).dump(-1, ' ', false, OJson::error_handler_t::replace));
         ReplayOutcome o;
         if (!resp.ok() || resp->status < 200 || resp->status >= 300) {
           o.id = Str(rec, "id");
@@ -500,7 +526,8 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, con
           o.verdict = ReplayVerdict::kError;
           o.message = resp.ok() ? HttpStatusError(url, *resp).ToString() : resp.status().ToString();
           if (resp.ok() && resp->status == 404 && options.model.empty()) {
-            o.message += " (if the endpoint serves the model under another name, pass --model NAME)";
+            o.message +=
+                " (if the endpoint serves the model under another name, pass --model NAME)";
           }
         } else {
           OJson body = OJson::parse(resp->body, nullptr, false);
@@ -511,11 +538,13 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, con
             o.message = "the answer is not a JSON object: " + resp->body.substr(0, 200);
           } else {
             o = CompareReplay(rec, body);
-            if (o.replayed_fingerprint != o.recorded_fingerprint && !options.allow_fingerprint_change) {
+            if (o.replayed_fingerprint != o.recorded_fingerprint &&
+                !options.allow_fingerprint_change) {
               o.verdict = ReplayVerdict::kRefused;
               o.divergence.reset();
-              o.message = "the answer's system_fingerprint is '" + o.replayed_fingerprint + "', recorded '" +
-                          o.recorded_fingerprint + "': not compared (--allow-fingerprint-change to compare)";
+              o.message = "the answer's system_fingerprint is '" + o.replayed_fingerprint +
+                          "', recorded '" + o.recorded_fingerprint +
+                          "': not compared (--allow-fingerprint-change to compare)";
             }
           }
         }
@@ -530,16 +559,25 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, con
   if (options.progress) bar.Finish();
   for (const ReplayOutcome& o : report.outcomes) {
     switch (o.verdict) {
-      case ReplayVerdict::kIdentical: ++report.identical; break;
-      case ReplayVerdict::kDiverged: ++report.diverged; break;
-      case ReplayVerdict::kRefused: ++report.refused; break;
-      case ReplayVerdict::kError: ++report.errors; break;
+      case ReplayVerdict::kIdentical:
+        ++report.identical;
+        break;
+      case ReplayVerdict::kDiverged:
+        ++report.diverged;
+        break;
+      case ReplayVerdict::kRefused:
+        ++report.refused;
+        break;
+      case ReplayVerdict::kError:
+        ++report.errors;
+        break;
     }
   }
   const int total = static_cast<int>(report.outcomes.size());
-  report.summary = std::to_string(report.identical) + " of " + std::to_string(total) + " identical, " +
-                   std::to_string(report.diverged) + " diverged, " + std::to_string(report.refused) + " refused, " +
-                   std::to_string(report.errors) + " failed";
+  report.summary = std::to_string(report.identical) + " of " + std::to_string(total) +
+                   " identical, " + std::to_string(report.diverged) + " diverged, " +
+                   std::to_string(report.refused) + " refused, " + std::to_string(report.errors) +
+                   " failed";
   report.exit_code = report.refused + report.errors > 0 ? 2 : report.diverged > 0 ? 1 : 0;
   return report;
 }
@@ -547,8 +585,9 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, con
 std::string ReplayOutcomeText(const ReplayOutcome& o) {
   std::string s = o.id + "  " + ReplayVerdictName(o.verdict);
   if (o.verdict == ReplayVerdict::kIdentical) {
-    s += "  (" + o.endpoint + ", " + std::to_string(o.choices) + " choice" + (o.choices == 1 ? "" : "s") + ", " +
-         std::to_string(o.tokens) + " tokens; " + (o.token_ids_compared ? "token ids" : "token texts") +
+    s += "  (" + o.endpoint + ", " + std::to_string(o.choices) + " choice" +
+         (o.choices == 1 ? "" : "s") + ", " + std::to_string(o.tokens) + " tokens; " +
+         (o.token_ids_compared ? "token ids" : "token texts") +
          (o.logprobs_compared ? ", logprobs bit for bit" : ", no logprobs in the answer") + ")";
   }
   if (o.recorded_fingerprint != o.replayed_fingerprint && !o.replayed_fingerprint.empty() &&
@@ -563,20 +602,24 @@ std::string ReplayOutcomeText(const ReplayOutcome& o) {
       s += d.kind + ": recorded " + d.recorded_value + ", replayed " + d.replayed_value;
     } else if (d.kind == "prompt") {
       s += "prompt token " + std::to_string(d.position) + ": recorded " +
-           (d.recorded_id ? "id " + std::to_string(*d.recorded_id) : std::string("(end)")) + ", replayed " +
-           (d.replayed_id ? "id " + std::to_string(*d.replayed_id) : std::string("(end)")) + " (" + d.recorded_value +
-           " vs " + d.replayed_value + "; template, clock or tokenizer changed)";
+           (d.recorded_id ? "id " + std::to_string(*d.recorded_id) : std::string("(end)")) +
+           ", replayed " +
+           (d.replayed_id ? "id " + std::to_string(*d.replayed_id) : std::string("(end)")) + " (" +
+           d.recorded_value + " vs " + d.replayed_value + "; template, clock or tokenizer changed)";
     } else if (d.kind == "token") {
       s += "token " + std::to_string(d.position) + ": recorded " +
-           TokenDesc(d.recorded_id, d.recorded_token, d.recorded_logprob, d.recorded_value) + ", replayed " +
+           TokenDesc(d.recorded_id, d.recorded_token, d.recorded_logprob, d.recorded_value) +
+           ", replayed " +
            TokenDesc(d.replayed_id, d.replayed_token, d.replayed_logprob, d.replayed_value);
     } else if (d.kind == "logprob") {
       s += "token " + std::to_string(d.position) + " is the same (" +
-           TokenDesc(d.recorded_id, d.recorded_token, std::nullopt, "") + ") but its logprob differs: recorded " +
-           Lp(d.recorded_logprob) + ", replayed " + Lp(d.replayed_logprob);
+           TokenDesc(d.recorded_id, d.recorded_token, std::nullopt, "") +
+           ") but its logprob differs: recorded " + Lp(d.recorded_logprob) + ", replayed " +
+           Lp(d.replayed_logprob);
     } else if (d.kind == "top_logprobs") {
-      s += "token " + std::to_string(d.position) + ": " + d.recorded_value + "'s logprob differs: recorded " +
-           Lp(d.recorded_logprob) + ", replayed " + Lp(d.replayed_logprob);
+      s += "token " + std::to_string(d.position) + ": " + d.recorded_value +
+           "'s logprob differs: recorded " + Lp(d.recorded_logprob) + ", replayed " +
+           Lp(d.replayed_logprob);
     } else {
       s += "text differs at " + d.recorded_value;
     }

@@ -9,11 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "forensics/record_store.h"
@@ -56,7 +55,7 @@ struct ReplayOutcome {
   ReplayVerdict verdict = ReplayVerdict::kError;
   std::string recorded_fingerprint, replayed_fingerprint;
   int choices = 0;
-  int64_t tokens = 0;            // recorded generated tokens, all choices
+  int64_t tokens = 0;  // recorded generated tokens, all choices
   bool token_ids_compared = false;
   bool logprobs_compared = false;
   std::optional<ReplayDivergence> divergence;
@@ -66,7 +65,7 @@ struct ReplayOutcome {
 
 struct ReplayReport {
   std::string endpoint;
-  std::string endpoint_fingerprint;  // from /v1/models when the endpoint says; else empty
+  std::string endpoint_fingerprint;     // from /v1/models when the endpoint says; else empty
   std::vector<ReplayOutcome> outcomes;  // in record order
   int identical = 0, diverged = 0, refused = 0, errors = 0;
   int exit_code = 2;  // 0 all identical, 1 a divergence, 2 error or refusal
@@ -76,7 +75,8 @@ struct ReplayReport {
 // Replays the selected records. Errors before any replay (unreadable store,
 // unreachable endpoint, nothing selected, fingerprint refusal) come back as
 // the report's exit code 2 with `summary` saying why, or as a Status.
-Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query, const ReplayOptions& options);
+Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query,
+                               const ReplayOptions& options);
 
 // Compares one record with the endpoint's (non-streamed) answer to its replay
 // request; exposed for tests.

@@ -7,7 +7,8 @@ namespace stet::forensics {
 void SseParser::Feed(std::string_view chunk, std::vector<SseEvent>* out) {
   if (!bom_checked_ && !chunk.empty()) {
     buffer_.append(chunk);
-    if (buffer_.size() < 3 && std::string_view("\xEF\xBB\xBF").substr(0, buffer_.size()) == buffer_) {
+    if (buffer_.size() < 3 &&
+        std::string_view("\xEF\xBB\xBF").substr(0, buffer_.size()) == buffer_) {
       return;  // maybe a byte-order mark split across chunks
     }
     bom_checked_ = true;

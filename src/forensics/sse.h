@@ -27,7 +27,7 @@ class SseParser {
   void Line(std::string_view line, std::vector<SseEvent>* out);
   void Dispatch(std::vector<SseEvent>* out);
 
-  std::string buffer_;  // bytes of an incomplete line
+  std::string buffer_;   // bytes of an incomplete line
   bool saw_cr_ = false;  // the previous chunk ended in '\r' (a "\r\n" split in two)
   bool bom_checked_ = false;
   SseEvent pending_;

@@ -41,9 +41,10 @@ double QuantileSorted(const std::vector<double>& sorted, double q) {
 }
 
 uint64_t ResampleIndex(uint64_t seed, uint64_t resample, uint64_t position, uint64_t n) {
-  const auto r = Philox4x32({static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32),
-                             static_cast<uint32_t>(resample), static_cast<uint32_t>(resample >> 32)},
-                            {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  const auto r =
+      Philox4x32({static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32),
+                  static_cast<uint32_t>(resample), static_cast<uint32_t>(resample >> 32)},
+                 {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   const uint64_t x = (static_cast<uint64_t>(r[0]) << 32) | r[1];
   // Lemire's multiply-shift: bias below n / 2^64, far under anything a report shows.
   return static_cast<uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);

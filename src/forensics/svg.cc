@@ -14,11 +14,21 @@ std::string XmlEscape(const std::string& s) {
   out.reserve(s.size());
   for (unsigned char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
         // XML 1.0 forbids most control characters even as references.
         if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
@@ -34,10 +44,14 @@ std::string XmlEscape(const std::string& s) {
 std::string ShowToken(const std::string& s) {
   std::string t;
   for (char c : s) {
-    if (c == '\n') t += "\xE2\x8F\x8E";       // ⏎
-    else if (c == '\t') t += "\xE2\x87\xA5";  // ⇥
-    else if (c == ' ') t += "\xE2\x90\xA3";   // ␣
-    else t.push_back(c);
+    if (c == '\n')
+      t += "\xE2\x8F\x8E";  // ⏎
+    else if (c == '\t')
+      t += "\xE2\x87\xA5";  // ⇥
+    else if (c == ' ')
+      t += "\xE2\x90\xA3";  // ␣
+    else
+      t.push_back(c);
   }
   return XmlEscape(t);
 }
@@ -75,7 +89,8 @@ std::string Open(double w, double h, const std::string& title) {
          "<title>" + XmlEscape(title) + "</title>" +
          "<style>text{font:12px sans-serif;fill:#222}.axis{stroke:#444;stroke-width:1}"
          ".grid{stroke:#ddd;stroke-width:1}.series{stroke:#1f5fa8;stroke-width:2;fill:none}"
-         ".dot{fill:#1f5fa8}.bar{fill:#1f5fa8}.warn{fill:#c8501e}.whisker{stroke:#111;stroke-width:1.5}"
+         ".dot{fill:#1f5fa8}.bar{fill:#1f5fa8}.warn{fill:#c8501e}.whisker{stroke:#111;stroke-width:"
+         "1.5}"
          "</style>" +
          Text(w / 2, 18, title, "middle", " font-weight=\"bold\"");
 }
@@ -114,8 +129,9 @@ std::string SvgLinePlot(const std::string& title, const std::string& x_label,
     s += "<polyline class=\"series\" points=\"" + pts + "\"/>";
   }
   for (size_t i = 0; i < n; ++i) {
-    s += "<circle class=\"dot\" cx=\"" + F(px(i)) + "\" cy=\"" + F(py(points[i].y)) + "\" r=\"4\">" +
-         "<title>" + XmlEscape(points[i].label + ": " + FormatDouble(points[i].y)) + "</title></circle>";
+    s += "<circle class=\"dot\" cx=\"" + F(px(i)) + "\" cy=\"" + F(py(points[i].y)) +
+         "\" r=\"4\">" + "<title>" + XmlEscape(points[i].label + ": " + FormatDouble(points[i].y)) +
+         "</title></circle>";
     s += Text(px(i), t + ph + 16, points[i].label);
   }
   s += Text(l + pw / 2, h - 8, x_label);
@@ -149,15 +165,18 @@ std::string SvgHistogram(const std::string& title, const std::string& x_label,
     const double bh = ph * counts[i] / cmax;
     const int lo = static_cast<int>(std::ceil(i * width));
     const int hi = static_cast<int>(std::ceil((i + 1) * width)) - 1;
-    const std::string range = lo >= hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
-    s += "<rect class=\"bar\" x=\"" + F(l + i * bw + 1) + "\" y=\"" + F(t + ph - bh) + "\" width=\"" +
-         F(std::max(1.0, bw - 2)) + "\" height=\"" + F(bh) + "\"><title>" +
+    const std::string range =
+        lo >= hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+    s += "<rect class=\"bar\" x=\"" + F(l + i * bw + 1) + "\" y=\"" + F(t + ph - bh) +
+         "\" width=\"" + F(std::max(1.0, bw - 2)) + "\" height=\"" + F(bh) + "\"><title>" +
          XmlEscape(range + ": " + std::to_string(counts[i])) + "</title></rect>";
-    if (bins <= 12 || i % ((bins + 11) / 12) == 0) s += Text(l + i * bw + bw / 2, t + ph + 16, range);
+    if (bins <= 12 || i % ((bins + 11) / 12) == 0)
+      s += Text(l + i * bw + bw / 2, t + ph + 16, range);
   }
   s += Line(l, t + ph, l + pw, t + ph, "axis") + Line(l, t, l, t + ph, "axis");
   s += Text(l + pw / 2, h - 8, x_label);
-  s += Text(14, t + ph / 2, "runs", "middle", (" transform=\"rotate(-90 14 " + F(t + ph / 2) + ")\"").c_str());
+  s += Text(14, t + ph / 2, "runs", "middle",
+            (" transform=\"rotate(-90 14 " + F(t + ph / 2) + ")\"").c_str());
   return s + "</svg>";
 }
 
@@ -176,13 +195,15 @@ std::string SvgBars(const std::string& title, const std::string& x_label,
     const Bar& bar = bars[i];
     const double y = t + row * i;
     const double v = std::clamp(bar.value, 0.0, 1.0);
-    std::string label = bar.label.size() > 28 ? bar.label.substr(0, 27) + "\xE2\x80\xA6" : bar.label;
+    std::string label =
+        bar.label.size() > 28 ? bar.label.substr(0, 27) + "\xE2\x80\xA6" : bar.label;
     s += Text(l - 6, y + row * 0.7, label, "end");
-    s += "<rect class=\"" + std::string(bar.highlight ? "warn" : "bar") + "\" x=\"" + F(l) + "\" y=\"" +
-         F(y + 3) + "\" width=\"" + F(pw * v) + "\" height=\"" + F(row - 6) + "\"><title>" +
-         XmlEscape(bar.label + ": " + FormatDouble(bar.value)) + "</title></rect>";
+    s += "<rect class=\"" + std::string(bar.highlight ? "warn" : "bar") + "\" x=\"" + F(l) +
+         "\" y=\"" + F(y + 3) + "\" width=\"" + F(pw * v) + "\" height=\"" + F(row - 6) +
+         "\"><title>" + XmlEscape(bar.label + ": " + FormatDouble(bar.value)) + "</title></rect>";
     if (bar.lo >= 0 && bar.hi >= 0) {
-      const double x1 = l + pw * std::clamp(bar.lo, 0.0, 1.0), x2 = l + pw * std::clamp(bar.hi, 0.0, 1.0);
+      const double x1 = l + pw * std::clamp(bar.lo, 0.0, 1.0),
+                   x2 = l + pw * std::clamp(bar.hi, 0.0, 1.0);
       const double ym = y + row / 2;
       s += Line(x1, ym, x2, ym, "whisker") + Line(x1, ym - 6, x1, ym + 6, "whisker") +
            Line(x2, ym - 6, x2, ym + 6, "whisker");
@@ -195,16 +216,20 @@ std::string SvgBars(const std::string& title, const std::string& x_label,
 
 std::string HtmlPage(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head>"
-         "<meta charset=\"utf-8\"/><title>" + XmlEscape(title) + "</title><style>"
+         "<meta charset=\"utf-8\"/><title>" +
+         XmlEscape(title) +
+         "</title><style>"
          "body{font:14px/1.45 sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
          "table{border-collapse:collapse;margin:0.5em 0 1.5em}"
          "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}"
          "th{background:#f3f3f3}code,pre{font-family:monospace;background:#f6f6f6}"
          "pre{white-space:pre-wrap;padding:6px;margin:0}"
-         ".verdict{font-size:1.15em;padding:0.6em 1em;border-left:6px solid #2a7a2a;background:#eef7ee}"
+         ".verdict{font-size:1.15em;padding:0.6em 1em;border-left:6px solid "
+         "#2a7a2a;background:#eef7ee}"
          ".verdict.bad{border-color:#c8501e;background:#fbefe9}"
          ".note{color:#8a4b00}.fork{background:#ffd9c7}svg.chart{margin:0.5em 1em 0.5em 0}"
-         "</style></head><body>" + body + "</body></html>\n";
+         "</style></head><body>" +
+         body + "</body></html>\n";
 }
 
 }  // namespace stet::forensics

@@ -28,7 +28,7 @@ std::string SvgHistogram(const std::string& title, const std::string& x_label,
 
 struct Bar {
   std::string label;
-  double value = 0;     // in [0, 1]
+  double value = 0;         // in [0, 1]
   double lo = -1, hi = -1;  // optional whisker (both >= 0 to draw)
   bool highlight = false;   // drawn in the warning colour (e.g. flaky items)
 };

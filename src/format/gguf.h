@@ -18,8 +18,19 @@
 namespace stet::gguf {
 
 enum class ValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 const char* ValueTypeName(ValueType t);
 // Bytes of one scalar of type t; 0 for string, array and ids outside the enum.
@@ -48,17 +59,17 @@ class MetaValue {
   ValueType type_ = ValueType::kU8;
   ValueType array_type_ = ValueType::kU8;
   uint64_t array_size_ = 0;
-  const uint8_t* data_ = nullptr;  // scalar bytes, or first array element
-  uint64_t size_ = 0;              // string length (kString)
+  const uint8_t* data_ = nullptr;          // scalar bytes, or first array element
+  uint64_t size_ = 0;                      // string length (kString)
   std::vector<std::string_view> strings_;  // string arrays, pre-validated
 };
 
 struct TensorInfo {
   std::string name;
-  DType type = DType::kF32;  // any known type; DTypeSupported is checked at model load
+  DType type = DType::kF32;   // any known type; DTypeSupported is checked at model load
   std::vector<int64_t> dims;  // dims[0] is the innermost (contiguous) dimension, as in GGUF
   int64_t n_elements = 0;
-  uint64_t offset = 0;        // relative to the start of the tensor data section
+  uint64_t offset = 0;  // relative to the start of the tensor data section
   uint64_t size_bytes = 0;
   const uint8_t* data = nullptr;  // into the mapped file, aligned per general.alignment
 };
@@ -139,8 +150,19 @@ class GgufWriter {
   Status WriteFile(const std::string& path) const;
 
  private:
-  struct Kv { std::string key; ValueType type; ValueType array_type; std::string payload; uint64_t n; };
-  struct Tensor { std::string name; DType type; std::vector<int64_t> dims; std::string bytes; };
+  struct Kv {
+    std::string key;
+    ValueType type;
+    ValueType array_type;
+    std::string payload;
+    uint64_t n;
+  };
+  struct Tensor {
+    std::string name;
+    DType type;
+    std::vector<int64_t> dims;
+    std::string bytes;
+  };
   void Put(const std::string& key, Kv kv);  // replaces an existing key in place
   std::vector<Kv> kvs_;
   std::vector<Tensor> tensors_;

@@ -11,11 +11,11 @@
 namespace stet {
 
 struct ArchSpec {
-  const char* name;                // general.architecture in GGUF
-  kernels::RopeStyle rope_style;   // kNormal (GGUF llama) or kNeox (qwen2/3)
-  bool qkv_bias;                   // attn_{q,k,v}.bias tensors (qwen2)
-  bool qk_norm;                    // per-head RMSNorm on q and k before RoPE (qwen3)
-  float default_rope_base;         // when {arch}.rope.freq_base is absent
+  const char* name;               // general.architecture in GGUF
+  kernels::RopeStyle rope_style;  // kNormal (GGUF llama) or kNeox (qwen2/3)
+  bool qkv_bias;                  // attn_{q,k,v}.bias tensors (qwen2)
+  bool qk_norm;                   // per-head RMSNorm on q and k before RoPE (qwen3)
+  float default_rope_base;        // when {arch}.rope.freq_base is absent
 };
 
 const ArchSpec& LlamaArch();

@@ -40,14 +40,14 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
   if (m == 0) return Status::Ok();
   for (const BatchToken& t : batch) {
     if (t.token < 0 || t.token >= hp.n_vocab)
-      return InvalidArgument("token id " + std::to_string(t.token) + " is outside the vocabulary [0, " +
-                             std::to_string(hp.n_vocab) + ")");
+      return InvalidArgument("token id " + std::to_string(t.token) +
+                             " is outside the vocabulary [0, " + std::to_string(hp.n_vocab) + ")");
     if (t.pos < 0 || t.pos >= max_ctx_)
       return InvalidArgument("position " + std::to_string(t.pos) + " is outside the context (" +
                              std::to_string(max_ctx_) + ")");
     if (!kv.Has(t.seq, t.pos))
-      return InvalidArgument("sequence slot " + std::to_string(t.seq) + " has no KV storage for position " +
-                             std::to_string(t.pos));
+      return InvalidArgument("sequence slot " + std::to_string(t.seq) +
+                             " has no KV storage for position " + std::to_string(t.pos));
   }
   const int64_t d = hp.n_embd;
   Grow(x_, m * d);
@@ -61,7 +61,8 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
 
   // x[m, d] = embedding rows.
   for (int64_t i = 0; i < m; ++i) {
-    const auto* row = static_cast<const uint8_t*>(w.token_embd.data) + batch[i].token * w.token_embd.row_bytes;
+    const auto* row =
+        static_cast<const uint8_t*>(w.token_embd.data) + batch[i].token * w.token_embd.row_bytes;
     STET_RETURN_IF_ERROR(DequantizeRow(w.token_embd.type, row, d, &x_[i * d]));
   }
 

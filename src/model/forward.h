@@ -22,10 +22,10 @@ namespace stet {
 class RopeTable;
 
 struct BatchToken {
-  int32_t token = 0;   // token id, < n_vocab
-  int32_t pos = 0;     // absolute position in its sequence (kv.Has(seq, pos))
-  int32_t seq = 0;     // sequence slot in the KV store
-  bool logits = false; // whether to produce this token's logits
+  int32_t token = 0;    // token id, < n_vocab
+  int32_t pos = 0;      // absolute position in its sequence (kv.Has(seq, pos))
+  int32_t seq = 0;      // sequence slot in the KV store
+  bool logits = false;  // whether to produce this token's logits
 };
 
 class Forward {

@@ -35,8 +35,8 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
   HParams hp;
   hp.arch = FindArch(arch_name);
   if (!hp.arch) {
-    return Unimplemented("architecture '" + arch_name + "' is not supported (supported: " +
-                         SupportedArchList() + ")");
+    return Unimplemented("architecture '" + arch_name +
+                         "' is not supported (supported: " + SupportedArchList() + ")");
   }
   const std::string p = arch_name + ".";
   STET_RETURN_IF_ERROR(ReadInt(f, p + "block_count", true, &hp.n_layer));
@@ -48,8 +48,9 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
   hp.n_ctx_train = 2048;
   STET_RETURN_IF_ERROR(ReadInt(f, p + "context_length", false, &hp.n_ctx_train));
   if (hp.n_head <= 0 || hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_ff <= 0) {
-    return DataLoss("model metadata has a zero block_count, embedding_length, "
-                    "feed_forward_length or head_count");
+    return DataLoss(
+        "model metadata has a zero block_count, embedding_length, "
+        "feed_forward_length or head_count");
   }
   hp.head_dim = hp.n_embd / hp.n_head;
   STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.key_length", false, &hp.head_dim));
@@ -84,7 +85,8 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
                     std::to_string(hp.n_head_kv) + ")");
   }
   if (hp.head_dim <= 0 || hp.head_dim % 2 != 0 || hp.head_dim > 1024) {
-    return DataLoss("head dimension " + std::to_string(hp.head_dim) + " must be even, in [2, 1024]");
+    return DataLoss("head dimension " + std::to_string(hp.head_dim) +
+                    " must be even, in [2, 1024]");
   }
   if (hp.rot_dim <= 0 || hp.rot_dim > hp.head_dim || hp.rot_dim % 2 != 0) {
     return DataLoss("rope.dimension_count " + std::to_string(hp.rot_dim) +

@@ -14,14 +14,14 @@ namespace stet {
 struct HParams {
   const ArchSpec* arch = nullptr;
   int n_layer = 0;
-  int n_embd = 0;        // model width
-  int n_head = 0;        // query heads
-  int n_head_kv = 0;     // key/value heads (GQA when < n_head)
-  int head_dim = 0;      // per-head width (key_length)
-  int n_ff = 0;          // FFN hidden width
-  int n_vocab = 0;       // rows of token_embd
-  int n_ctx_train = 0;   // context length the model was trained with
-  int rot_dim = 0;       // RoPE dimensions per head (rope.dimension_count)
+  int n_embd = 0;       // model width
+  int n_head = 0;       // query heads
+  int n_head_kv = 0;    // key/value heads (GQA when < n_head)
+  int head_dim = 0;     // per-head width (key_length)
+  int n_ff = 0;         // FFN hidden width
+  int n_vocab = 0;      // rows of token_embd
+  int n_ctx_train = 0;  // context length the model was trained with
+  int rot_dim = 0;      // RoPE dimensions per head (rope.dimension_count)
   double rope_base = 10000.0;
   double rope_linear_factor = 1.0;  // rope.scaling.type == linear: positions / factor
   float rms_eps = 1e-5f;

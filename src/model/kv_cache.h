@@ -1,8 +1,8 @@
 // Key/value storage for the forward pass (the implementation: the paged cache,
 // model/paged_kv.h). For each layer, sequence slot and absolute position there
-// is one K row and one V row of kv_dim elements in the storage type (f32 or f16). The forward pass writes a token's K/V before any
-// attention reads them, and attention reads only from here (rule R3), so a
-// prefix-cache hit and a recompute see the same rounded values.
+// is one K row and one V row of kv_dim elements in the storage type (f32 or f16). The forward pass
+// writes a token's K/V before any attention reads them, and attention reads only from here (rule
+// R3), so a prefix-cache hit and a recompute see the same rounded values.
 #pragma once
 
 #include <cstdint>

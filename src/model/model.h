@@ -15,12 +15,12 @@
 namespace stet {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;               // [n_embd]
-  kernels::WeightView wq, wk, wv, wo;         // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
-  std::vector<float> bq, bk, bv;              // qwen2 biases [q_dim], [kv_dim], [kv_dim]; else empty
-  std::vector<float> q_norm, k_norm;          // qwen3 per-head norms [head_dim]; else empty
-  std::vector<float> ffn_norm;                // [n_embd]
-  kernels::WeightView w_gate, w_up, w_down;   // [n_ff, n_embd] x2, [n_embd, n_ff]
+  std::vector<float> attn_norm;        // [n_embd]
+  kernels::WeightView wq, wk, wv, wo;  // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
+  std::vector<float> bq, bk, bv;       // qwen2 biases [q_dim], [kv_dim], [kv_dim]; else empty
+  std::vector<float> q_norm, k_norm;   // qwen3 per-head norms [head_dim]; else empty
+  std::vector<float> ffn_norm;         // [n_embd]
+  kernels::WeightView w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
 struct ModelWeights {

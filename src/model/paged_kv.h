@@ -42,8 +42,9 @@ class PagedKvCache : public KvStore {
   uint8_t* Row(std::vector<uint8_t>& pool, int layer, int seq, int pos) {
     STET_CHECK(Has(seq, pos) && layer >= 0 && layer < n_layer_);
     const int64_t block = tables_[seq][pos / block_size_];
-    return pool.data() + ((static_cast<int64_t>(layer) * n_blocks_ + block) * block_size_ +
-                          pos % block_size_) * row_bytes_;
+    return pool.data() +
+           ((static_cast<int64_t>(layer) * n_blocks_ + block) * block_size_ + pos % block_size_) *
+               row_bytes_;
   }
 
   kernels::KvRows Rows(const std::vector<uint8_t>& pool, int layer, int seq) const {

@@ -15,18 +15,42 @@ namespace {
 Status CopyMeta(const std::string& key, const gguf::MetaValue& v, gguf::GgufWriter* w) {
   using V = gguf::ValueType;
   switch (v.type()) {
-    case V::kU8: w->SetU8(key, static_cast<uint8_t>(*v.AsUInt())); break;
-    case V::kI8: w->SetI8(key, static_cast<int8_t>(*v.AsInt())); break;
-    case V::kU16: w->SetU16(key, static_cast<uint16_t>(*v.AsUInt())); break;
-    case V::kI16: w->SetI16(key, static_cast<int16_t>(*v.AsInt())); break;
-    case V::kU32: w->SetU32(key, static_cast<uint32_t>(*v.AsUInt())); break;
-    case V::kI32: w->SetI32(key, static_cast<int32_t>(*v.AsInt())); break;
-    case V::kU64: w->SetU64(key, *v.AsUInt()); break;
-    case V::kI64: w->SetI64(key, *v.AsInt()); break;
-    case V::kF32: w->SetF32(key, static_cast<float>(*v.AsFloat())); break;
-    case V::kF64: w->SetF64(key, *v.AsFloat()); break;
-    case V::kBool: w->SetBool(key, *v.AsBool()); break;
-    case V::kString: w->SetString(key, std::string(*v.AsString())); break;
+    case V::kU8:
+      w->SetU8(key, static_cast<uint8_t>(*v.AsUInt()));
+      break;
+    case V::kI8:
+      w->SetI8(key, static_cast<int8_t>(*v.AsInt()));
+      break;
+    case V::kU16:
+      w->SetU16(key, static_cast<uint16_t>(*v.AsUInt()));
+      break;
+    case V::kI16:
+      w->SetI16(key, static_cast<int16_t>(*v.AsInt()));
+      break;
+    case V::kU32:
+      w->SetU32(key, static_cast<uint32_t>(*v.AsUInt()));
+      break;
+    case V::kI32:
+      w->SetI32(key, static_cast<int32_t>(*v.AsInt()));
+      break;
+    case V::kU64:
+      w->SetU64(key, *v.AsUInt());
+      break;
+    case V::kI64:
+      w->SetI64(key, *v.AsInt());
+      break;
+    case V::kF32:
+      w->SetF32(key, static_cast<float>(*v.AsFloat()));
+      break;
+    case V::kF64:
+      w->SetF64(key, *v.AsFloat());
+      break;
+    case V::kBool:
+      w->SetBool(key, *v.AsBool());
+      break;
+    case V::kString:
+      w->SetString(key, std::string(*v.AsString()));
+      break;
     case V::kArray: {
       const V et = v.array_type();
       if (et == V::kString) {
@@ -62,7 +86,8 @@ Status CopyMeta(const std::string& key, const gguf::MetaValue& v, gguf::GgufWrit
 
 Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::string& out_path,
                                      DType type, bool progress) {
-  if (!DTypeSupported(type)) return InvalidArgument(std::string("cannot quantize to ") + DTypeName(type));
+  if (!DTypeSupported(type))
+    return InvalidArgument(std::string("cannot quantize to ") + DTypeName(type));
   STET_ASSIGN_OR_RETURN(auto in, gguf::GgufFile::Open(in_path));
   gguf::GgufWriter w;
   for (const auto& [key, value] : in->metadata()) {
@@ -89,7 +114,8 @@ Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::stri
       }
     }
     if (target == t.type) {
-      w.AddTensor(t.name, t.type, t.dims, std::string(reinterpret_cast<const char*>(t.data), t.size_bytes));
+      w.AddTensor(t.name, t.type, t.dims,
+                  std::string(reinterpret_cast<const char*>(t.data), t.size_bytes));
       ++rep.kept;
       continue;
     }

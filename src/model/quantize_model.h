@@ -13,9 +13,9 @@
 namespace stet {
 
 struct QuantizeReport {
-  int quantized = 0;   // tensors written in the requested type
-  int fallback = 0;    // tensors written as q8_0 instead
-  int kept = 0;        // tensors copied unchanged
+  int quantized = 0;  // tensors written in the requested type
+  int fallback = 0;   // tensors written as q8_0 instead
+  int kept = 0;       // tensors copied unchanged
 };
 
 Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::string& out_path,

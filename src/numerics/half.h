@@ -42,8 +42,9 @@ inline uint16_t F32ToF16(float f) {
   const uint32_t x = FloatBits(f);
   const uint32_t sign = (x >> 16) & 0x8000;
   const uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00 | ((abs >> 13) & 0x3ff));  // nan
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00);  // overflow -> inf
+  if (abs > 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7e00 | ((abs >> 13) & 0x3ff));  // nan
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00);    // overflow -> inf
   if (abs < 0x38800000u) {
     // Result is subnormal or zero: value / 2^-24, rounded to nearest even.
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25: rounds to 0

@@ -115,7 +115,7 @@ double ExpDD(double xh, double xl) {
   TwoSum(a, -(n * kLn2Lo), &r, &r_err);
   const double r_lo = r_err + xl;
   // Q(r) = sum_{j>=2} r^(j-2) / j!, so e^r = 1 + r + r^2 Q(r).
-  double q = 1.0 / 87178291200.0;         // 1/14!
+  double q = 1.0 / 87178291200.0;          // 1/14!
   q = std::fma(q, r, 1.0 / 6227020800.0);  // 1/13!
   q = std::fma(q, r, 1.0 / 479001600.0);   // 1/12!
   q = std::fma(q, r, 1.0 / 39916800.0);    // 1/11!
@@ -268,10 +268,22 @@ void SinCosD(double x, double* sin_out, double* cos_out) {
   double s, co;
   SinCosKernel(yh, yl, &s, &co);
   switch (static_cast<int64_t>(n) & 3) {
-    case 0: *sin_out = s; *cos_out = co; break;
-    case 1: *sin_out = co; *cos_out = -s; break;
-    case 2: *sin_out = -s; *cos_out = -co; break;
-    default: *sin_out = -co; *cos_out = s; break;
+    case 0:
+      *sin_out = s;
+      *cos_out = co;
+      break;
+    case 1:
+      *sin_out = co;
+      *cos_out = -s;
+      break;
+    case 2:
+      *sin_out = -s;
+      *cos_out = -co;
+      break;
+    default:
+      *sin_out = -co;
+      *cos_out = s;
+      break;
   }
 }
 

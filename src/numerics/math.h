@@ -13,12 +13,12 @@ namespace math_internal {
 // exp: x = n*ln2 + r, |r| <= ln2/2; e^r by a degree-6 polynomial (Horner, explicit fma);
 // 2^n by exponent bits. Round-to-nearest of x*log2(e) via the 1.5*2^23 trick (exact).
 constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693359375f;        // 9 significant bits: n*kLn2Hi is exact
+constexpr float kLn2Hi = 0.693359375f;  // 9 significant bits: n*kLn2Hi is exact
 constexpr float kLn2Lo = -2.12194440e-4f;
-constexpr float kRoundMagic = 12582912.0f;    // 1.5 * 2^23
-constexpr float kExpMax = 0x1.62e42ep+6f;     // 88.7228317: the largest x with finite e^x
-constexpr float kExpMin = -0x1.5d589ep+6f;    // -87.3365402: the smallest x with e^x >= FLT_MIN;
-                                              // below: 0 (no subnormal results)
+constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23
+constexpr float kExpMax = 0x1.62e42ep+6f;   // 88.7228317: the largest x with finite e^x
+constexpr float kExpMin = -0x1.5d589ep+6f;  // -87.3365402: the smallest x with e^x >= FLT_MIN;
+                                            // below: 0 (no subnormal results)
 constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
                 kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
 }  // namespace math_internal
@@ -55,8 +55,9 @@ inline float ExpF(float x) {
 }
 
 // SiLU(x) = x / (1 + e^-x). Division is correctly rounded (IEEE), so allowed.
-// Max error 2.25 ulp measured on [-88.72, inf) (bound 3). SiLU(-inf) is its limit -0 (the quotient would be -inf/inf = nan). For x < -88.72,
-// where e^-x overflows, the result is -0 although the true value is as large as -4e-37.
+// Max error 2.25 ulp measured on [-88.72, inf) (bound 3). SiLU(-inf) is its limit -0 (the quotient
+// would be -inf/inf = nan). For x < -88.72, where e^-x overflows, the result is -0 although the
+// true value is as large as -4e-37.
 inline float SiluF(float x) {
   if (x == -INFINITY) return -0.0f;
   return x / (1.0f + ExpF(-x));

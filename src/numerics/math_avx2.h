@@ -14,8 +14,8 @@ inline __m256 ExpF8(__m256 x) {
   const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   const __m256 too_big = _mm256_cmp_ps(x, _mm256_set1_ps(kExpMax), _CMP_GT_OQ);
   const __m256 too_small = _mm256_cmp_ps(x, _mm256_set1_ps(kExpMin), _CMP_LT_OQ);
-  const __m256 xc = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(kExpMax)),
-                                  _mm256_set1_ps(kExpMin));
+  const __m256 xc =
+      _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(kExpMax)), _mm256_set1_ps(kExpMin));
   const __m256 magic = _mm256_set1_ps(kRoundMagic);
   const __m256 t = _mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)), magic);
   const __m256 n = _mm256_sub_ps(t, magic);

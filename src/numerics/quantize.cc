@@ -18,7 +18,7 @@ float AbsF(float x) { return x < 0.0f ? -x : x; }
 // roundf: nearest, ties away from zero; exact for |v| < 2^23.
 int RoundHalfAway(float v) {
   const float t = static_cast<float>(static_cast<int>(v));  // truncation, exact
-  const float frac = v - t;                                  // exact
+  const float frac = v - t;                                 // exact
   if (frac >= 0.5f) return static_cast<int>(t) + 1;
   if (frac <= -0.5f) return static_cast<int>(t) - 1;
   return static_cast<int>(t);
@@ -537,8 +537,8 @@ Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
       break;
   }
   if (!DTypeSupported(type)) {
-    return Unimplemented(std::string("no quantizer for ") + traits->name + " (supported: " +
-                         SupportedDTypeList() + ")");
+    return Unimplemented(std::string("no quantizer for ") + traits->name +
+                         " (supported: " + SupportedDTypeList() + ")");
   }
   for (int64_t i = 0; i < n; ++i) {
     if (!Finite(src[i])) {
@@ -548,9 +548,12 @@ Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
   }
   const int64_t nb = n / traits->block_elems;
   switch (type) {
-    case DType::kQ8_0: return QuantizeQ8_0(src, nb, static_cast<BlockQ8_0*>(dst));
-    case DType::kQ4_0: return QuantizeQ4_0(src, nb, static_cast<BlockQ4_0*>(dst));
-    case DType::kQ4_1: return QuantizeQ4_1(src, nb, static_cast<BlockQ4_1*>(dst));
+    case DType::kQ8_0:
+      return QuantizeQ8_0(src, nb, static_cast<BlockQ8_0*>(dst));
+    case DType::kQ4_0:
+      return QuantizeQ4_0(src, nb, static_cast<BlockQ4_0*>(dst));
+    case DType::kQ4_1:
+      return QuantizeQ4_1(src, nb, static_cast<BlockQ4_1*>(dst));
     case DType::kQ5_0:
       return QuantizeQ5_0(src, nb, static_cast<BlockQ5_0*>(dst));
     case DType::kQ5_1:
@@ -561,14 +564,17 @@ Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
       return QuantizeQ2_K(src, nb, static_cast<BlockQ2_K*>(dst));
     case DType::kQ3_K:
       return QuantizeQ3_K(src, nb, static_cast<BlockQ3_K*>(dst));
-    case DType::kQ4_K: return QuantizeQ4_K(src, nb, static_cast<BlockQ4_K*>(dst));
-    case DType::kQ5_K: return QuantizeQ5_K(src, nb, static_cast<BlockQ5_K*>(dst));
-    case DType::kQ6_K: return QuantizeQ6_K(src, nb, static_cast<BlockQ6_K*>(dst));
+    case DType::kQ4_K:
+      return QuantizeQ4_K(src, nb, static_cast<BlockQ4_K*>(dst));
+    case DType::kQ5_K:
+      return QuantizeQ5_K(src, nb, static_cast<BlockQ5_K*>(dst));
+    case DType::kQ6_K:
+      return QuantizeQ6_K(src, nb, static_cast<BlockQ6_K*>(dst));
     case DType::kIQ4_XS:
       return QuantizeIQ4_XS(src, nb, static_cast<BlockIQ4_XS*>(dst));
     default:
-      return Unimplemented(std::string("no quantizer for ") + traits->name + " (supported: " +
-                           SupportedDTypeList() + ")");
+      return Unimplemented(std::string("no quantizer for ") + traits->name +
+                           " (supported: " + SupportedDTypeList() + ")");
   }
 }
 

@@ -104,7 +104,8 @@ Status ValidateRope(int rot_dim, double base, const RopeScaling& scaling, const 
   if (capacity < 0) return InvalidArgument("rope table capacity must be >= 0");
   using Kind = RopeScaling::Kind;
   const Kind kind = scaling.kind;
-  if (kind != Kind::kNone && kind != Kind::kLinear && kind != Kind::kLlama3 && kind != Kind::kYarn) {
+  if (kind != Kind::kNone && kind != Kind::kLinear && kind != Kind::kLlama3 &&
+      kind != Kind::kYarn) {
     return InvalidArgument("unknown rope scaling kind " + std::to_string(static_cast<int>(kind)));
   }
   if (kind != Kind::kNone) STET_RETURN_IF_ERROR(CheckPositive("factor", scaling.factor));
@@ -133,8 +134,8 @@ Status ValidateRope(int rot_dim, double base, const RopeScaling& scaling, const 
   if (freq_factors) {
     for (int i = 0; i < rot_dim / 2; ++i) {
       if (!Finite(freq_factors[i]) || !(freq_factors[i] > 0.0f)) {
-        return InvalidArgument("rope_freqs[" + std::to_string(i) + "] must be finite and > 0, got " +
-                               Num(freq_factors[i]));
+        return InvalidArgument("rope_freqs[" + std::to_string(i) +
+                               "] must be finite and > 0, got " + Num(freq_factors[i]));
       }
     }
   }

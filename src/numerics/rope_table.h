@@ -17,7 +17,8 @@ struct RopeScaling {
   enum class Kind {
     kNone,
     kLinear,  // "linear": every frequency divided by `factor` (= positions / factor)
-    kLlama3,  // "llama3" (Llama 3.1+): factor, low/high_freq_factor, original_max_position_embeddings
+    kLlama3,  // "llama3" (Llama 3.1+): factor, low/high_freq_factor,
+              // original_max_position_embeddings
     kYarn,    // "yarn": factor, beta_fast, beta_slow, original_max_position_embeddings,
               // attention_factor
   };

@@ -4,11 +4,10 @@
 // and ApiOr<T> carries either a value or such an error through the parsers.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace stet::server {
 
@@ -40,7 +39,7 @@ std::string Dump(const Json& j);
 template <typename T>
 class ApiOr {
  public:
-  ApiOr(T value) : value_(std::move(value)) {}      // NOLINT: implicit by design
+  ApiOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   ApiOr(ApiError error) : error_(std::move(error)) {}  // NOLINT
   bool ok() const { return value_.has_value(); }
   const ApiError& error() const { return error_; }

@@ -8,8 +8,10 @@
 namespace stet::server {
 
 const char kChatMlFallbackTemplate[] =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
+    "+ "
+    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|im_start|>assistant\\n' }}"
     "{% endif %}";
 
 namespace {
@@ -105,11 +107,13 @@ ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& 
           "The chat template exceeded a render limit on these messages: " + text.status().message(),
           "messages", "template_limit_exceeded");
     }
-    return BadRequest("The chat template rejected the messages: " + text.status().message(), "messages");
+    return BadRequest("The chat template rejected the messages: " + text.status().message(),
+                      "messages");
   }
   const std::string& s = *text;
   // The template wrote BOS itself: tokenize without adding another.
-  const bool has_bos = tok_->bos() >= 0 && !bos_text_.empty() && s.compare(0, bos_text_.size(), bos_text_) == 0;
+  const bool has_bos =
+      tok_->bos() >= 0 && !bos_text_.empty() && s.compare(0, bos_text_.size(), bos_text_) == 0;
   std::vector<int32_t> ids = tok_->Encode(s, /*add_special=*/!has_bos, /*parse_special=*/true);
   if (rendered) *rendered = s;
   return ids;

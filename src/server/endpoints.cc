@@ -24,8 +24,9 @@ uint64_t NewSeed() {
 }
 
 // What every record of this server shares, filled per request by the handler.
-std::shared_ptr<RecordContext> NewRecordContext(const Json& body, const std::string& endpoint, std::string received_at,
-                                                uint64_t seed, bool seed_generated, const std::string& model,
+std::shared_ptr<RecordContext> NewRecordContext(const Json& body, const std::string& endpoint,
+                                                std::string received_at, uint64_t seed,
+                                                bool seed_generated, const std::string& model,
                                                 const Engine& engine) {
   auto c = std::make_shared<RecordContext>();
   c->request = body;
@@ -80,7 +81,8 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   std::vector<RequestParams> params;
   std::vector<std::string> echo_text;  // per prompt
   for (const PromptInput& p : r->prompts) {
-    std::vector<int32_t> ids = p.is_text ? tok.Encode(p.text, /*add_special=*/true, /*parse_special=*/true) : p.ids;
+    std::vector<int32_t> ids =
+        p.is_text ? tok.Encode(p.text, /*add_special=*/true, /*parse_special=*/true) : p.ids;
     auto rp = BuildParams(s, ids, limits, kCompletionDefaultMaxTokens, "prompt");
     if (!rp.ok()) return SendError(res, rp.error());
     if (r->logprobs) rp->top_logprobs = *r->logprobs;
@@ -94,7 +96,8 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   }
   RecordFn record;
   if (opts.recorder) {
-    auto ctx = NewRecordContext(*body, "/v1/completions", received_at, *s.seed, seed_generated, info.names.id, *engine);
+    auto ctx = NewRecordContext(*body, "/v1/completions", received_at, *s.seed, seed_generated,
+                                info.names.id, *engine);
     ctx->params = params;
     record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
       return BuildRecord(*ctx, choices, u);
@@ -109,13 +112,14 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   std::shared_ptr<Stream> hooks;
   if (s.stream) {
     hooks = std::make_shared<Stream>();
-    auto cs = std::make_shared<CompletionStream>(meta, static_cast<int>(params.size()) * n, logprobs,
-                                                 s.include_usage, piece);
+    auto cs = std::make_shared<CompletionStream>(meta, static_cast<int>(params.size()) * n,
+                                                 logprobs, s.include_usage, piece);
     hooks->start = [cs, echo, echo_text, logprobs, n] {
       std::string out;
       if (echo && !logprobs) {  // with logprobs the echo waits for the prompt's scores
         for (size_t p = 0; p < echo_text.size(); ++p) {
-          for (int c = 0; c < n; ++c) out += cs->Echo(static_cast<int>(p) * n + c, echo_text[p], {});
+          for (int c = 0; c < n; ++c)
+            out += cs->Echo(static_cast<int>(p) * n + c, echo_text[p], {});
         }
       }
       return out;
@@ -133,8 +137,8 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     };
     hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
   }
-  auto build = [meta, echo_text, n, logprobs, piece, prompt_ids, return_token_ids](std::vector<ChoiceResult>& choices,
-                                                                                  const UsageCounts& u) {
+  auto build = [meta, echo_text, n, logprobs, piece, prompt_ids, return_token_ids](
+                   std::vector<ChoiceResult>& choices, const UsageCounts& u) {
     std::vector<std::string> per_choice;
     if (!echo_text.empty()) {
       for (size_t i = 0; i < choices.size(); ++i) per_choice.push_back(echo_text[i / n]);
@@ -179,8 +183,8 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (return_token_ids) prompt_ids.push_back(params[0].prompt);
   RecordFn record;
   if (opts.recorder) {
-    auto ctx =
-        NewRecordContext(*body, "/v1/chat/completions", received_at, *s.seed, seed_generated, info.names.id, *engine);
+    auto ctx = NewRecordContext(*body, "/v1/chat/completions", received_at, *s.seed, seed_generated,
+                                info.names.id, *engine);
     ctx->chat = true;
     ctx->clock_unix = now_unix;
     ctx->clock_from_client = clock->has_value();
@@ -209,16 +213,19 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
     };
     hooks->event = [cs](int idx, const Job::Item& it, bool shown) -> std::string {
       switch (it.ev.kind) {
-        case RequestEvent::Kind::kPromptScored: return "";
-        case RequestEvent::Kind::kToken: return cs->Token(idx, it.ev.text_delta, shown ? &it.ev.token : nullptr);
-        case RequestEvent::Kind::kFinished: return cs->Finish(idx, it.ev.text_delta, it.ev.finish);
+        case RequestEvent::Kind::kPromptScored:
+          return "";
+        case RequestEvent::Kind::kToken:
+          return cs->Token(idx, it.ev.text_delta, shown ? &it.ev.token : nullptr);
+        case RequestEvent::Kind::kFinished:
+          return cs->Finish(idx, it.ev.text_delta, it.ev.finish);
       }
       return "";
     };
     hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
   }
-  auto build = [meta, logprobs, top, piece, prompt_ids, return_token_ids, n](std::vector<ChoiceResult>& choices,
-                                                                            const UsageCounts& u) {
+  auto build = [meta, logprobs, top, piece, prompt_ids, return_token_ids, n](
+                   std::vector<ChoiceResult>& choices, const UsageCounts& u) {
     Json j = ChatResponse(meta, choices, logprobs, top, u, piece);
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/true);
     return j;
@@ -279,7 +286,8 @@ void Server::Impl::HandleMetrics(const Request&, Response& res) {
     g.fingerprint = engine->fingerprint();
   }
   res.status = 200;
-  res.set_content(metrics.Render(g, stats ? &*stats : nullptr), "text/plain; version=0.0.4; charset=utf-8");
+  res.set_content(metrics.Render(g, stats ? &*stats : nullptr),
+                  "text/plain; version=0.0.4; charset=utf-8");
 }
 
 }  // namespace stet::server

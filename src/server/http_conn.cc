@@ -113,7 +113,8 @@ struct Conn {
   bool Light(const ConnLimits& limits) const {
     if (!limits.light) return in.compare(pos, 4, "GET ") == 0 || in.compare(pos, 5, "HEAD ") == 0;
     const size_t eol = in.find('\n', pos);
-    return limits.light(std::string_view(in).substr(pos, eol == std::string::npos ? eol : eol - pos));
+    return limits.light(
+        std::string_view(in).substr(pos, eol == std::string::npos ? eol : eol - pos));
   }
   void Compact() {
     in.erase(0, pos);

@@ -44,7 +44,8 @@ int Collector::Apply(const Job::Item& item, bool* shown) {
     case RequestEvent::Kind::kToken: {
       const double since_start = std::chrono::duration<double>(item.t - start_).count();
       if (ttft_ < 0) ttft_ = since_start;
-      if (has_token_[idx]) itl_.push_back(std::chrono::duration<double>(item.t - last_token_[idx]).count());
+      if (has_token_[idx])
+        itl_.push_back(std::chrono::duration<double>(item.t - last_token_[idx]).count());
       has_token_[idx] = true;
       last_token_[idx] = item.t;
       c.text += ev.text_delta;
@@ -77,7 +78,8 @@ UsageCounts Collector::usage() const {
 }
 
 bool Collector::any(FinishReason r) const {
-  return std::any_of(choices_.begin(), choices_.end(), [&](const ChoiceResult& c) { return c.finish == r; });
+  return std::any_of(choices_.begin(), choices_.end(),
+                     [&](const ChoiceResult& c) { return c.finish == r; });
 }
 
 }  // namespace stet::server

@@ -81,15 +81,23 @@ std::string SanitizeUtf8(std::string_view s) {
 
 const char* TypeName(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
-    default: return "an unsupported value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -100,15 +108,18 @@ ApiOr<Json> ParseBody(std::string_view body) {
   bool in_string = false, escaped = false;
   for (char c : body) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
-        return BadRequest("The request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) +
-                          " levels.");
+        return BadRequest("The request body nests JSON deeper than " +
+                          std::to_string(kMaxJsonDepth) + " levels.");
       }
     } else if (c == ']' || c == '}') {
       --depth;
@@ -116,9 +127,12 @@ ApiOr<Json> ParseBody(std::string_view body) {
   }
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return BadRequest("The request body is not valid JSON (expected an object such as {\"model\": ...}).");
+    return BadRequest(
+        "The request body is not valid JSON (expected an object such as {\"model\": ...}).");
   }
-  if (!j.is_object()) return BadRequest(std::string("The request body must be a JSON object, not ") + TypeName(j) + ".");
+  if (!j.is_object())
+    return BadRequest(std::string("The request body must be a JSON object, not ") + TypeName(j) +
+                      ".");
   return j;
 }
 
@@ -130,7 +144,8 @@ std::optional<ApiError> ReadBool(const Json& obj, const char* key, bool* out) {
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadInt(const Json& obj, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+std::optional<ApiError> ReadInt(const Json& obj, const char* key, int64_t lo, int64_t hi,
+                                int64_t* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   const Json& v = *it;
@@ -166,15 +181,16 @@ std::optional<ApiError> ReadInt(const Json& obj, const char* key, int lo, int hi
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadFloat(const Json& obj, const char* key, double lo, double hi, bool lo_open,
-                                  float* out) {
+std::optional<ApiError> ReadFloat(const Json& obj, const char* key, double lo, double hi,
+                                  bool lo_open, float* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_number()) return TypeError(key, "a number", *it);
   const double d = it->get<double>();
   if (!std::isfinite(d) || d > hi || d < lo || (lo_open && d == lo)) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "'%s' must be a number in %s%g, %g]", key, lo_open ? "(" : "[", lo, hi);
+    std::snprintf(buf, sizeof buf, "'%s' must be a number in %s%g, %g]", key, lo_open ? "(" : "[",
+                  lo, hi);
     return BadRequest(buf, key);
   }
   *out = static_cast<float>(d);

@@ -46,15 +46,20 @@ void Sample(std::string* out, const std::string& name, const std::string& labels
 std::string EscapeLabel(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
 
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
 
 void Histogram::Observe(double v) {
   size_t i = 0;
@@ -118,24 +123,32 @@ std::string Metrics::Render(const ServerGauges& g, const EngineStats* st) const 
   std::lock_guard<std::mutex> lock(mu_);
   Family(&o, "stet_info", "gauge", "Served model and system fingerprint (value is always 1).");
   Sample(&o, "stet_info",
-         "model=\"" + EscapeLabel(g.model_id) + "\",fingerprint=\"" + EscapeLabel(g.fingerprint) + "\"", 1);
+         "model=\"" + EscapeLabel(g.model_id) + "\",fingerprint=\"" + EscapeLabel(g.fingerprint) +
+             "\"",
+         1);
   Family(&o, "stet_ready", "gauge", "1 when the model is loaded and requests are accepted.");
   Sample(&o, "stet_ready", "", g.ready && !g.draining ? 1 : 0);
   Family(&o, "stet_http_requests_total", "counter", "HTTP requests by endpoint and status code.");
   for (const auto& [key, n] : requests_) {
-    Sample(&o, "stet_http_requests_total",
-           "endpoint=\"" + EscapeLabel(key.first) + "\",status=\"" + std::to_string(key.second) + "\"",
-           static_cast<double>(n));
+    Sample(
+        &o, "stet_http_requests_total",
+        "endpoint=\"" + EscapeLabel(key.first) + "\",status=\"" + std::to_string(key.second) + "\"",
+        static_cast<double>(n));
   }
-  Family(&o, "stet_requests_cancelled_total", "counter", "Generation requests cancelled because the client went away.");
+  Family(&o, "stet_requests_cancelled_total", "counter",
+         "Generation requests cancelled because the client went away.");
   Sample(&o, "stet_requests_cancelled_total", "", static_cast<double>(cancelled_));
-  Family(&o, "stet_prompt_tokens_total", "counter", "Prompt tokens of answered requests (usage.prompt_tokens).");
+  Family(&o, "stet_prompt_tokens_total", "counter",
+         "Prompt tokens of answered requests (usage.prompt_tokens).");
   Sample(&o, "stet_prompt_tokens_total", "", static_cast<double>(prompt_tokens_));
-  Family(&o, "stet_generation_tokens_total", "counter", "Generated tokens of answered requests (usage.completion_tokens).");
+  Family(&o, "stet_generation_tokens_total", "counter",
+         "Generated tokens of answered requests (usage.completion_tokens).");
   Sample(&o, "stet_generation_tokens_total", "", static_cast<double>(generated_tokens_));
-  Family(&o, "stet_cached_prompt_tokens_total", "counter", "Prompt tokens served from the prefix cache.");
+  Family(&o, "stet_cached_prompt_tokens_total", "counter",
+         "Prompt tokens served from the prefix cache.");
   Sample(&o, "stet_cached_prompt_tokens_total", "", static_cast<double>(cached_tokens_));
-  Family(&o, "stet_requests_in_flight", "gauge", "Generation requests admitted and not yet answered (bounded by --max-queue).");
+  Family(&o, "stet_requests_in_flight", "gauge",
+         "Generation requests admitted and not yet answered (bounded by --max-queue).");
   Sample(&o, "stet_requests_in_flight", "", g.requests_in_flight);
 
   const EngineStats zero;
@@ -144,35 +157,50 @@ std::string Metrics::Render(const ServerGauges& g, const EngineStats* st) const 
   Sample(&o, "stet_queue_depth", "", s.waiting);
   Family(&o, "stet_running_sequences", "gauge", "Sequences holding KV cache in the engine.");
   Sample(&o, "stet_running_sequences", "", s.running);
-  Family(&o, "stet_queue_depth_max", "gauge", "Most sequences waiting at once since start (sampled every engine step).");
+  Family(&o, "stet_queue_depth_max", "gauge",
+         "Most sequences waiting at once since start (sampled every engine step).");
   Sample(&o, "stet_queue_depth_max", "", s.max_waiting);
-  Family(&o, "stet_running_sequences_max", "gauge", "Most sequences running at once since start (sampled every engine step).");
+  Family(&o, "stet_running_sequences_max", "gauge",
+         "Most sequences running at once since start (sampled every engine step).");
   Sample(&o, "stet_running_sequences_max", "", s.max_running);
-  Family(&o, "stet_kv_blocks_used", "gauge", "KV cache blocks referenced by sequences (cached but unreferenced prefix blocks count as free).");
+  Family(&o, "stet_kv_blocks_used", "gauge",
+         "KV cache blocks referenced by sequences (cached but unreferenced prefix blocks count as "
+         "free).");
   Sample(&o, "stet_kv_blocks_used", "", s.kv_blocks_used);
   Family(&o, "stet_kv_blocks_capacity", "gauge", "KV cache blocks in the pool.");
   Sample(&o, "stet_kv_blocks_capacity", "", s.kv_blocks_total);
-  Family(&o, "stet_prefix_cache_lookup_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.");
-  Sample(&o, "stet_prefix_cache_lookup_tokens_total", "", static_cast<double>(s.prefix_lookup_tokens));
-  Family(&o, "stet_prefix_cache_hit_tokens_total", "counter", "Prompt tokens found in the prefix cache.");
+  Family(&o, "stet_prefix_cache_lookup_tokens_total", "counter",
+         "Prompt tokens looked up in the prefix cache.");
+  Sample(&o, "stet_prefix_cache_lookup_tokens_total", "",
+         static_cast<double>(s.prefix_lookup_tokens));
+  Family(&o, "stet_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens found in the prefix cache.");
   Sample(&o, "stet_prefix_cache_hit_tokens_total", "", static_cast<double>(s.prefix_hit_tokens));
-  Family(&o, "stet_prefix_cache_hit_rate", "gauge", "Prefix cache hits / lookups, in tokens, since start.");
+  Family(&o, "stet_prefix_cache_hit_rate", "gauge",
+         "Prefix cache hits / lookups, in tokens, since start.");
   Sample(&o, "stet_prefix_cache_hit_rate", "",
-         s.prefix_lookup_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) / s.prefix_lookup_tokens : 0.0);
-  Family(&o, "stet_engine_prompt_tokens_total", "counter", "Prompt positions computed by the engine (cache hits excluded).");
+         s.prefix_lookup_tokens > 0
+             ? static_cast<double>(s.prefix_hit_tokens) / s.prefix_lookup_tokens
+             : 0.0);
+  Family(&o, "stet_engine_prompt_tokens_total", "counter",
+         "Prompt positions computed by the engine (cache hits excluded).");
   Sample(&o, "stet_engine_prompt_tokens_total", "", static_cast<double>(s.prompt_tokens));
   Family(&o, "stet_engine_generated_tokens_total", "counter", "Tokens sampled by the engine.");
   Sample(&o, "stet_engine_generated_tokens_total", "", static_cast<double>(s.generated_tokens));
   Family(&o, "stet_engine_steps_total", "counter", "Forward steps run by the engine.");
   Sample(&o, "stet_engine_steps_total", "", static_cast<double>(s.steps));
-  Family(&o, "stet_engine_preemptions_total", "counter", "Sequences preempted (recomputed later) for lack of KV blocks.");
+  Family(&o, "stet_engine_preemptions_total", "counter",
+         "Sequences preempted (recomputed later) for lack of KV blocks.");
   Sample(&o, "stet_engine_preemptions_total", "", static_cast<double>(s.preemptions));
 
-  Family(&o, "stet_time_to_first_token_seconds", "histogram", "From request arrival to the first generated token.");
+  Family(&o, "stet_time_to_first_token_seconds", "histogram",
+         "From request arrival to the first generated token.");
   ttft_.Write("stet_time_to_first_token_seconds", &o);
-  Family(&o, "stet_inter_token_latency_seconds", "histogram", "Between consecutive generated tokens of one choice.");
+  Family(&o, "stet_inter_token_latency_seconds", "histogram",
+         "Between consecutive generated tokens of one choice.");
   itl_.Write("stet_inter_token_latency_seconds", &o);
-  Family(&o, "stet_request_duration_seconds", "histogram", "From request arrival to the last byte of the answer.");
+  Family(&o, "stet_request_duration_seconds", "histogram",
+         "From request arrival to the last byte of the answer.");
   duration_.Write("stet_request_duration_seconds", &o);
   return o;
 }

@@ -89,9 +89,10 @@ Json ChoiceJson(size_t index, const ChoiceResult& c) {
 
 std::optional<int64_t> ParseUtcTime(std::string_view s) {
   int64_t y, mo, d, h, mi, se;
-  if (s.size() < 20 || !Digits(s, 0, 4, &y) || s[4] != '-' || !Digits(s, 5, 2, &mo) || s[7] != '-' ||
-      !Digits(s, 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !Digits(s, 11, 2, &h) ||
-      s[13] != ':' || !Digits(s, 14, 2, &mi) || s[16] != ':' || !Digits(s, 17, 2, &se)) {
+  if (s.size() < 20 || !Digits(s, 0, 4, &y) || s[4] != '-' || !Digits(s, 5, 2, &mo) ||
+      s[7] != '-' || !Digits(s, 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+      !Digits(s, 11, 2, &h) || s[13] != ':' || !Digits(s, 14, 2, &mi) || s[16] != ':' ||
+      !Digits(s, 17, 2, &se)) {
     return std::nullopt;
   }
   size_t pos = 19;
@@ -105,8 +106,8 @@ std::optional<int64_t> ParseUtcTime(std::string_view s) {
     ++pos;
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     int64_t oh, om;
-    if (!Digits(s, pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !Digits(s, pos + 4, 2, &om) ||
-        oh > 23 || om > 59) {
+    if (!Digits(s, pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !Digits(s, pos + 4, 2, &om) || oh > 23 || om > 59) {
       return std::nullopt;
     }
     offset_s = (oh * 3600 + om * 60) * (s[pos] == '-' ? -1 : 1);
@@ -117,8 +118,8 @@ std::optional<int64_t> ParseUtcTime(std::string_view s) {
   if (pos != s.size()) return std::nullopt;
   static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] || (mo == 2 && d == 29 && !leap) || h > 23 ||
-      mi > 59 || se > 60) {
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] ||
+      (mo == 2 && d == 29 && !leap) || h > 23 || mi > 59 || se > 60) {
     return std::nullopt;
   }
   if (se == 60) se = 59;  // a leap second names the last second of its minute
@@ -132,14 +133,15 @@ std::string FormatUtcTime(int64_t unix_s) {
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
 }
 
 std::string UtcNowMillis() {
   const auto now = std::chrono::system_clock::now();
-  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   std::string s = FormatUtcTime(ms / 1000);
   char frac[8];
   std::snprintf(frac, sizeof frac, ".%03d", static_cast<int>(ms % 1000));
@@ -154,21 +156,26 @@ ApiOr<std::optional<int64_t>> ReadStetClock(const Json& body) {
   if (c == md->end() || c->is_null()) return std::optional<int64_t>();
   const char* kParam = "metadata.stet_clock";
   if (!c->is_string()) {
-    return BadRequest(std::string("'metadata.stet_clock' must be a string such as \"2024-07-26T12:00:00Z\", not ") +
-                          c->type_name(),
-                      kParam);
+    return BadRequest(
+        std::string(
+            "'metadata.stet_clock' must be a string such as \"2024-07-26T12:00:00Z\", not ") +
+            c->type_name(),
+        kParam);
   }
   const std::string v = c->get<std::string>();
   auto t = ParseUtcTime(v);
   if (!t) {
-    return BadRequest("'metadata.stet_clock' must be an ISO 8601 time with a zone, such as "
-                      "\"2024-07-26T12:00:00Z\" (years 1970-9999); got '" + v.substr(0, 64) + "'",
-                      kParam);
+    return BadRequest(
+        "'metadata.stet_clock' must be an ISO 8601 time with a zone, such as "
+        "\"2024-07-26T12:00:00Z\" (years 1970-9999); got '" +
+            v.substr(0, 64) + "'",
+        kParam);
   }
   return std::optional<int64_t>(*t);
 }
 
-Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choices, const UsageCounts& usage) {
+Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choices,
+                 const UsageCounts& usage) {
   Json r = Json::object();
   r["schema"] = kRecordSchema;
   r["id"] = c.id;
@@ -207,14 +214,16 @@ Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choice
 }
 
 std::optional<ApiError> CommitRecord(RequestRecorder& recorder, const RecordFn& build,
-                                     const std::vector<ChoiceResult>& choices, const UsageCounts& usage) {
+                                     const std::vector<ChoiceResult>& choices,
+                                     const UsageCounts& usage) {
   Status st = recorder.Record(build(choices, usage));
   if (st.ok()) return std::nullopt;
   ApiError e;
   e.status = 500;
   e.type = "server_error";
   e.code = "record_failed";
-  e.message = "the request could not be recorded (--record), so its answer is withheld: " + st.ToString();
+  e.message =
+      "the request could not be recorded (--record), so its answer is withheld: " + st.ToString();
   return e;
 }
 

@@ -36,31 +36,33 @@ std::string UtcNowMillis();
 ApiOr<std::optional<int64_t>> ReadStetClock(const Json& body);
 
 struct RecordContext {
-  Json request;                 // the body as received
-  std::string id;               // the response id ("cmpl-...", "chatcmpl-...")
-  std::string endpoint;         // "/v1/completions" or "/v1/chat/completions"
-  std::string received_at;      // UtcNowMillis() when the handler started
+  Json request;             // the body as received
+  std::string id;           // the response id ("cmpl-...", "chatcmpl-...")
+  std::string endpoint;     // "/v1/completions" or "/v1/chat/completions"
+  std::string received_at;  // UtcNowMillis() when the handler started
   uint64_t seed = 0;
   bool seed_generated = false;  // the client sent none
   std::string model;            // the served model id
   std::string fingerprint, fingerprint_descriptor, model_sha256;
-  int64_t clock_unix = 0;       // what strftime_now() saw (chat)
+  int64_t clock_unix = 0;  // what strftime_now() saw (chat)
   bool clock_from_client = false;
   bool chat = false;
   std::string template_sha256;  // chat: SHA-256 of the template text rendered
   bool template_fallback = false;
-  std::string rendered_prompt;  // chat: the template's output
+  std::string rendered_prompt;        // chat: the template's output
   std::vector<RequestParams> params;  // per prompt, as submitted (prompt ids included)
 };
 
 // The record: the context plus every choice (index = prompt * n + choice).
-Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choices, const UsageCounts& usage);
+Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choices,
+                 const UsageCounts& usage);
 
 using RecordFn = std::function<Json(const std::vector<ChoiceResult>&, const UsageCounts&)>;
 
 // Builds and stores the record; a 500 "record_failed" when the recorder says no.
 std::optional<ApiError> CommitRecord(RequestRecorder& recorder, const RecordFn& build,
-                                     const std::vector<ChoiceResult>& choices, const UsageCounts& usage);
+                                     const std::vector<ChoiceResult>& choices,
+                                     const UsageCounts& usage);
 
 // Adds "token_ids" (and "prompt_token_ids") to a non-streamed response body,
 // as vLLM's return_token_ids does: per choice for /v1/completions; the chat

@@ -13,8 +13,8 @@ namespace {
 
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
-#define STET_API_TRY(expr)              \
-  do {                                  \
+#define STET_API_TRY(expr)                      \
+  do {                                          \
     if (auto stet_e_ = (expr)) return *stet_e_; \
   } while (0)
 
@@ -23,7 +23,8 @@ std::optional<ApiError> ReadModel(const Json& body, const ServedModel& served, s
   if (it == body.end() || it->is_null()) {
     return BadRequest("You must provide a model parameter.", "model");
   }
-  if (!it->is_string()) return BadRequest(std::string("'model' must be a string, not ") + TypeName(*it), "model");
+  if (!it->is_string())
+    return BadRequest(std::string("'model' must be a string, not ") + TypeName(*it), "model");
   *out = it->get<std::string>();
   if (!served.Matches(*out)) return ModelNotFound(*out);
   return std::nullopt;
@@ -36,14 +37,18 @@ std::optional<ApiError> ReadStop(const Json& body, std::vector<std::string>* out
     out->push_back(it->get<std::string>());
     return std::nullopt;
   }
-  if (!it->is_array()) return BadRequest(std::string("'stop' must be a string or an array of strings, not ") + TypeName(*it), "stop");
+  if (!it->is_array())
+    return BadRequest(
+        std::string("'stop' must be a string or an array of strings, not ") + TypeName(*it),
+        "stop");
   if (it->size() > static_cast<size_t>(kMaxStop)) {
     return BadRequest("'stop' holds " + std::to_string(it->size()) + " sequences; at most " +
                           std::to_string(kMaxStop) + " are allowed",
                       "stop");
   }
   for (const Json& s : *it) {
-    if (!s.is_string()) return BadRequest(std::string("'stop' entries must be strings, not ") + TypeName(s), "stop");
+    if (!s.is_string())
+      return BadRequest(std::string("'stop' entries must be strings, not ") + TypeName(s), "stop");
     out->push_back(s.get<std::string>());
   }
   return std::nullopt;
@@ -52,7 +57,11 @@ std::optional<ApiError> ReadStop(const Json& body, std::vector<std::string>* out
 std::optional<ApiError> ReadLogitBias(const Json& body, std::map<int32_t, float>* out) {
   auto it = body.find("logit_bias");
   if (it == body.end() || it->is_null()) return std::nullopt;
-  if (!it->is_object()) return BadRequest(std::string("'logit_bias' must be an object mapping token ids to biases, not ") + TypeName(*it), "logit_bias");
+  if (!it->is_object())
+    return BadRequest(
+        std::string("'logit_bias' must be an object mapping token ids to biases, not ") +
+            TypeName(*it),
+        "logit_bias");
   for (auto kv = it->begin(); kv != it->end(); ++kv) {
     const std::string& key = kv.key();
     int64_t id = -1;
@@ -60,12 +69,16 @@ std::optional<ApiError> ReadLogitBias(const Json& body, std::map<int32_t, float>
                   std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (digits) id = std::stoll(key);
     if (!digits || id > kIntMax) {
-      return BadRequest("'logit_bias' keys must be token ids (decimal integers), not '" + key + "'", "logit_bias");
+      return BadRequest("'logit_bias' keys must be token ids (decimal integers), not '" + key + "'",
+                        "logit_bias");
     }
     const Json& v = kv.value();
-    if (!v.is_number()) return BadRequest(std::string("'logit_bias' values must be numbers, not ") + TypeName(v), "logit_bias");
+    if (!v.is_number())
+      return BadRequest(std::string("'logit_bias' values must be numbers, not ") + TypeName(v),
+                        "logit_bias");
     const double b = v.get<double>();
-    if (!(b >= -100.0 && b <= 100.0)) return BadRequest("'logit_bias' values must be in [-100, 100]", "logit_bias");
+    if (!(b >= -100.0 && b <= 100.0))
+      return BadRequest("'logit_bias' values must be in [-100, 100]", "logit_bias");
     (*out)[static_cast<int32_t>(id)] = static_cast<float>(b);
   }
   return std::nullopt;
@@ -93,8 +106,11 @@ std::optional<ApiError> ReadSampling(const Json& body, SamplingFields* s) {
   STET_API_TRY(ReadString(body, "user", &s->user));
   auto so = body.find("stream_options");
   if (so != body.end() && !so->is_null()) {
-    if (!so->is_object()) return BadRequest(std::string("'stream_options' must be an object, not ") + TypeName(*so), "stream_options");
-    if (!s->stream) return BadRequest("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    if (!so->is_object())
+      return BadRequest(std::string("'stream_options' must be an object, not ") + TypeName(*so),
+                        "stream_options");
+    if (!s->stream)
+      return BadRequest("'stream_options' is only allowed when 'stream' is true", "stream_options");
     STET_API_TRY(ReadBool(*so, "include_usage", &s->include_usage));
   }
   auto bo = body.find("best_of");
@@ -106,11 +122,13 @@ std::optional<ApiError> ReadSampling(const Json& body, SamplingFields* s) {
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadTokenArray(const Json& arr, const char* param, std::vector<int32_t>* out) {
+std::optional<ApiError> ReadTokenArray(const Json& arr, const char* param,
+                                       std::vector<int32_t>* out) {
   out->reserve(arr.size());
   for (const Json& v : arr) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kIntMax) {
-      return BadRequest(std::string("'") + param + "' token ids must be non-negative integers", param);
+      return BadRequest(std::string("'") + param + "' token ids must be non-negative integers",
+                        param);
     }
     out->push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
@@ -119,12 +137,14 @@ std::optional<ApiError> ReadTokenArray(const Json& arr, const char* param, std::
 
 std::optional<ApiError> ReadPrompt(const Json& body, std::vector<PromptInput>* out) {
   auto it = body.find("prompt");
-  if (it == body.end() || it->is_null()) return BadRequest("You must provide a prompt parameter.", "prompt");
+  if (it == body.end() || it->is_null())
+    return BadRequest("You must provide a prompt parameter.", "prompt");
   const Json& p = *it;
   const auto type_error = [&] {
-    return BadRequest("'prompt' must be a string, an array of strings, an array of token ids or an array of "
-                      "token-id arrays",
-                      "prompt");
+    return BadRequest(
+        "'prompt' must be a string, an array of strings, an array of token ids or an array of "
+        "token-id arrays",
+        "prompt");
   };
   if (p.is_string()) {
     out->push_back({true, p.get<std::string>(), {}});
@@ -160,7 +180,8 @@ std::optional<ApiError> ReadPrompt(const Json& body, std::vector<PromptInput>* o
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int lo, std::optional<int>* out) {
+std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int lo,
+                                      std::optional<int>* out) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::nullopt;
   int v = 0;
@@ -170,13 +191,16 @@ std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int lo,
 }
 
 // Text content: a string, or an array of {"type": "text", "text": ...} parts joined by "\n".
-std::optional<ApiError> ReadContent(const Json& content, const std::string& param, std::string* out) {
+std::optional<ApiError> ReadContent(const Json& content, const std::string& param,
+                                    std::string* out) {
   if (content.is_string()) {
     *out = content.get<std::string>();
     return std::nullopt;
   }
   if (!content.is_array()) {
-    return BadRequest("'" + param + "' must be a string or an array of content parts, not " + TypeName(content), param);
+    return BadRequest(
+        "'" + param + "' must be a string or an array of content parts, not " + TypeName(content),
+        param);
   }
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
@@ -184,14 +208,16 @@ std::optional<ApiError> ReadContent(const Json& content, const std::string& para
     const std::string pp = param + "[" + std::to_string(i) + "]";
     if (!part.is_object()) return BadRequest("'" + pp + "' must be an object", pp);
     auto type = part.find("type");
-    if (type == part.end() || !type->is_string()) return BadRequest("'" + pp + ".type' must be a string", pp + ".type");
+    if (type == part.end() || !type->is_string())
+      return BadRequest("'" + pp + ".type' must be a string", pp + ".type");
     if (*type != "text") {
       return BadRequest("'" + pp + ".type' is '" + type->get<std::string>() +
                             "'; this server supports only text content parts",
                         pp + ".type");
     }
     auto t = part.find("text");
-    if (t == part.end() || !t->is_string()) return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
+    if (t == part.end() || !t->is_string())
+      return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
     if (i > 0) text += "\n";
     text += t->get<std::string>();
   }
@@ -201,8 +227,10 @@ std::optional<ApiError> ReadContent(const Json& content, const std::string& para
 
 std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
   auto it = body.find("messages");
-  if (it == body.end() || it->is_null()) return BadRequest("You must provide a messages parameter.", "messages");
-  if (!it->is_array()) return BadRequest(std::string("'messages' must be an array, not ") + TypeName(*it), "messages");
+  if (it == body.end() || it->is_null())
+    return BadRequest("You must provide a messages parameter.", "messages");
+  if (!it->is_array())
+    return BadRequest(std::string("'messages' must be an array, not ") + TypeName(*it), "messages");
   if (it->empty()) return BadRequest("'messages' must contain at least one message", "messages");
   *out = Json::array();
   for (size_t i = 0; i < it->size(); ++i) {
@@ -210,19 +238,22 @@ std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
     const std::string mp = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return BadRequest("'" + mp + "' must be an object, not " + TypeName(m), mp);
     auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) return BadRequest("'" + mp + ".role' must be a string", mp + ".role");
+    if (role == m.end() || !role->is_string())
+      return BadRequest("'" + mp + ".role' must be a string", mp + ".role");
     std::string r = role->get<std::string>();
     if (r == "developer") r = "system";
     if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
-      return BadRequest("'" + mp + ".role' is '" + r + "'; expected system, developer, user, assistant or tool",
-                        mp + ".role");
+      return BadRequest(
+          "'" + mp + ".role' is '" + r + "'; expected system, developer, user, assistant or tool",
+          mp + ".role");
     }
     Json msg = Json::object();
     msg["role"] = r;
     std::string content;
     auto c = m.find("content");
     if (c == m.end() || c->is_null()) {
-      if (r != "assistant") return BadRequest("'" + mp + ".content' is required for role '" + r + "'", mp + ".content");
+      if (r != "assistant")
+        return BadRequest("'" + mp + ".content' is required for role '" + r + "'", mp + ".content");
     } else {
       STET_API_TRY(ReadContent(*c, mp + ".content", &content));
     }
@@ -234,16 +265,21 @@ std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
     }
     auto calls = m.find("tool_calls");
     if (calls != m.end() && !calls->is_null()) {
-      if (r != "assistant") return BadRequest("'" + mp + ".tool_calls' is allowed only for role 'assistant'", mp + ".tool_calls");
-      if (!calls->is_array()) return BadRequest("'" + mp + ".tool_calls' must be an array", mp + ".tool_calls");
+      if (r != "assistant")
+        return BadRequest("'" + mp + ".tool_calls' is allowed only for role 'assistant'",
+                          mp + ".tool_calls");
+      if (!calls->is_array())
+        return BadRequest("'" + mp + ".tool_calls' must be an array", mp + ".tool_calls");
       for (const Json& call : *calls) {
-        if (!call.is_object()) return BadRequest("'" + mp + ".tool_calls' entries must be objects", mp + ".tool_calls");
+        if (!call.is_object())
+          return BadRequest("'" + mp + ".tool_calls' entries must be objects", mp + ".tool_calls");
       }
       msg["tool_calls"] = *calls;
     }
     auto call_id = m.find("tool_call_id");
     if (call_id != m.end() && !call_id->is_null()) {
-      if (!call_id->is_string()) return BadRequest("'" + mp + ".tool_call_id' must be a string", mp + ".tool_call_id");
+      if (!call_id->is_string())
+        return BadRequest("'" + mp + ".tool_call_id' must be a string", mp + ".tool_call_id");
       msg["tool_call_id"] = *call_id;
     }
     out->push_back(std::move(msg));
@@ -292,12 +328,14 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
   auto tl = body.find("top_logprobs");
   if (tl != body.end() && !tl->is_null()) {
     STET_API_TRY(ReadInt(body, "top_logprobs", 0, kMaxTopLogprobs, &r.top_logprobs));
-    if (!r.logprobs) return BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
+    if (!r.logprobs)
+      return BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
   }
   r.tools = nullptr;
   auto tools = body.find("tools");
   if (tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array()) return BadRequest(std::string("'tools' must be an array, not ") + TypeName(*tools), "tools");
+    if (!tools->is_array())
+      return BadRequest(std::string("'tools' must be an array, not ") + TypeName(*tools), "tools");
     for (const Json& t : *tools) {
       if (!t.is_object()) return BadRequest("'tools' entries must be objects", "tools");
     }
@@ -306,8 +344,10 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
   auto choice = body.find("tool_choice");
   if (choice != body.end() && !choice->is_null()) {
     if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
-      return BadRequest("'tool_choice' supports only \"none\" and \"auto\" (tool calls are not parsed from the output)",
-                        "tool_choice");
+      return BadRequest(
+          "'tool_choice' supports only \"none\" and \"auto\" (tool calls are not parsed from the "
+          "output)",
+          "tool_choice");
     }
   }
   auto rf = body.find("response_format");
@@ -320,26 +360,30 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
   return r;
 }
 
-ApiOr<RequestParams> BuildParams(const SamplingFields& s, std::vector<int32_t> prompt, const ModelLimits& limits,
-                                 int default_max_tokens, const char* prompt_param) {
+ApiOr<RequestParams> BuildParams(const SamplingFields& s, std::vector<int32_t> prompt,
+                                 const ModelLimits& limits, int default_max_tokens,
+                                 const char* prompt_param) {
   if (prompt.empty()) return BadRequest("The prompt has no tokens.", prompt_param);
   for (int32_t id : prompt) {
     if (id < 0 || id >= limits.n_vocab) {
-      return BadRequest("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                            std::to_string(limits.n_vocab) + ")",
+      return BadRequest("prompt token id " + std::to_string(id) +
+                            " is outside the vocabulary [0, " + std::to_string(limits.n_vocab) +
+                            ")",
                         prompt_param);
     }
   }
   if (static_cast<int64_t>(prompt.size()) >= limits.n_ctx) {
-    return ContextLengthExceeded("This model's maximum context length is " + std::to_string(limits.n_ctx) +
-                                     " tokens. However, the prompt has " + std::to_string(prompt.size()) +
-                                     " tokens (and at least one generated token must fit).",
-                                 prompt_param);
+    return ContextLengthExceeded(
+        "This model's maximum context length is " + std::to_string(limits.n_ctx) +
+            " tokens. However, the prompt has " + std::to_string(prompt.size()) +
+            " tokens (and at least one generated token must fit).",
+        prompt_param);
   }
   for (const auto& [id, bias] : s.logit_bias) {
     if (id < 0 || id >= limits.n_vocab) {
-      return BadRequest("logit_bias token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                            std::to_string(limits.n_vocab) + ")",
+      return BadRequest("logit_bias token id " + std::to_string(id) +
+                            " is outside the vocabulary [0, " + std::to_string(limits.n_vocab) +
+                            ")",
                         "logit_bias");
     }
   }

@@ -53,8 +53,8 @@ struct SamplingFields {
 
 struct PromptInput {
   bool is_text = true;
-  std::string text;            // is_text
-  std::vector<int32_t> ids;    // !is_text (checked against the vocabulary later)
+  std::string text;          // is_text
+  std::vector<int32_t> ids;  // !is_text (checked against the vocabulary later)
 };
 
 struct CompletionRequest {

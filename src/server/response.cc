@@ -47,8 +47,8 @@ Json UsageJson(const UsageCounts& u) {
   return j;
 }
 
-Json CompletionLogprobs(const std::vector<TokenOut>& tokens, bool first_unscored, size_t offset, int top_n,
-                        const PieceFn& piece) {
+Json CompletionLogprobs(const std::vector<TokenOut>& tokens, bool first_unscored, size_t offset,
+                        int top_n, const PieceFn& piece) {
   Json toks = Json::array(), lps = Json::array(), tops = Json::array(), offs = Json::array();
   for (size_t i = 0; i < tokens.size(); ++i) {
     const TokenOut& t = tokens[i];
@@ -62,7 +62,8 @@ Json CompletionLogprobs(const std::vector<TokenOut>& tokens, bool first_unscored
       Json d = Json::object();
       for (size_t k = 0; k < t.top.size() && static_cast<int>(k) < top_n; ++k) {
         const std::string key = SanitizeUtf8(piece(t.top[k].id));
-        if (!d.contains(key)) d[key] = t.top[k].logprob;  // best first: keep the higher of equal texts
+        if (!d.contains(key))
+          d[key] = t.top[k].logprob;  // best first: keep the higher of equal texts
       }
       tops.push_back(std::move(d));
     }
@@ -95,8 +96,8 @@ Json ChatLogprobs(const std::vector<TokenOut>& tokens, int top_n, const PieceFn&
 }
 
 Json CompletionResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
-                        const std::vector<std::string>& echo, std::optional<int> logprobs, const UsageCounts& usage,
-                        const PieceFn& piece) {
+                        const std::vector<std::string>& echo, std::optional<int> logprobs,
+                        const UsageCounts& usage, const PieceFn& piece) {
   Json j = Header(meta, "text_completion");
   Json arr = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -175,7 +176,8 @@ Json CompletionStream::Chunk(int index, const std::string& text, Json logprobs, 
   return j;
 }
 
-std::string CompletionStream::Echo(int index, const std::string& text, const std::vector<TokenOut>& prompt_tokens) {
+std::string CompletionStream::Echo(int index, const std::string& text,
+                                   const std::vector<TokenOut>& prompt_tokens) {
   Json lp = nullptr;
   if (logprobs_) lp = CompletionLogprobs(prompt_tokens, true, 0, *logprobs_, piece_);
   offset_[index] += text.size();
@@ -203,7 +205,8 @@ std::string CompletionStream::Usage(const UsageCounts& u) {
   return SseEvent(j);
 }
 
-ChatStream::ChatStream(ResponseMeta meta, bool logprobs, int top_logprobs, bool include_usage, PieceFn piece)
+ChatStream::ChatStream(ResponseMeta meta, bool logprobs, int top_logprobs, bool include_usage,
+                       PieceFn piece)
     : meta_(std::move(meta)),
       logprobs_(logprobs),
       top_logprobs_(top_logprobs),

@@ -21,8 +21,8 @@ namespace stet::server {
 using PieceFn = std::function<std::string(int32_t)>;
 
 struct ResponseMeta {
-  std::string id;          // "cmpl-..." / "chatcmpl-..."
-  int64_t created = 0;     // Unix seconds
+  std::string id;       // "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;  // Unix seconds
   std::string model;
   std::string fingerprint;
   uint64_t seed = 0;
@@ -30,9 +30,9 @@ struct ResponseMeta {
 
 // One choice, accumulated from engine events.
 struct ChoiceResult {
-  std::string text;                    // generated text
-  std::vector<TokenOut> tokens;        // generated tokens shown in logprobs (end markers excluded)
-  std::vector<TokenOut> prompt_tokens; // echo with logprobs: every prompt token (first unscored)
+  std::string text;                     // generated text
+  std::vector<TokenOut> tokens;         // generated tokens shown in logprobs (end markers excluded)
+  std::vector<TokenOut> prompt_tokens;  // echo with logprobs: every prompt token (first unscored)
   FinishReason finish = FinishReason::kNone;
 };
 
@@ -47,8 +47,8 @@ const char* FinishReasonText(FinishReason r);  // "stop" / "length" (cancelled/e
 
 // Completions' legacy logprobs object for `tokens`; text offsets start at `offset`.
 // `first_unscored`: the first token has no logprob (null), as the first prompt token.
-Json CompletionLogprobs(const std::vector<TokenOut>& tokens, bool first_unscored, size_t offset, int top_n,
-                        const PieceFn& piece);
+Json CompletionLogprobs(const std::vector<TokenOut>& tokens, bool first_unscored, size_t offset,
+                        int top_n, const PieceFn& piece);
 // Chat's {"content": [...], "refusal": null}.
 Json ChatLogprobs(const std::vector<TokenOut>& tokens, int top_n, const PieceFn& piece);
 
@@ -67,11 +67,12 @@ inline const char* SseDone() { return "data: [DONE]\n\n"; }
 // SSE chunks of one /v1/completions stream.
 class CompletionStream {
  public:
-  CompletionStream(ResponseMeta meta, int n_choices, std::optional<int> logprobs, bool include_usage,
-                   PieceFn piece);
+  CompletionStream(ResponseMeta meta, int n_choices, std::optional<int> logprobs,
+                   bool include_usage, PieceFn piece);
   // The echoed prompt (and its logprobs), first chunk of a choice.
   std::string Echo(int index, const std::string& text, const std::vector<TokenOut>& prompt_tokens);
-  // A generated token; `tok` null when it is not shown (end marker). "" when there is nothing to send.
+  // A generated token; `tok` null when it is not shown (end marker). "" when there is nothing to
+  // send.
   std::string Token(int index, const std::string& text_delta, const TokenOut* tok);
   std::string Finish(int index, const std::string& text_delta, FinishReason why);
   std::string Usage(const UsageCounts& u);  // "" unless include_usage

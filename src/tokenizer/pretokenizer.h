@@ -14,11 +14,11 @@
 namespace stet::tok {
 
 struct PreTokenizerInfo {
-  const char* name;       // canonical name (e.g. "llama-bpe")
-  const char* aliases;    // other tokenizer.ggml.pre names, space-separated
+  const char* name;            // canonical name (e.g. "llama-bpe")
+  const char* aliases;         // other tokenizer.ggml.pre names, space-separated
   const char* const* regexes;  // applied in sequence; nullptr-terminated
-  bool add_bos;           // llama.cpp's default when add_bos_token is absent
-  bool clean_spaces;      // llama.cpp's clean_up_tokenization_spaces default
+  bool add_bos;                // llama.cpp's default when add_bos_token is absent
+  bool clean_spaces;           // llama.cpp's clean_up_tokenization_spaces default
   bool ignore_merges;
   // The Split regex as written in HF tokenizer.json files (nullptr if none);
   // VocabFromTokenizerJson identifies the pre-tokenizer by it.

@@ -63,7 +63,7 @@ void SpmEncoder::Encode(std::string_view text, std::vector<int32_t>* out) const 
   std::vector<Bigram> storage;
   storage.reserve(symbols.size());
   std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue(BigramLess(),
-                                                                      std::move(storage));
+                                                                     std::move(storage));
   auto try_add = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     const size_t size = symbols[left].n + symbols[right].n;

@@ -119,11 +119,18 @@ std::string ByteLevelDecode(std::string_view text) {
     const auto* p = reinterpret_cast<const uint8_t*>(text.data() + pos);
     uint32_t cp;
     switch (len) {
-      case 1: cp = p[0]; break;
-      case 2: cp = ((p[0] & 0x1Fu) << 6) | (p[1] & 0x3Fu); break;
-      case 3: cp = ((p[0] & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu); break;
+      case 1:
+        cp = p[0];
+        break;
+      case 2:
+        cp = ((p[0] & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+        break;
+      case 3:
+        cp = ((p[0] & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+        break;
       default:
-        cp = ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+        cp = ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) |
+             (p[3] & 0x3Fu);
     }
     const int b = UnicodeToByte(cp);
     if (b >= 0) {

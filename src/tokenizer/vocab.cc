@@ -5,8 +5,8 @@
 #include "tokenizer/vocab.h"
 
 #include <algorithm>
-#include <unordered_map>
 #include <cstdint>
+#include <unordered_map>
 
 #include "tokenizer/pretokenizer.h"
 
@@ -14,32 +14,80 @@ namespace stet {
 namespace {
 
 // Texts llama.cpp treats as end of turn (eot detection), in preference order.
-constexpr std::string_view kEotTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",
-    "<end_of_utterance>"};
+constexpr std::string_view kEotTexts[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "<|end_of_text|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "<\xEF\xBD\x9C"
+                                          "end\xE2\x96\x81"
+                                          "of\xE2\x96\x81"
+                                          "sentence\xEF\xBD\x9C>",
+                                          "<end_of_utterance>"};
 
 // Texts whose tokens end generation.
-constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>", "[e~["};
+constexpr std::string_view kEogTexts[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<|return|>",
+                                          "<|call|>",
+                                          "<|flush|>",
+                                          "<|calls|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "</s>",
+                                          "<|eom_id|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "[EOS]",
+                                          "<|end_of_text|>",
+                                          "<end_of_utterance>",
+                                          "<eos>",
+                                          "<turn|>",
+                                          "<|tool_response>",
+                                          "<\xEF\xBD\x9C"
+                                          "end\xE2\x96\x81"
+                                          "of\xE2\x96\x81"
+                                          "sentence\xEF\xBD\x9C>",
+                                          "[e~["};
 
 // FIM markers (llama.cpp makes the first found of each kind a control token;
 // pad, repo and file-separator also end generation).
-constexpr std::string_view kFimPre[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>", "\xE2\x96\x81<PRE>",
-    "<|code_prefix|>", "<|prefix|>"};
-constexpr std::string_view kFimSuf[] = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>", "<SUF>", "\xE2\x96\x81<SUF>",
-    "<|code_suffix|>", "<|suffix|>"};
-constexpr std::string_view kFimMid[] = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>", "\xE2\x96\x81<MID>",
-    "<|code_middle|>", "<|middle|>"};
+constexpr std::string_view kFimPre[] = {"<|fim_prefix|>",
+                                        "<fim-prefix>",
+                                        "<fim_prefix>",
+                                        "<\xEF\xBD\x9C"
+                                        "fim\xE2\x96\x81"
+                                        "begin\xEF\xBD\x9C>",
+                                        "<PRE>",
+                                        "\xE2\x96\x81<PRE>",
+                                        "<|code_prefix|>",
+                                        "<|prefix|>"};
+constexpr std::string_view kFimSuf[] = {"<|fim_suffix|>",
+                                        "<fim-suffix>",
+                                        "<fim_suffix>",
+                                        "<\xEF\xBD\x9C"
+                                        "fim\xE2\x96\x81"
+                                        "hole\xEF\xBD\x9C>",
+                                        "<SUF>",
+                                        "\xE2\x96\x81<SUF>",
+                                        "<|code_suffix|>",
+                                        "<|suffix|>"};
+constexpr std::string_view kFimMid[] = {"<|fim_middle|>",
+                                        "<fim-middle>",
+                                        "<fim_middle>",
+                                        "<\xEF\xBD\x9C"
+                                        "fim\xE2\x96\x81"
+                                        "end\xEF\xBD\x9C>",
+                                        "<MID>",
+                                        "\xE2\x96\x81<MID>",
+                                        "<|code_middle|>",
+                                        "<|middle|>"};
 constexpr std::string_view kFimPad[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 constexpr std::string_view kFimRep[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
                                         "<reponame>"};

@@ -37,7 +37,7 @@ struct VocabData {
   // ...); "default" for SentencePiece. See SupportedPreTokenizers().
   std::string pre = "default";
   std::vector<std::string> tokens;
-  std::vector<float> scores;         // one per token (SPM merge priority), or empty
+  std::vector<float> scores;           // one per token (SPM merge priority), or empty
   std::vector<TokenType> token_types;  // one per token, or empty (all normal)
   // BPE merges in rank order (rank = index). Parts may themselves contain spaces.
   std::vector<std::pair<std::string, std::string>> merges;

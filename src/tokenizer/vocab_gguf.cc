@@ -25,8 +25,14 @@ std::string Describe(const MetaValue& v) {
 
 bool IsIntegerType(ValueType t) {
   switch (t) {
-    case ValueType::kU8: case ValueType::kI8: case ValueType::kU16: case ValueType::kI16:
-    case ValueType::kU32: case ValueType::kI32: case ValueType::kU64: case ValueType::kI64:
+    case ValueType::kU8:
+    case ValueType::kI8:
+    case ValueType::kU16:
+    case ValueType::kI16:
+    case ValueType::kU32:
+    case ValueType::kI32:
+    case ValueType::kU64:
+    case ValueType::kI64:
       return true;
     default:
       return false;
@@ -153,7 +159,8 @@ Result<VocabData> VocabFromGguf(const gguf::GgufFile& f) {
   const uint64_t n = tokens->array_size();
   if (n == 0) return InvalidArgument("tokenizer.ggml.tokens: the array is empty");
   if (n > static_cast<uint64_t>(INT32_MAX)) {
-    return OutOfRange("tokenizer.ggml.tokens: " + std::to_string(n) + " tokens do not fit int32 ids");
+    return OutOfRange("tokenizer.ggml.tokens: " + std::to_string(n) +
+                      " tokens do not fit int32 ids");
   }
   v.tokens.reserve(n);
   for (uint64_t i = 0; i < n; ++i) {

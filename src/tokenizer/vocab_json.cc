@@ -3,9 +3,8 @@
 // added tokens by id (holes become unused "[PADn]"), special added tokens as
 // control, others user-defined, the pre-tokenizer identified by its Split regex.
 // nlohmann::json throws; every exception is caught here and becomes a Status.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "tokenizer/pretokenizer.h"
@@ -84,9 +83,9 @@ Result<std::string> IdentifyPreTokenizer(const json& pre) {
         return std::string(name);
       }
     }
-    return Unimplemented("tokenizer.json: the Split regex " + split_regexes[0] +
-                         " matches no known pre-tokenizer; supported: " +
-                         tok::SupportedPreTokenizers());
+    return Unimplemented(
+        "tokenizer.json: the Split regex " + split_regexes[0] +
+        " matches no known pre-tokenizer; supported: " + tok::SupportedPreTokenizers());
   }
   if (!byte_level->value("use_regex", true)) {
     return Unimplemented("tokenizer.json: ByteLevel with use_regex=false and no Split regex");
@@ -130,8 +129,9 @@ Result<VocabData> Parse(std::string_view tokenizer_json, std::string_view config
     for (const json& a : j["added_tokens"]) {
       if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
           !a.contains("content") || !a["content"].is_string()) {
-        return InvalidArgument("tokenizer.json: added_tokens entries need an integer id and a "
-                               "string content");
+        return InvalidArgument(
+            "tokenizer.json: added_tokens entries need an integer id and a "
+            "string content");
       }
       added.push_back({a["id"].get<int64_t>(), a["content"].get<std::string>(),
                        a.value("special", false), a.value("lstrip", false),
@@ -142,7 +142,8 @@ Result<VocabData> Parse(std::string_view tokenizer_json, std::string_view config
   for (const auto& e : entries) max_id = std::max(max_id, e.first);
   for (const auto& a : added) max_id = std::max(max_id, a.id);
   for (const auto& e : entries) {
-    if (e.first < 0) return InvalidArgument("tokenizer.json: negative token id for '" + e.second + "'");
+    if (e.first < 0)
+      return InvalidArgument("tokenizer.json: negative token id for '" + e.second + "'");
   }
   for (const auto& a : added) {
     if (a.id < 0) return InvalidArgument("tokenizer.json: negative id for '" + a.content + "'");

@@ -32,7 +32,7 @@ struct BenchArgs {
   std::vector<int> n_prompt{128};
   std::vector<int> n_gen{128};
   std::vector<int> batch{1};
-  std::vector<int> depth{0};    // untimed context tokens before each test (llama-bench -d)
+  std::vector<int> depth{0};  // untimed context tokens before each test (llama-bench -d)
   int tg_prompt = 0;
   int threads = 0;
   int reps = 5;
@@ -345,8 +345,7 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
     o += std::string(i ? "," : "") + "\n    {\"test\": " + JsonString(t.name) +
          ", \"kind\": " + JsonString(t.kind) + ", \"n_prompt\": " + ints(t.n_prompt) +
          ", \"n_gen\": " + ints(t.n_gen) + ", \"batch\": " + ints(t.batch) +
-         ", \"depth\": " + ints(t.depth) +
-         ", \"median_tok_s\": " + JsonNumber(t.median_tok_s) +
+         ", \"depth\": " + ints(t.depth) + ", \"median_tok_s\": " + JsonNumber(t.median_tok_s) +
          ", \"tok_s\": " + JsonArray(t.tok_s, JsonNumber) +
          ", \"seconds\": " + JsonArray(t.seconds, JsonNumber) + "}";
   }
@@ -462,7 +461,8 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores)")->capture_default_str();
   cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2 or avx512")->capture_default_str();
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2 or avx512")
+      ->capture_default_str();
   cmd->add_option("--numerics", a->numerics,
                   "invariant (batch-invariant kernels) or adaptive (batch-variant split-K for "
                   "small batches, rule R8: what ordinary engines do)")

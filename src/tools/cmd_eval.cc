@@ -134,10 +134,12 @@ CLI::App* AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--endpoint", a->endpoint, "Base URL, e.g. http://127.0.0.1:8080");
   cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
   cmd->add_option("-m,--model", a->model, "Model name to send");
-  cmd->add_option("--dataset", a->dataset,
-                  "JSONL: {\"id\", \"prompt\" or \"messages\", \"expected\"[, \"metric\", \"max_tokens\"]}");
+  cmd->add_option(
+      "--dataset", a->dataset,
+      "JSONL: {\"id\", \"prompt\" or \"messages\", \"expected\"[, \"metric\", \"max_tokens\"]}");
   cmd->add_option("--repeats", a->repeats, "Runs per item")->capture_default_str();
-  cmd->add_option("--metric", a->metric, "exact | contains | regex | json (per-item \"metric\" overrides)")
+  cmd->add_option("--metric", a->metric,
+                  "exact | contains | regex | json (per-item \"metric\" overrides)")
       ->capture_default_str();
   cmd->add_option("-c,--concurrency", a->concurrency, "Requests in flight")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "Sampling temperature")->capture_default_str();
@@ -145,22 +147,27 @@ CLI::App* AddEvalCommand(CLI::App& app, int* exit_code) {
                   "fixed: --seed every run; per-repeat: --seed + repeat index; none: send no seed")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Base seed")->capture_default_str();
-  cmd->add_option("--max-tokens", a->max_tokens, "Tokens per completion (per-item \"max_tokens\" overrides)")
+  cmd->add_option("--max-tokens", a->max_tokens,
+                  "Tokens per completion (per-item \"max_tokens\" overrides)")
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory")->capture_default_str();
   cmd->add_option("--bootstrap", a->bootstrap, "Bootstrap resamples")->capture_default_str();
-  cmd->add_option("--bootstrap-seed", a->bootstrap_seed, "Bootstrap seed (reports are reproducible)")
+  cmd->add_option("--bootstrap-seed", a->bootstrap_seed,
+                  "Bootstrap seed (reports are reproducible)")
       ->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")
+      ->capture_default_str();
 
   CLI::App* compare = cmd->add_subcommand(
-      "compare", "Paired comparison of two `stet eval` results files over their shared items: "
-                 "B - A with a paired-bootstrap 95% CI, exact sign test and McNemar test.");
+      "compare",
+      "Paired comparison of two `stet eval` results files over their shared items: "
+      "B - A with a paired-bootstrap 95% CI, exact sign test and McNemar test.");
   compare->add_option("a", c->a, "Results file A (baseline)")->required();
   compare->add_option("b", c->b, "Results file B (candidate)")->required();
   compare->add_option("--json", c->json_out, "Write the comparison as JSON");
   compare->add_option("--bootstrap", c->bootstrap, "Bootstrap resamples")->capture_default_str();
-  compare->add_option("--bootstrap-seed", c->bootstrap_seed, "Bootstrap seed")->capture_default_str();
+  compare->add_option("--bootstrap-seed", c->bootstrap_seed, "Bootstrap seed")
+      ->capture_default_str();
   compare->callback([c, exit_code] { *exit_code = RunCompareCmd(*c); });
   cmd->callback([a, exit_code, compare] {
     if (compare->parsed()) return;

@@ -19,12 +19,18 @@ struct FingerprintArgs {
 
 int RunFingerprint(const FingerprintArgs& a) {
   FingerprintInputs in;
-  if (a.kv_type == "f16") in.kv_type = DType::kF16;
-  else if (a.kv_type == "f32") in.kv_type = DType::kF32;
-  else return ReportError(InvalidArgument("--kv-type must be f16 or f32"));
-  if (a.numerics == "invariant") in.mode = NumericsMode::kInvariant;
-  else if (a.numerics == "adaptive") in.mode = NumericsMode::kAdaptive;
-  else return ReportError(InvalidArgument("--numerics must be invariant or adaptive"));
+  if (a.kv_type == "f16")
+    in.kv_type = DType::kF16;
+  else if (a.kv_type == "f32")
+    in.kv_type = DType::kF32;
+  else
+    return ReportError(InvalidArgument("--kv-type must be f16 or f32"));
+  if (a.numerics == "invariant")
+    in.mode = NumericsMode::kInvariant;
+  else if (a.numerics == "adaptive")
+    in.mode = NumericsMode::kAdaptive;
+  else
+    return ReportError(InvalidArgument("--numerics must be invariant or adaptive"));
   auto sha = Sha256File(a.model);
   if (!sha.ok()) return ReportError(sha.status());
   in.model_sha256 = *sha;

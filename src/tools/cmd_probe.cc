@@ -60,14 +60,15 @@ int RunProbeCmd(const ProbeArgs& a, bool seed_given, bool prompt_given) {
     return Fail(InvalidArgument("give --prompt TEXT or --messages FILE"));
   }
   if (a.max_tokens < 1) return Fail(InvalidArgument("--max-tokens must be at least 1"));
-  if (a.require_logprobs && a.no_logprobs) return Fail(InvalidArgument("--logprobs and --no-logprobs contradict"));
+  if (a.require_logprobs && a.no_logprobs)
+    return Fail(InvalidArgument("--logprobs and --no-logprobs contradict"));
   o.request.max_tokens = a.max_tokens;
   o.request.temperature = a.temperature;
   if (seed_given) o.request.seed = a.seed;
   o.request.stream = a.stream;
   o.runs = a.runs;
   o.levels = a.levels;
-  o.logprobs = a.no_logprobs ? forensics::LogprobMode::kOff
+  o.logprobs = a.no_logprobs        ? forensics::LogprobMode::kOff
                : a.require_logprobs ? forensics::LogprobMode::kRequire
                                     : forensics::LogprobMode::kAuto;
   o.top_logprobs = a.top_logprobs;
@@ -97,7 +98,8 @@ CLI::App* AddProbeCommand(CLI::App& app, int* exit_code) {
       "server batches) and report distinct outputs, where they fork and how near the tie was. "
       "Works with any OpenAI-compatible endpoint. Exit code: 0 deterministic, 1 divergence "
       "found (in the text, or in any logprob bit when the endpoint gives logprobs), 2 error.");
-  cmd->add_option("--endpoint", a->endpoint, "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)")
+  cmd->add_option("--endpoint", a->endpoint,
+                  "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)")
       ->required();
   cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
   cmd->add_option("-m,--model", a->model, "Model name to send")->required();
@@ -113,16 +115,21 @@ CLI::App* AddProbeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--temperature", a->temperature, "Sampling temperature")->capture_default_str();
   auto* seed = cmd->add_option("--seed", a->seed, "Seed to send (default: none)");
   cmd->add_flag("--logprobs", a->require_logprobs,
-                "Require logprobs (top 5) and fail if the endpoint has none (default: use them when offered)");
+                "Require logprobs (top 5) and fail if the endpoint has none (default: use them "
+                "when offered)");
   cmd->add_flag("--no-logprobs", a->no_logprobs, "Never ask for logprobs");
-  cmd->add_option("--top-logprobs", a->top_logprobs, "Alternatives per position")->capture_default_str();
+  cmd->add_option("--top-logprobs", a->top_logprobs, "Alternatives per position")
+      ->capture_default_str();
   cmd->add_flag("--no-companion", a->no_companion,
                 "No companion traffic: every worker repeats the probe request");
   cmd->add_flag("--stream", a->stream, "Use streaming (SSE) responses");
-  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")
+      ->capture_default_str();
   cmd->add_option("--json", a->json_out, "Write the full result as JSON");
   cmd->add_option("--html", a->html_out, "Write a self-contained HTML report (inline SVG plots)");
-  cmd->callback([a, exit_code, seed, prompt] { *exit_code = RunProbeCmd(*a, seed->count() > 0, prompt->count() > 0); });
+  cmd->callback([a, exit_code, seed, prompt] {
+    *exit_code = RunProbeCmd(*a, seed->count() > 0, prompt->count() > 0);
+  });
   return cmd;
 }
 

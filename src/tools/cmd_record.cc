@@ -17,7 +17,8 @@ namespace {
 
 class StoreRecorder : public server::RequestRecorder {
  public:
-  explicit StoreRecorder(std::unique_ptr<forensics::RecordStore> store) : store_(std::move(store)) {}
+  explicit StoreRecorder(std::unique_ptr<forensics::RecordStore> store)
+      : store_(std::move(store)) {}
   Status Record(const nlohmann::ordered_json& record) override { return store_->Insert(record); }
 
  private:
@@ -50,13 +51,15 @@ int Export(const RecordArgs& a) {
   });
   if (!a.out.empty()) {
     if (std::fclose(f) != 0 && st.ok()) st = IoError("cannot finish writing '" + tmp + "'");
-    if (st.ok() && std::rename(tmp.c_str(), a.out.c_str()) != 0) st = IoError("cannot rename to '" + a.out + "'");
+    if (st.ok() && std::rename(tmp.c_str(), a.out.c_str()) != 0)
+      st = IoError("cannot rename to '" + a.out + "'");
     if (!st.ok()) std::remove(tmp.c_str());
   } else {
     std::fflush(stdout);
   }
   if (!st.ok()) return ReportError(st);
-  std::fprintf(stderr, "stet record: exported %lld record(s) from %s\n", static_cast<long long>(n), a.db.c_str());
+  std::fprintf(stderr, "stet record: exported %lld record(s) from %s\n", static_cast<long long>(n),
+               a.db.c_str());
   return kExitOk;
 }
 
@@ -67,10 +70,11 @@ int Import(const RecordArgs& a) {
   if (!store.ok()) return ReportError(store.status());
   auto stats = (*store)->InsertAll(*records);
   if (!stats.ok()) return ReportError(stats.status());
-  std::fprintf(stderr, "stet record: imported %lld record(s) into %s", static_cast<long long>(stats->inserted),
-               a.db.c_str());
+  std::fprintf(stderr, "stet record: imported %lld record(s) into %s",
+               static_cast<long long>(stats->inserted), a.db.c_str());
   if (stats->duplicates > 0) {
-    std::fprintf(stderr, " (%lld already present, kept as they were)", static_cast<long long>(stats->duplicates));
+    std::fprintf(stderr, " (%lld already present, kept as they were)",
+                 static_cast<long long>(stats->duplicates));
   }
   std::fprintf(stderr, "\n");
   return kExitOk;
@@ -79,22 +83,28 @@ int Import(const RecordArgs& a) {
 }  // namespace
 
 Result<std::shared_ptr<server::RequestRecorder>> OpenRequestRecorder(const std::string& path) {
-  STET_ASSIGN_OR_RETURN(auto store, forensics::RecordStore::Open(path, forensics::RecordStore::Mode::kCreate));
-  return std::shared_ptr<server::RequestRecorder>(std::make_shared<StoreRecorder>(std::move(store)));
+  STET_ASSIGN_OR_RETURN(auto store,
+                        forensics::RecordStore::Open(path, forensics::RecordStore::Mode::kCreate));
+  return std::shared_ptr<server::RequestRecorder>(
+      std::make_shared<StoreRecorder>(std::move(store)));
 }
 
 CLI::App* AddRecordCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<RecordArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "record", "Move records of `stet serve --record FILE.db` in and out as JSONL (cassettes for test suites)");
+  CLI::App* cmd = app.add_subcommand("record",
+                                     "Move records of `stet serve --record FILE.db` in and out as "
+                                     "JSONL (cassettes for test suites)");
   cmd->require_subcommand(1);
-  CLI::App* ex = cmd->add_subcommand("export", "Write the records of FILE.db as JSONL, one per line, in stored order");
+  CLI::App* ex = cmd->add_subcommand(
+      "export", "Write the records of FILE.db as JSONL, one per line, in stored order");
   ex->add_option("db", a->db, "Record store (SQLite) written by stet serve --record")->required();
   ex->add_option("-o,--out", a->out, "Output file (default: stdout)");
   auto* id = ex->add_option("--id", a->id, "Only the record with this id");
-  ex->add_option("--since", a->since, "Only records received at or after this ISO 8601 time")->excludes(id);
+  ex->add_option("--since", a->since, "Only records received at or after this ISO 8601 time")
+      ->excludes(id);
   ex->callback([a, exit_code] { *exit_code = Export(*a); });
-  CLI::App* im = cmd->add_subcommand("import", "Store the records of a JSONL file in FILE.db (created when missing)");
+  CLI::App* im = cmd->add_subcommand(
+      "import", "Store the records of a JSONL file in FILE.db (created when missing)");
   im->add_option("jsonl", a->jsonl, "JSONL file of records (as written by export)")->required();
   im->add_option("db", a->db, "Record store (SQLite)")->required();
   im->callback([a, exit_code] { *exit_code = Import(*a); });

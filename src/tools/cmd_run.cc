@@ -1,15 +1,14 @@
 #include "tools/cmd_run.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
-
-#include <condition_variable>
-#include <mutex>
 
 #include "engine/engine.h"
 #include "tools/common.h"
@@ -53,9 +52,12 @@ int RunRun(const RunArgs& a) {
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
   DType kv_type;
-  if (a.kv_type == "f16") kv_type = DType::kF16;
-  else if (a.kv_type == "f32") kv_type = DType::kF32;
-  else return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
+  if (a.kv_type == "f16")
+    kv_type = DType::kF16;
+  else if (a.kv_type == "f32")
+    kv_type = DType::kF32;
+  else
+    return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
 
   // `stet run` is one client of the serving engine: the same scheduler, paged
   // KV cache, sampler and kernels as `stet serve`, with one sequence slot.
@@ -88,9 +90,11 @@ int RunRun(const RunArgs& a) {
   rp.ignore_eos = a.ignore_eos;
   rp.logits_hash = a.logits_hash;
   if (!a.quiet) {
-    std::fprintf(stderr, "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens, fingerprint %s\n",
-                 model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), eo.n_threads,
-                 static_cast<unsigned long long>(*rp.seed), ids.size(), engine.fingerprint().c_str());
+    std::fprintf(
+        stderr,
+        "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens, fingerprint %s\n",
+        model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), eo.n_threads,
+        static_cast<unsigned long long>(*rp.seed), ids.size(), engine.fingerprint().c_str());
   }
   if (a.echo) {
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
@@ -165,13 +169,15 @@ int RunRun(const RunArgs& a) {
 CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<RunArgs>();
   a->model = DefaultModelPath();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Generate text from a prompt. stdout carries exactly the generated text; "
-             "stderr carries progress and speed.");
+  CLI::App* cmd =
+      app.add_subcommand("run",
+                         "Generate text from a prompt. stdout carries exactly the generated text; "
+                         "stderr carries progress and speed.");
   cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text (empty: start from BOS)");
   cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
-  cmd->add_option("-n,--n-predict", a->n_predict, "Tokens to generate (-1: until end of text or context)")
+  cmd->add_option("-n,--n-predict", a->n_predict,
+                  "Tokens to generate (-1: until end of text or context)")
       ->capture_default_str();
   cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy (ties to the lower token id)")
       ->capture_default_str();
@@ -186,7 +192,8 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
       ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2 or avx512; never changes the output")
+  cmd->add_option("--isa", a->isa,
+                  "Kernel path: auto, scalar, avx2 or avx512; never changes the output")
       ->capture_default_str();
   cmd->add_flag("--echo", a->echo, "Print the prompt before the generated text");
   cmd->add_flag("--logits-hash", a->logits_hash,

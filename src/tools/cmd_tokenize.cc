@@ -22,14 +22,18 @@ struct TokenizeArgs {
 std::string Printable(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\'') out += "\\'";
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\'')
+      out += "\\'";
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
-    } else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -56,8 +60,10 @@ int RunTokenize(const TokenizeArgs& a) {
 CLI::App* AddTokenizeCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<TokenizeArgs>();
   args->model = DefaultModelPath();
-  CLI::App* cmd = app.add_subcommand("tokenize", "Print the tokens of TEXT under a model's tokenizer");
-  cmd->add_option("-m,--model", args->model, "GGUF model (its tokenizer is used)")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("tokenize", "Print the tokens of TEXT under a model's tokenizer");
+  cmd->add_option("-m,--model", args->model, "GGUF model (its tokenizer is used)")
+      ->capture_default_str();
   cmd->add_option("text", args->text, "Text to tokenize");
   cmd->add_flag("--ids", args->ids, "Print only the token ids, space-separated");
   cmd->add_flag("--stdin", args->stdin_text, "Read the text from standard input");

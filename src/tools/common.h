@@ -19,7 +19,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitError = 1;  // the work failed (bad model file, prompt too long, ...)
 constexpr int kExitUsage = 2;  // bad command line
 
-std::string DefaultModelPath();  // $STET_MODEL, else ~/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf
+std::string
+DefaultModelPath();  // $STET_MODEL, else ~/.cache/stet/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 using Loaded = LoadedModel;  // engine/engine.h: LoadModelAndTokenizer
 Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path);

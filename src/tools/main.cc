@@ -3,10 +3,10 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/cmd_bench.h"
-#include "tools/cmd_gguf_random.h"
 #include "tools/cmd_drift.h"
 #include "tools/cmd_eval.h"
 #include "tools/cmd_fingerprint.h"
+#include "tools/cmd_gguf_random.h"
 #include "tools/cmd_probe.h"
 #include "tools/cmd_proxy.h"
 #include "tools/cmd_quantize.h"
@@ -18,8 +18,9 @@
 #include "tools/common.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"stet — an LLM inference engine whose answers stand: the same request gives "
-               "the same bytes, whatever else the machine is doing."};
+  CLI::App app{
+      "stet — an LLM inference engine whose answers stand: the same request gives "
+      "the same bytes, whatever else the machine is doing."};
   app.require_subcommand(1);
   int exit_code = stet::tools::kExitOk;
   stet::tools::AddRunCommand(app, &exit_code);

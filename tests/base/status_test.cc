@@ -27,13 +27,12 @@ TEST(Status, ResultPropagates) {
 }
 
 TEST(Hash, Sha256KnownAnswer) {
-  EXPECT_EQ(Sha256Hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abc", 3),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_FALSE(Sha256File("/nonexistent/file").ok());
 }
 
-TEST(Hash, Fnv1a64KnownAnswer) {
-  EXPECT_EQ(Fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
-}
+TEST(Hash, Fnv1a64KnownAnswer) { EXPECT_EQ(Fnv1a64("a", 1), 0xaf63dc4c8601ec8cull); }
 
 }  // namespace
 }  // namespace stet

@@ -86,10 +86,11 @@ TEST(ThreadPool, ManyRunsBackToBack) {
   ThreadPool pool(3);
   std::atomic<int> count{0};
   std::vector<std::atomic<int>> per(3);
-  for (int i = 0; i < 10000; ++i) pool.Run([&](int index) {
-    count++;
-    per[index]++;
-  });
+  for (int i = 0; i < 10000; ++i)
+    pool.Run([&](int index) {
+      count++;
+      per[index]++;
+    });
   EXPECT_EQ(count.load(), 30000);
   for (auto& p : per) EXPECT_EQ(p.load(), 10000);
 }

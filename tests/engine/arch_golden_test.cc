@@ -44,25 +44,29 @@ TEST_P(ArchGolden, GreedyIdsAndLogitsMatchLlamaCpp) {
     for (const TokenOut& t : done->tokens[0]) got.push_back(t.id);
     ASSERT_FALSE(done->tokens[0].empty());
     const std::vector<float>& first_logits = done->tokens[0][0].logits;
-    EXPECT_EQ(got, golden["generated_ids"].get<std::vector<int32_t>>()) << name << " " << IsaName(isa);
+    EXPECT_EQ(got, golden["generated_ids"].get<std::vector<int32_t>>())
+        << name << " " << IsaName(isa);
     const auto want = golden["first_logits"].get<std::vector<double>>();
     ASSERT_EQ(want.size(), first_logits.size());
     double max_diff = 0;
-    for (size_t i = 0; i < want.size(); ++i) max_diff = std::max(max_diff, std::fabs(first_logits[i] - want[i]));
+    for (size_t i = 0; i < want.size(); ++i)
+      max_diff = std::max(max_diff, std::fabs(first_logits[i] - want[i]));
     EXPECT_LT(max_diff, logit_tol) << name;
-    std::printf("[ arch     ] %-10s %-6s greedy %zu/%zu ids equal, max |dlogit| %.2e\n", name.c_str(),
-                IsaName(isa), got.size(), golden["steps"].size(), max_diff);
+    std::printf("[ arch     ] %-10s %-6s greedy %zu/%zu ids equal, max |dlogit| %.2e\n",
+                name.c_str(), IsaName(isa), got.size(), golden["steps"].size(), max_diff);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ArchGolden,
-                         ::testing::Values(std::make_pair("qwen2", 1e-2), std::make_pair("qwen3", 1e-2),
+                         ::testing::Values(std::make_pair("qwen2", 1e-2),
+                                           std::make_pair("qwen3", 1e-2),
                                            std::make_pair("llama3", 1e-2),
                                            std::make_pair("llama-f16", 1e-2),
                                            std::make_pair("llama-q8_0", 0.2)),
                          [](const auto& info) {
                            std::string n = info.param.first;
-                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char& c : n)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return n;
                          });
 

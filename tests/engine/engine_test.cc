@@ -8,9 +8,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
-#include <nlohmann/json.hpp>
 
 namespace stet {
 namespace {
@@ -254,7 +254,8 @@ TEST(Engine, FingerprintNamesEverythingThatChangesBits) {
   EXPECT_NE(a->fingerprint(), b->fingerprint());
   EXPECT_NE(a->fingerprint(), c->fingerprint());
   EXPECT_NE(c->fingerprint().find("adaptive"), std::string::npos);
-  EXPECT_NE(a->fingerprint_descriptor().find("270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d"),
+  EXPECT_NE(a->fingerprint_descriptor().find(
+                "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d"),
             std::string::npos);
 }
 

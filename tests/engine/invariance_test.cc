@@ -32,9 +32,11 @@ struct Config {
   int max_batch_tokens;
   bool prefix_cache;
   std::string Describe() const {
-    return "threads=" + std::to_string(threads) + " isa=" + IsaName(isa) + " chunk=" + std::to_string(chunk) +
-           " block=" + std::to_string(block_size) + " kv_blocks=" + std::to_string(n_kv_blocks) +
-           " batch_tokens=" + std::to_string(max_batch_tokens) + " prefix_cache=" + (prefix_cache ? "on" : "off");
+    return "threads=" + std::to_string(threads) + " isa=" + IsaName(isa) +
+           " chunk=" + std::to_string(chunk) + " block=" + std::to_string(block_size) +
+           " kv_blocks=" + std::to_string(n_kv_blocks) +
+           " batch_tokens=" + std::to_string(max_batch_tokens) +
+           " prefix_cache=" + (prefix_cache ? "on" : "off");
   }
 };
 
@@ -79,7 +81,8 @@ std::string Compare(const Outcome& got, const Outcome& want) {
   for (size_t c = 0; c < want.tokens.size(); ++c) {
     if (got.finish[c] != want.finish[c]) return "finish reason of choice " + std::to_string(c);
     if (got.text[c] != want.text[c]) return "text of choice " + std::to_string(c);
-    if (got.tokens[c].size() != want.tokens[c].size()) return "token count of choice " + std::to_string(c);
+    if (got.tokens[c].size() != want.tokens[c].size())
+      return "token count of choice " + std::to_string(c);
     for (size_t i = 0; i < want.tokens[c].size(); ++i) {
       const TokenOut &g = got.tokens[c][i], &w = want.tokens[c][i];
       const std::string at = " at choice " + std::to_string(c) + " step " + std::to_string(i);
@@ -88,7 +91,8 @@ std::string Compare(const Outcome& got, const Outcome& want) {
       if (!SameBits(g.logprob, w.logprob)) return "logprob" + at;
       if (g.top.size() != w.top.size()) return "top count" + at;
       for (size_t k = 0; k < w.top.size(); ++k) {
-        if (g.top[k].id != w.top[k].id || !SameBits(g.top[k].logprob, w.top[k].logprob)) return "top logprobs" + at;
+        if (g.top[k].id != w.top[k].id || !SameBits(g.top[k].logprob, w.top[k].logprob))
+          return "top logprobs" + at;
       }
     }
   }
@@ -113,7 +117,8 @@ class Fixture {
   }
   bool ok() const {
     if (!solo_) return false;
-    for (const auto& e : engines_) if (!e.second) return false;
+    for (const auto& e : engines_)
+      if (!e.second) return false;
     return true;
   }
   const Engine& solo() const { return *solo_; }
@@ -145,7 +150,8 @@ class Fixture {
     for (auto& r : reqs) {
       if (rng() % 3 != 0) r.prompt = prefixes[rng() % prefixes.size()];
       const int extra = static_cast<int>(rng() % 40);
-      for (int i = 0; i < extra || r.prompt.empty(); ++i) r.prompt.push_back(1 + static_cast<int32_t>(rng() % (n_vocab - 1)));
+      for (int i = 0; i < extra || r.prompt.empty(); ++i)
+        r.prompt.push_back(1 + static_cast<int32_t>(rng() % (n_vocab - 1)));
       r.max_tokens = 1 + static_cast<int>(rng() % 24);
       r.n = rng() % 4 == 0 ? 2 : 1;
       r.temperature = rng() % 2 ? 0.0f : 0.8f;
@@ -187,7 +193,8 @@ class Fixture {
       const std::string diff = Compare(got[i], Solo(reqs[i]));
       EXPECT_EQ(diff, "") << "reproduce: STET_INVARIANCE_SEED=" << seed << " model=" << path_ << " "
                           << cfg.Describe() << " requests=" << n_req << " request " << i
-                          << " prompt_len=" << reqs[i].prompt.size() << " differs from its solo run in " << diff;
+                          << " prompt_len=" << reqs[i].prompt.size()
+                          << " differs from its solo run in " << diff;
     }
     // Scoring parity on the first request: teacher-forced logprobs equal the sampled ones.
     RequestParams s;
@@ -228,15 +235,20 @@ void RunSuite(const std::string& path, int n, int max_requests, uint64_t salt) {
     f.Run(std::strtoull(one, nullptr, 10), max_requests, &run);
     return;
   }
-  for (int i = 0; i < n && !::testing::Test::HasFailure(); ++i) f.Run(salt * 1000003 + i, max_requests, &run);
+  for (int i = 0; i < n && !::testing::Test::HasFailure(); ++i)
+    f.Run(salt * 1000003 + i, max_requests, &run);
   std::printf("[ invariance ] %s: %d scenarios\n", path.substr(path.rfind('/') + 1).c_str(), run);
 }
 
 TEST(Invariance, Stories260K) {
   RunSuite(testing::SharedDir() + "/models/stories260K/stories260K.gguf", Scenarios(120), 64, 1);
 }
-TEST(Invariance, Qwen2) { RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen2.gguf", Scenarios(30), 32, 2); }
-TEST(Invariance, Qwen3) { RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen3.gguf", Scenarios(30), 32, 3); }
+TEST(Invariance, Qwen2) {
+  RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen2.gguf", Scenarios(30), 32, 2);
+}
+TEST(Invariance, Qwen3) {
+  RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen3.gguf", Scenarios(30), 32, 3);
+}
 TEST(Invariance, Llama3Q8_0) {
   RunSuite(testing::SourceDir() + "/tests/golden/arch/llama-q8_0.gguf", Scenarios(30), 32, 4);
 }
@@ -319,7 +331,8 @@ TEST(Invariance, AdaptiveModeIsShownToDiffer) {
       differing += solo->tokens[0][i].logits_hash != batched->tokens[0][i].logits_hash;
     if (mode == NumericsMode::kAdaptive) {
       EXPECT_GT(differing, 0) << "adaptive mode gave bitwise-equal logits solo and batched";
-      std::printf("[ invariance ] adaptive mode: %d of 16 steps' logits differ solo vs batched\n", differing);
+      std::printf("[ invariance ] adaptive mode: %d of 16 steps' logits differ solo vs batched\n",
+                  differing);
     } else {
       EXPECT_EQ(differing, 0);
     }

@@ -62,7 +62,7 @@ TEST(Scheduler, PrefillInChunksThenDecodeFirst) {
   EXPECT_TRUE(p3[0].sample);
   EXPECT_EQ(p3[1].seq, b);
   EXPECT_EQ(p3[1].count, 5);  // min(chunk 5, budget 8 - 2)
-  auto p4 = h.Step();  // a decodes first (1 position), then b's next chunk
+  auto p4 = h.Step();         // a decodes first (1 position), then b's next chunk
   ASSERT_EQ(p4.size(), 2u);
   EXPECT_EQ(p4[0].seq, a);
   EXPECT_EQ(p4[0].count, 1);
@@ -114,7 +114,7 @@ TEST(Scheduler, PublishesFullBlocksAndAdmissionsTakeTheCachedPrefix) {
   Sequence* a = h.Add(10, 500);
   h.Step();  // 10 positions: blocks 0 and 1 are full and published
   EXPECT_EQ(a->hashes.size(), 2u);
-  h.sched.Remove(a);  // published blocks stay cached (evictable)
+  h.sched.Remove(a);             // published blocks stay cached (evictable)
   Sequence* b = h.Add(13, 500);  // same first 10 tokens
   auto p = h.Step();
   ASSERT_EQ(p.size(), 1u);

@@ -53,7 +53,8 @@ TEST(Stories260K, GreedyMatchesLlama2cAndPythonReference) {
 
   const auto ref = nlohmann::json::parse(
       testing::ReadFileOrDie(StoriesDir() + "/golden_greedy_from_bos.pyref.json"));
-  std::string golden_text = testing::ReadFileOrDie(StoriesDir() + "/golden_greedy_256steps.llama2c_run.txt");
+  std::string golden_text =
+      testing::ReadFileOrDie(StoriesDir() + "/golden_greedy_256steps.llama2c_run.txt");
   ASSERT_FALSE(golden_text.empty());
   if (golden_text.back() == '\n') golden_text.pop_back();  // run.c ends with a newline
 

@@ -12,8 +12,10 @@ namespace stet::forensics {
 namespace {
 
 // A completion from (token, logprob, {alternatives}) triples.
-Completion Make(const std::vector<std::tuple<std::string, double, std::vector<std::pair<std::string, double>>>>& toks,
-                const std::string& fp = "") {
+Completion Make(
+    const std::vector<std::tuple<std::string, double, std::vector<std::pair<std::string, double>>>>&
+        toks,
+    const std::string& fp = "") {
   Completion c;
   c.has_logprobs = true;
   c.system_fingerprint = fp;
@@ -133,7 +135,9 @@ TEST(ProbeVerdict, Deterministic) {
 TEST(ProbeVerdict, NondeterministicWithinALevel) {
   const auto r = Synthetic({{RefRun(), RefRun()}, {RefRun(), ForkRun(), RefRun()}});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.verdict, "nondeterministic: 2 distinct outputs of 3 at concurrency 8, first fork at token 1 with gap 0.01");
+  EXPECT_EQ(r.verdict,
+            "nondeterministic: 2 distinct outputs of 3 at concurrency 8, first fork at token 1 "
+            "with gap 0.01");
 }
 
 TEST(ProbeVerdict, DependsOnLevel) {

@@ -56,7 +56,8 @@ TEST(OpenAi, NoLogprobsAndNonFiniteValues) {
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->has_logprobs);
   // Python's json writes -Infinity, which strict JSON refuses.
-  auto d = ParseCompletion(R"({"choices":[{"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-Infinity],"top_logprobs":[null]}}]})");
+  auto d = ParseCompletion(
+      R"({"choices":[{"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-Infinity],"top_logprobs":[null]}}]})");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_LT(d->tokens[0].logprob, -1e299);
 }
@@ -76,11 +77,18 @@ TEST(OpenAi, ErrorsAreStatuses) {
 
 TEST(OpenAi, StreamChunksAccumulate) {
   Completion acc;
-  ASSERT_TRUE(AppendStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})", &acc).ok());
-  ASSERT_TRUE(AppendStreamChunk(R"({"system_fingerprint":"fp1","choices":[{"index":0,"delta":{"content":"Hel"},
-    "logprobs":{"content":[{"token":"Hel","logprob":-0.5,"top_logprobs":[{"token":"Hel","logprob":-0.5}]}]}}]})", &acc).ok());
-  ASSERT_TRUE(AppendStreamChunk(R"({"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop",
-    "logprobs":{"content":[{"token":"lo","logprob":-0.1,"top_logprobs":[]}]}}]})", &acc).ok());
+  ASSERT_TRUE(
+      AppendStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})", &acc).ok());
+  ASSERT_TRUE(AppendStreamChunk(
+                  R"({"system_fingerprint":"fp1","choices":[{"index":0,"delta":{"content":"Hel"},
+    "logprobs":{"content":[{"token":"Hel","logprob":-0.5,"top_logprobs":[{"token":"Hel","logprob":-0.5}]}]}}]})",
+                  &acc)
+                  .ok());
+  ASSERT_TRUE(
+      AppendStreamChunk(R"({"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop",
+    "logprobs":{"content":[{"token":"lo","logprob":-0.1,"top_logprobs":[]}]}}]})",
+                        &acc)
+          .ok());
   ASSERT_TRUE(AppendStreamChunk(R"({"choices":[],"usage":{"total_tokens":3}})", &acc).ok());
   EXPECT_EQ(acc.text, "Hello");
   EXPECT_EQ(acc.system_fingerprint, "fp1");
@@ -88,11 +96,20 @@ TEST(OpenAi, StreamChunksAccumulate) {
   ASSERT_EQ(acc.tokens.size(), 2u);
   EXPECT_EQ(acc.tokens[1].token, "lo");
   Completion legacy;
-  ASSERT_TRUE(AppendStreamChunk(R"({"choices":[{"index":0,"text":" Par","logprobs":{"tokens":[" Par"],"token_logprobs":[-0.2],"top_logprobs":[{" Par":-0.2}]}}]})", &legacy).ok());
-  ASSERT_TRUE(AppendStreamChunk(R"({"choices":[{"index":0,"text":"is","logprobs":{"tokens":["is"],"token_logprobs":[-0.1],"top_logprobs":[{"is":-0.1}]}}]})", &legacy).ok());
+  ASSERT_TRUE(
+      AppendStreamChunk(
+          R"({"choices":[{"index":0,"text":" Par","logprobs":{"tokens":[" Par"],"token_logprobs":[-0.2],"top_logprobs":[{" Par":-0.2}]}}]})",
+          &legacy)
+          .ok());
+  ASSERT_TRUE(
+      AppendStreamChunk(
+          R"({"choices":[{"index":0,"text":"is","logprobs":{"tokens":["is"],"token_logprobs":[-0.1],"top_logprobs":[{"is":-0.1}]}}]})",
+          &legacy)
+          .ok());
   EXPECT_EQ(legacy.text, " Paris");
   EXPECT_EQ(legacy.tokens.size(), 2u);
-  EXPECT_FALSE(AppendStreamChunk(R"({"choices":[{"index":"0"}]})", &legacy).ok());  // wrong type: a Status
+  EXPECT_FALSE(
+      AppendStreamChunk(R"({"choices":[{"index":"0"}]})", &legacy).ok());  // wrong type: a Status
 }
 
 TEST(OpenAi, RequestBodies) {
@@ -121,8 +138,10 @@ TEST(OpenAi, RequestBodies) {
 }
 
 TEST(OpenAi, EndpointUrls) {
-  EXPECT_EQ(EndpointUrl("http://127.0.0.1:8081", "completions"), "http://127.0.0.1:8081/v1/completions");
-  EXPECT_EQ(EndpointUrl("http://127.0.0.1:8081/", "completions"), "http://127.0.0.1:8081/v1/completions");
+  EXPECT_EQ(EndpointUrl("http://127.0.0.1:8081", "completions"),
+            "http://127.0.0.1:8081/v1/completions");
+  EXPECT_EQ(EndpointUrl("http://127.0.0.1:8081/", "completions"),
+            "http://127.0.0.1:8081/v1/completions");
   EXPECT_EQ(EndpointUrl("http://127.0.0.1:8081/v1/", "/chat/completions"),
             "http://127.0.0.1:8081/v1/chat/completions");
 }

@@ -33,7 +33,8 @@ using OJson = nlohmann::ordered_json;
 
 std::string TempPath(const std::string& name) {
   const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp ? tmp : "/tmp") + "/stet-record-test-" + std::to_string(::getpid()) + "-" + name;
+  return std::string(tmp ? tmp : "/tmp") + "/stet-record-test-" + std::to_string(::getpid()) + "-" +
+         name;
 }
 
 void RemoveDb(const std::string& p) {
@@ -46,7 +47,8 @@ void RemoveDb(const std::string& p) {
 TEST(StetClock, ParsesIso8601WithZones) {
   using server::ParseUtcTime;
   EXPECT_EQ(ParseUtcTime("1970-01-01T00:00:00Z"), 0);
-  EXPECT_EQ(ParseUtcTime("2024-07-26T12:00:00Z"), 1721995200);  // ChatTemplateOptions' default instant
+  EXPECT_EQ(ParseUtcTime("2024-07-26T12:00:00Z"),
+            1721995200);  // ChatTemplateOptions' default instant
   EXPECT_EQ(ParseUtcTime("2024-07-26T14:00:00.750+02:00"), 1721995200);
   EXPECT_EQ(ParseUtcTime("2024-07-26T07:30:00-04:30"), 1721995200);
   EXPECT_EQ(ParseUtcTime("2024-02-29T00:00:00Z"), 1709164800);
@@ -98,7 +100,8 @@ TEST(StetClock, PinsTheTemplatesStrftimeNow) {
   STET_REQUIRE_FILE(Stories());
   auto tok = StoriesTokenizer();
   ASSERT_TRUE(tok);
-  auto chat = server::ChatPrompt::Create("Today is {{ strftime_now('%d %b %Y') }}. {{ messages[0]['content'] }}", *tok);
+  auto chat = server::ChatPrompt::Create(
+      "Today is {{ strftime_now('%d %b %Y') }}. {{ messages[0]['content'] }}", *tok);
   ASSERT_TRUE(chat.ok()) << chat.status().ToString();
   const OJson msgs = OJson::parse(R"([{"role": "user", "content": "hi"}])");
   std::string a, b;
@@ -176,10 +179,11 @@ TEST(ServerRecord, RecordsWhatShapedTheAnswer) {
   InProcess p;
   ASSERT_TRUE(p.Start());
   httplib::Client cli("127.0.0.1", p.srv->port());
-  auto r = cli.Post("/v1/chat/completions",
-                    R"({"model": "llama", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 6,
+  auto r = cli.Post(
+      "/v1/chat/completions",
+      R"({"model": "llama", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 6,
                         "temperature": 0.9, "return_token_ids": true, "metadata": {"stet_clock": "2031-02-03T04:05:06Z"}})",
-                    "application/json");
+      "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const OJson body = OJson::parse(r->body);
@@ -206,7 +210,8 @@ TEST(ServerRecord, RecordsWhatShapedTheAnswer) {
   EXPECT_EQ(rec["usage"], body["usage"]);
 
   // A request the server rejects is not recorded.
-  r = cli.Post("/v1/completions", R"({"model": "llama", "prompt": "x", "metadata": {"stet_clock": "soon"}})",
+  r = cli.Post("/v1/completions",
+               R"({"model": "llama", "prompt": "x", "metadata": {"stet_clock": "soon"}})",
                "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
@@ -223,19 +228,22 @@ TEST(ServerRecord, AnswerWaitsForTheRecord) {
     std::string got;
     std::thread client([&] {
       httplib::Client cli("127.0.0.1", p.srv->port());
-      auto r = cli.Post("/v1/completions",
-                        std::string(R"({"model": "llama", "prompt": "Once upon a time", "max_tokens": 4)") +
-                            (stream ? R"(, "stream": true})" : "}"),
-                        "application/json");
+      auto r = cli.Post(
+          "/v1/completions",
+          std::string(R"({"model": "llama", "prompt": "Once upon a time", "max_tokens": 4)") +
+              (stream ? R"(, "stream": true})" : "}"),
+          "application/json");
       if (r) got = r->body;
       answered = true;
     });
     {
       std::unique_lock<std::mutex> lock(p.rec->mu);
-      p.rec->cv.wait_for(lock, std::chrono::seconds(30), [&] { return p.rec->calls > (stream ? 1 : 0); });
+      p.rec->cv.wait_for(lock, std::chrono::seconds(30),
+                         [&] { return p.rec->calls > (stream ? 1 : 0); });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    EXPECT_FALSE(answered) << "the answer went out before the record was committed (stream=" << stream << ")";
+    EXPECT_FALSE(answered) << "the answer went out before the record was committed (stream="
+                           << stream << ")";
     if (stream) {
       EXPECT_EQ(got.find("[DONE]"), std::string::npos);
     }
@@ -261,7 +269,8 @@ TEST(ServerRecord, FailedRecordWithholdsTheAnswer) {
   ASSERT_TRUE(p.Start());
   p.rec->fail = true;
   httplib::Client cli("127.0.0.1", p.srv->port());
-  auto r = cli.Post("/v1/completions", R"({"model": "llama", "prompt": "Once", "max_tokens": 3})", "application/json");
+  auto r = cli.Post("/v1/completions", R"({"model": "llama", "prompt": "Once", "max_tokens": 3})",
+                    "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 500);
   EXPECT_EQ(nlohmann::json::parse(r->body)["error"]["code"], "record_failed");
@@ -296,7 +305,8 @@ OJson Rec(const std::string& id, const std::string& received = "2025-01-02T03:04
   r["system_fingerprint"] = "fp_000000000000";
   r["model_sha256"] = std::string(64, 'a');
   r["seed"] = 42;
-  r["request"] = OJson::parse(R"({"model": "m", "prompt": "Once", "max_tokens": 3, "logprobs": 1})");
+  r["request"] =
+      OJson::parse(R"({"model": "m", "prompt": "Once", "max_tokens": 3, "logprobs": 1})");
   r["params"] = OJson::parse(R"([{"n": 1}])");
   r["prompt_token_ids"] = OJson::parse("[[1, 403]]");
   r["choices"] = OJson::parse(
@@ -315,7 +325,8 @@ TEST(RecordStore, GroupCommitFromManyThreads) {
   for (int t = 0; t < 8; ++t) {
     ts.emplace_back([&, t] {
       for (int i = 0; i < 25; ++i) {
-        if (!(*store)->Insert(Rec("r" + std::to_string(t) + "-" + std::to_string(i))).ok()) ++failures;
+        if (!(*store)->Insert(Rec("r" + std::to_string(t) + "-" + std::to_string(i))).ok())
+          ++failures;
       }
     });
   }
@@ -346,10 +357,13 @@ TEST(RecordStore, SelectionImportAndBadFiles) {
   ASSERT_TRUE((*store)->Insert(Rec("c", "2025-03-01T00:00:00.000Z")).ok());
   auto ids = [&](forensics::RecordQuery q) {
     std::vector<std::string> out;
-    EXPECT_TRUE((*store)->ForEach(q, [&](const std::string& t) {
-      out.push_back(OJson::parse(t)["id"]);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE((*store)
+                    ->ForEach(q,
+                              [&](const std::string& t) {
+                                out.push_back(OJson::parse(t)["id"]);
+                                return Status::Ok();
+                              })
+                    .ok());
     return out;
   };
   EXPECT_EQ(ids({}), (std::vector<std::string>{"a", "b", "c"}));
@@ -358,7 +372,9 @@ TEST(RecordStore, SelectionImportAndBadFiles) {
   EXPECT_EQ(ids({"", "2025-01-01T00:00:00Z"}), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(ids({"", "2025-01-01T01:00:00+01:00"}), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(ids({"", "2025-02-01T00:00:00Z"}), (std::vector<std::string>{"c"}));
-  EXPECT_FALSE((*store)->ForEach({"", "last tuesday"}, [](const std::string&) { return Status::Ok(); }).ok());
+  EXPECT_FALSE((*store)
+                   ->ForEach({"", "last tuesday"}, [](const std::string&) { return Status::Ok(); })
+                   .ok());
 
   auto stats = (*store)->InsertAll({Rec("a"), Rec("d"), Rec("e")});
   ASSERT_TRUE(stats.ok());
@@ -369,11 +385,14 @@ TEST(RecordStore, SelectionImportAndBadFiles) {
   const std::string jl = TempPath("bad.jsonl");
   {
     std::ofstream f(jl);
-    f << Rec("z").dump() << "\n\n" << R"({"schema": "stet.record/1", "id": "y"})" << "\n";
+    f << Rec("z").dump() << "\n\n"
+      << R"({"schema": "stet.record/1", "id": "y"})"
+      << "\n";
   }
   auto bad = forensics::ReadRecordsJsonl(jl);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("bad.jsonl:3:"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("bad.jsonl:3:"), std::string::npos)
+      << bad.status().message();
   std::remove(jl.c_str());
 
   const std::string notdb = TempPath("notdb.db");
@@ -381,9 +400,12 @@ TEST(RecordStore, SelectionImportAndBadFiles) {
     std::ofstream f(notdb);
     f << "this is not a database, just some text long enough to have a header of sorts............";
   }
-  EXPECT_FALSE(forensics::RecordStore::Open(notdb, forensics::RecordStore::Mode::kOpenExisting).ok());
+  EXPECT_FALSE(
+      forensics::RecordStore::Open(notdb, forensics::RecordStore::Mode::kOpenExisting).ok());
   std::remove(notdb.c_str());
-  EXPECT_FALSE(forensics::RecordStore::Open(TempPath("missing.db"), forensics::RecordStore::Mode::kOpenExisting).ok());
+  EXPECT_FALSE(forensics::RecordStore::Open(TempPath("missing.db"),
+                                            forensics::RecordStore::Mode::kOpenExisting)
+                   .ok());
   RemoveDb(db);
 }
 
@@ -391,7 +413,8 @@ TEST(RecordStore, SelectionImportAndBadFiles) {
 // Replay comparison
 
 OJson Answer() {
-  return OJson::parse(R"({"id": "cmpl-x", "system_fingerprint": "fp_000000000000", "choices": [{"index": 0,
+  return OJson::parse(
+      R"({"id": "cmpl-x", "system_fingerprint": "fp_000000000000", "choices": [{"index": 0,
       "text": " a b c", "finish_reason": "length", "prompt_token_ids": [1, 403], "token_ids": [5, 6, 7],
       "logprobs": {"tokens": [" a", " b", " c"], "token_logprobs": [-0.5, -0.25, -1.5],
                    "top_logprobs": [null, null, null], "text_offset": [0, 2, 4]}}]})");
@@ -405,8 +428,10 @@ TEST(ReplayCompare, IdenticalAndTheRequestItSends) {
   EXPECT_EQ(o.tokens, 3);
   OJson chat = Rec("c");
   chat["endpoint"] = "/v1/chat/completions";
-  chat["request"] = OJson::parse(R"({"model": "m", "messages": [], "stream": true, "stream_options": {}})");
-  chat["clock"] = OJson::parse(R"({"unix": 0, "utc": "1970-01-01T00:00:00Z", "source": "server default"})");
+  chat["request"] =
+      OJson::parse(R"({"model": "m", "messages": [], "stream": true, "stream_options": {}})");
+  chat["clock"] =
+      OJson::parse(R"({"unix": 0, "utc": "1970-01-01T00:00:00Z", "source": "server default"})");
   forensics::ReplayOptions opt;
   opt.model = "other";
   const OJson body = forensics::ReplayRequestBody(chat, opt);
@@ -419,7 +444,8 @@ TEST(ReplayCompare, IdenticalAndTheRequestItSends) {
   EXPECT_FALSE(body.contains("logprobs"));
   opt.force_logprobs = true;
   EXPECT_TRUE(forensics::ReplayRequestBody(chat, opt)["logprobs"].get<bool>());
-  EXPECT_EQ(forensics::ReplayRequestBody(Rec("a"), opt)["logprobs"], 1);  // the recorded value stays
+  EXPECT_EQ(forensics::ReplayRequestBody(Rec("a"), opt)["logprobs"],
+            1);  // the recorded value stays
 }
 
 TEST(ReplayCompare, FindsTheFirstDivergence) {
@@ -472,7 +498,8 @@ TEST(ReplayCompare, FindsTheFirstDivergence) {
   EXPECT_EQ(o.divergence->kind, "choices");
 
   // Without logprobs or ids in the answer, text decides.
-  OJson text_only = OJson::parse(R"({"choices": [{"index": 0, "text": " a b d", "finish_reason": "length"}]})");
+  OJson text_only =
+      OJson::parse(R"({"choices": [{"index": 0, "text": " a b d", "finish_reason": "length"}]})");
   o = forensics::CompareReplay(Rec("a"), text_only);
   ASSERT_TRUE(o.divergence);
   EXPECT_EQ(o.divergence->kind, "text");
@@ -518,7 +545,8 @@ TEST(ProbeVerdict, LogprobsThatMoveAreADivergence) {
   forensics::Judge(&r);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.verdict,
-            "nondeterministic logits: the same text in every run, but 2 distinct logprob traces of 3 runs at "
+            "nondeterministic logits: the same text in every run, but 2 distinct logprob traces of "
+            "3 runs at "
             "concurrency 8; the earliest differing logprob is at token 1");
   // And the same runs with equal logprobs are deterministic.
   for (auto& lr : r.levels) {

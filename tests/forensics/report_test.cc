@@ -57,8 +57,8 @@ std::string XmlProblem(const std::string& doc, std::vector<std::string>* tags_se
     const bool closing = doc[i + 1] == '/';
     size_t p = i + (closing ? 2 : 1);
     size_t name_end = p;
-    while (name_end < doc.size() && (std::isalnum(static_cast<unsigned char>(doc[name_end])) || doc[name_end] == '-' ||
-                                     doc[name_end] == ':'))
+    while (name_end < doc.size() && (std::isalnum(static_cast<unsigned char>(doc[name_end])) ||
+                                     doc[name_end] == '-' || doc[name_end] == ':'))
       ++name_end;
     const std::string name = doc.substr(p, name_end - p);
     if (name.empty()) return "empty tag name at " + std::to_string(i);
@@ -66,7 +66,8 @@ std::string XmlProblem(const std::string& doc, std::vector<std::string>* tags_se
     if (closing) {
       if (doc[p] != '>') return "malformed closing tag " + name;
       if (stack.empty() || stack.back() != name) {
-        return "</" + name + "> closes " + (stack.empty() ? std::string("nothing") : "<" + stack.back() + ">");
+        return "</" + name + "> closes " +
+               (stack.empty() ? std::string("nothing") : "<" + stack.back() + ">");
       }
       stack.pop_back();
       i = p + 1;
@@ -78,7 +79,9 @@ std::string XmlProblem(const std::string& doc, std::vector<std::string>* tags_se
       if (p >= doc.size()) return "unterminated tag " + name;
       if (doc[p] == '>' || doc.compare(p, 2, "/>") == 0) break;
       size_t a = p;
-      while (p < doc.size() && (std::isalnum(static_cast<unsigned char>(doc[p])) || doc[p] == '-' || doc[p] == ':')) ++p;
+      while (p < doc.size() &&
+             (std::isalnum(static_cast<unsigned char>(doc[p])) || doc[p] == '-' || doc[p] == ':'))
+        ++p;
       if (a == p || doc[p] != '=' || (doc[p + 1] != '"' && doc[p + 1] != '\'')) {
         return "malformed attribute in <" + name + "> at " + std::to_string(p);
       }
@@ -125,11 +128,15 @@ TEST(Svg, ChartsAreWellFormedAndEscaped) {
   EXPECT_EQ(XmlProblem(hist, &tags), "") << hist;
   EXPECT_GE(std::count(tags.begin(), tags.end(), "rect"), 5);
   EXPECT_EQ(XmlProblem(SvgHistogram("empty", "pos", {}, 10)), "");
-  const std::string bars = SvgBars("b", "rate", {{evil, 0.5, 0.2, 0.8, true}, {"x", 1.5, -1, -1, false}});
+  const std::string bars =
+      SvgBars("b", "rate", {{evil, 0.5, 0.2, 0.8, true}, {"x", 1.5, -1, -1, false}});
   EXPECT_EQ(XmlProblem(bars), "") << bars;
   EXPECT_NE(bars.find("class=\"warn\""), std::string::npos);
   EXPECT_EQ(XmlProblem(SvgBars("none", "rate", {})), "");
-  EXPECT_EQ(XmlEscape(std::string("a\x01" "b")), "a\xEF\xBF\xBD" "b");  // control chars are not XML
+  EXPECT_EQ(XmlEscape(std::string("a\x01"
+                                  "b")),
+            "a\xEF\xBF\xBD"
+            "b");  // control chars are not XML
 }
 
 Completion Tok(const std::string& a, const std::string& b, double lpb) {
@@ -151,7 +158,8 @@ TEST(ProbeReport, HtmlAndJson) {
   for (int c : {1, 8}) {
     LevelResult lr;
     lr.concurrency = c;
-    lr.runs = {Tok("A", " x", -0.5), Tok("A", c == 1 ? " x" : " y", c == 1 ? -0.5 : -0.52), Tok("A", " x", -0.5)};
+    lr.runs = {Tok("A", " x", -0.5), Tok("A", c == 1 ? " x" : " y", c == 1 ? -0.5 : -0.52),
+               Tok("A", " x", -0.5)};
     lr.analysis = AnalyzeRuns(lr.runs);
     all.insert(all.end(), lr.runs.begin(), lr.runs.end());
     r.levels.push_back(lr);
@@ -165,7 +173,8 @@ TEST(ProbeReport, HtmlAndJson) {
   ASSERT_NE(root, std::string::npos);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(XmlProblem(html.substr(root), &tags), "");
-  EXPECT_EQ(std::count(tags.begin(), tags.end(), "svg"), 2);  // distinct-vs-concurrency, fork histogram
+  EXPECT_EQ(std::count(tags.begin(), tags.end(), "svg"),
+            2);  // distinct-vs-concurrency, fork histogram
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<b>hi"), std::string::npos);  // user text is escaped
   EXPECT_NE(html.find("class=\"fork\""), std::string::npos);
@@ -173,7 +182,8 @@ TEST(ProbeReport, HtmlAndJson) {
   EXPECT_EQ(j["levels"].size(), 2u);
   EXPECT_EQ(j["levels"][1]["analysis"]["distinct_outputs"], 2);
   EXPECT_EQ(j["levels"][1]["analysis"]["variants"][1]["fork"]["token_index"], 1);
-  EXPECT_NEAR(j["levels"][1]["analysis"]["variants"][1]["fork"]["gap_reference"].get<double>(), 0.02, 1e-9);
+  EXPECT_NEAR(j["levels"][1]["analysis"]["variants"][1]["fork"]["gap_reference"].get<double>(),
+              0.02, 1e-9);
   EXPECT_EQ(j["exit_code"], 1);
   EXPECT_NE(ProbeSummary(r).find("verdict: nondeterministic"), std::string::npos);
 }
@@ -210,10 +220,12 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 }
 
 TEST(Eval, DatasetLoading) {
-  auto ok = LoadDataset(WriteTemp("ok.jsonl",
-                                  "{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\"}\n\n"
-                                  "{\"id\": 2, \"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"expected\": \"{\\\"k\\\": [1]}\", \"metric\": \"json\", \"max_tokens\": 5}\n"),
-                        Metric::kContains);
+  auto ok = LoadDataset(
+      WriteTemp("ok.jsonl",
+                "{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\"}\n\n"
+                "{\"id\": 2, \"messages\": [{\"role\": \"user\", \"content\": \"q\"}], "
+                "\"expected\": \"{\\\"k\\\": [1]}\", \"metric\": \"json\", \"max_tokens\": 5}\n"),
+      Metric::kContains);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   ASSERT_EQ(ok->size(), 2u);
   EXPECT_EQ((*ok)[0].metric, Metric::kContains);
@@ -221,15 +233,23 @@ TEST(Eval, DatasetLoading) {
   EXPECT_EQ((*ok)[1].metric, Metric::kJson);
   EXPECT_EQ((*ok)[1].expected, (json{{"k", {1}}}));  // a JSON string expectation is parsed
   EXPECT_EQ(*(*ok)[1].max_tokens, 5);
-  struct Bad { const char* text; const char* why; };
-  for (const Bad& b : {Bad{"not json\n", "not a JSON object"},
-                       Bad{"{\"prompt\": \"p\", \"expected\": \"x\"}\n", "needs an \"id\""},
-                       Bad{"{\"id\": \"a\", \"expected\": \"x\"}\n", "needs \"prompt\""},
-                       Bad{"{\"id\": \"a\", \"prompt\": \"p\"}\n", "needs \"expected\""},
-                       Bad{"{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\"}\n{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\"}\n", "duplicate id"},
-                       Bad{"{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"(\", \"metric\": \"regex\"}\n", "regex does not compile"},
-                       Bad{"{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\", \"metric\": \"fuzzy\"}\n", "metric must be"},
-                       Bad{"", "holds no items"}}) {
+  struct Bad {
+    const char* text;
+    const char* why;
+  };
+  for (const Bad& b :
+       {Bad{"not json\n", "not a JSON object"},
+        Bad{"{\"prompt\": \"p\", \"expected\": \"x\"}\n", "needs an \"id\""},
+        Bad{"{\"id\": \"a\", \"expected\": \"x\"}\n", "needs \"prompt\""},
+        Bad{"{\"id\": \"a\", \"prompt\": \"p\"}\n", "needs \"expected\""},
+        Bad{"{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\"}\n{\"id\": \"a\", \"prompt\": "
+            "\"p\", \"expected\": \"x\"}\n",
+            "duplicate id"},
+        Bad{"{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"(\", \"metric\": \"regex\"}\n",
+            "regex does not compile"},
+        Bad{"{\"id\": \"a\", \"prompt\": \"p\", \"expected\": \"x\", \"metric\": \"fuzzy\"}\n",
+            "metric must be"},
+        Bad{"", "holds no items"}}) {
     auto r = LoadDataset(WriteTemp("bad.jsonl", b.text), Metric::kExact);
     ASSERT_FALSE(r.ok()) << b.text;
     EXPECT_NE(r.status().message().find(b.why), std::string::npos) << r.status().message();
@@ -238,7 +258,8 @@ TEST(Eval, DatasetLoading) {
 }
 
 // A results document as RunEval writes it, from per-item pass lists.
-json Results(const std::vector<std::pair<std::string, std::vector<int>>>& items, const std::string& fp = "fp") {
+json Results(const std::vector<std::pair<std::string, std::vector<int>>>& items,
+             const std::string& fp = "fp") {
   json d;
   d["tool"] = "stet eval";
   d["run"] = {{"model", "m"}, {"temperature", 0.0}, {"seed_policy", "fixed"}, {"concurrency", 1}};
@@ -246,8 +267,13 @@ json Results(const std::vector<std::pair<std::string, std::vector<int>>>& items,
   for (const auto& [id, passes] : items) {
     json it = {{"id", id}, {"metric", "exact"}, {"expected", "x"}, {"results", json::array()}};
     for (size_t r = 0; r < passes.size(); ++r) {
-      if (passes[r] < 0) it["results"].push_back({{"repeat", r}, {"error", "IoError: refused"}});
-      else it["results"].push_back({{"repeat", r}, {"pass", passes[r] == 1}, {"output", passes[r] ? "x" : "y"}, {"fingerprint", fp}});
+      if (passes[r] < 0)
+        it["results"].push_back({{"repeat", r}, {"error", "IoError: refused"}});
+      else
+        it["results"].push_back({{"repeat", r},
+                                 {"pass", passes[r] == 1},
+                                 {"output", passes[r] ? "x" : "y"},
+                                 {"fingerprint", fp}});
     }
     d["items"].push_back(it);
   }
@@ -256,13 +282,17 @@ json Results(const std::vector<std::pair<std::string, std::vector<int>>>& items,
 }
 
 TEST(Eval, SummaryFlakyAndIntervals) {
-  json d = Results({{"a", {1, 1, 1, 1, 1}}, {"b", {0, 0, 0, 0, 0}}, {"c", {1, 0, 1, 1, -1}}, {"d", {1, 1, 1, 1, 0}}});
+  json d = Results({{"a", {1, 1, 1, 1, 1}},
+                    {"b", {0, 0, 0, 0, 0}},
+                    {"c", {1, 0, 1, 1, -1}},
+                    {"d", {1, 1, 1, 1, 0}}});
   const json& s = d["summary"];
   EXPECT_EQ(s["runs_scored"], 19);
   EXPECT_EQ(s["errors"], 1);
   EXPECT_EQ(s["passes"], 12);
   EXPECT_EQ(s["flaky"], json::array({"c", "d"}));
-  EXPECT_DOUBLE_EQ(d["items"][2]["pass_rate"].get<double>(), 0.75);  // the errored run is not scored
+  EXPECT_DOUBLE_EQ(d["items"][2]["pass_rate"].get<double>(),
+                   0.75);  // the errored run is not scored
   EXPECT_NEAR(s["pooled_rate"].get<double>(), 12.0 / 19, 1e-15);
   EXPECT_NEAR(s["mean_item_rate"].get<double>(), (1 + 0 + 0.75 + 0.8) / 4, 1e-15);
   EXPECT_LT(s["wilson95"][0].get<double>(), 12.0 / 19);
@@ -295,9 +325,11 @@ TEST(Eval, CompareVerdicts) {
   EXPECT_EQ((*c)["mcnemar"]["pass_a_only"], 0);
   // Exact: 2 * 0.5^20 (Python: 2 * Fraction(1, 2**20)) = 1.9073486328125e-06.
   EXPECT_NEAR((*c)["mcnemar"]["p_value"].get<double>(), 1.9073486328125e-06, 1e-18);
-  EXPECT_EQ((*c)["verdict"].get<std::string>().rfind("B better by 0.667", 0), 0u) << (*c)["verdict"];
+  EXPECT_EQ((*c)["verdict"].get<std::string>().rfind("B better by 0.667", 0), 0u)
+      << (*c)["verdict"];
   bool fp_note = false;
-  for (const auto& n : (*c)["notes"]) fp_note = fp_note || n.get<std::string>().find("fingerprints differs") == 0;
+  for (const auto& n : (*c)["notes"])
+    fp_note = fp_note || n.get<std::string>().find("fingerprints differs") == 0;
   EXPECT_TRUE(fp_note);
   auto d = CompareResults(Results(same), Results(same), 2000, 0);
   ASSERT_TRUE(d.ok());
@@ -310,7 +342,11 @@ TEST(Eval, CompareVerdicts) {
 }
 
 json Capture(const std::vector<std::vector<std::vector<std::pair<std::string, double>>>>& prompts) {
-  json d = {{"tool", "stet drift"}, {"schema", 1}, {"top_k", 3}, {"max_tokens", 4}, {"fingerprints", json::array()}};
+  json d = {{"tool", "stet drift"},
+            {"schema", 1},
+            {"top_k", 3},
+            {"max_tokens", 4},
+            {"fingerprints", json::array()}};
   d["prompts"] = json::array();
   int id = 0;
   for (const auto& positions : prompts) {
@@ -339,9 +375,11 @@ TEST(Drift, DistancesOnSharedSupportAndFirstDivergence) {
   // Position 0: same argmax; shared support {a, b}: p = (0.5, 0.5) vs q = (0.9, 0.1)
   // after renormalizing -> TV 0.4, KL(p||q) = 0.5 ln(25/9).
   const json base = Capture({{{{"a", std::log(0.4)}, {"b", std::log(0.4)}, {"z", std::log(0.2)}},
-                              {{"c", -0.1}}, {{"e", -0.1}}}});
+                              {{"c", -0.1}},
+                              {{"e", -0.1}}}});
   const json now = Capture({{{{"a", std::log(0.45)}, {"b", std::log(0.05)}, {"y", std::log(0.5)}},
-                             {{"d", -0.1}, {"c", -0.2}}, {{"f", -0.1}}}});
+                             {{"d", -0.1}, {"c", -0.2}},
+                             {{"f", -0.1}}}});
   auto c = CompareDrift(base, now, 0.05);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const json& row = (*c)["prompts"][0];
@@ -381,7 +419,8 @@ TEST(Drift, PromptFiles) {
   ASSERT_EQ(plain->size(), 2u);
   EXPECT_EQ((*plain)[1].id, "3");
   EXPECT_EQ((*plain)[1].prompt, "second {x}");
-  auto jl = LoadDriftPrompts(WriteTemp("p.jsonl", "{\"id\": \"k\", \"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n"));
+  auto jl = LoadDriftPrompts(
+      WriteTemp("p.jsonl", "{\"id\": \"k\", \"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n"));
   ASSERT_TRUE(jl.ok());
   EXPECT_EQ((*jl)[0].id, "k");
   EXPECT_EQ((*jl)[1].id, "2");

@@ -48,7 +48,8 @@ TEST(Sse, EveryChunkingGivesTheSameEvents) {
   for (size_t cut = 1; cut < s.size(); ++cut) {
     const auto two = ParseChunks({s.substr(0, cut), s.substr(cut)});
     ASSERT_EQ(two.size(), whole.size()) << "cut at " << cut;
-    for (size_t i = 0; i < two.size(); ++i) EXPECT_EQ(two[i].data, whole[i].data) << "cut at " << cut;
+    for (size_t i = 0; i < two.size(); ++i)
+      EXPECT_EQ(two[i].data, whole[i].data) << "cut at " << cut;
   }
   std::vector<std::string> bytes;
   for (char c : s) bytes.emplace_back(1, c);
@@ -80,7 +81,9 @@ TEST(Sse, IncompleteEventWaitsForBlankLine) {
 }
 
 TEST(Sse, FinalEventWithoutBlankLineAndBom) {
-  auto ev = ParseChunks({"\xEF\xBB", "\xBF" "data: first\n\ndata: last"});
+  auto ev = ParseChunks({"\xEF\xBB",
+                         "\xBF"
+                         "data: first\n\ndata: last"});
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].data, "first");
   EXPECT_EQ(ev[1].data, "last");

@@ -34,8 +34,8 @@ std::vector<std::vector<float>> AllLogits(const Model& model, const std::vector<
   ThreadPool pool(cfg.threads);
   Forward fwd(model, &pool, cfg.isa, 256);
   // The block size varies with the config too: the paged layout never reaches a value.
-  PagedKvCache kv = PagedKvCache::Contiguous(hp, 1 + cfg.companions, 256, DType::kF16,
-                                             cfg.threads == 1 ? 16 : 5);
+  PagedKvCache kv =
+      PagedKvCache::Contiguous(hp, 1 + cfg.companions, 256, DType::kF16, cfg.threads == 1 ? 16 : 5);
   std::vector<std::vector<float>> out;
   std::vector<int32_t> companion_pos(cfg.companions + 1, 0);
   for (size_t start = 0; start < prompt.size(); start += cfg.chunk) {
@@ -60,7 +60,8 @@ std::vector<std::vector<float>> AllLogits(const Model& model, const std::vector<
     for (size_t b = 0; b < batch.size(); ++b) {
       if (!batch[b].logits) continue;
       if (ours[b]) {
-        out.emplace_back(logits.begin() + row * hp.n_vocab, logits.begin() + (row + 1) * hp.n_vocab);
+        out.emplace_back(logits.begin() + row * hp.n_vocab,
+                         logits.begin() + (row + 1) * hp.n_vocab);
       }
       ++row;
     }
@@ -79,17 +80,23 @@ void ExpectInvariant(const std::string& path, int n_prompt) {
   const auto want = AllLogits(**model, prompt, base);
   ASSERT_EQ(want.size(), prompt.size());
   std::vector<Config> configs = {
-      {1, 1, Isa::kScalar, 0}, {7, 2, Isa::kScalar, 0}, {n_prompt, 3, Isa::kScalar, 2},
+      {1, 1, Isa::kScalar, 0},
+      {7, 2, Isa::kScalar, 0},
+      {n_prompt, 3, Isa::kScalar, 2},
       {3, 1, Isa::kScalar, 3},
   };
   if (CpuHasAvx2Fma()) {
-    for (Config c : std::vector<Config>{{n_prompt, 1, Isa::kAvx2, 0}, {1, 2, Isa::kAvx2, 0},
-                                        {7, 3, Isa::kAvx2, 2}, {5, 2, Isa::kAvx2, 4}})
+    for (Config c : std::vector<Config>{{n_prompt, 1, Isa::kAvx2, 0},
+                                        {1, 2, Isa::kAvx2, 0},
+                                        {7, 3, Isa::kAvx2, 2},
+                                        {5, 2, Isa::kAvx2, 4}})
       configs.push_back(c);
   }
   if (CpuHasAvx512()) {
-    for (Config c : std::vector<Config>{{n_prompt, 1, Isa::kAvx512, 0}, {1, 2, Isa::kAvx512, 0},
-                                        {7, 3, Isa::kAvx512, 2}, {5, 2, Isa::kAvx512, 4},
+    for (Config c : std::vector<Config>{{n_prompt, 1, Isa::kAvx512, 0},
+                                        {1, 2, Isa::kAvx512, 0},
+                                        {7, 3, Isa::kAvx512, 2},
+                                        {5, 2, Isa::kAvx512, 4},
                                         {n_prompt, 2, Isa::kAvx512, 3}})
       configs.push_back(c);
   }

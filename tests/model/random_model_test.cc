@@ -13,9 +13,9 @@
 #include <string>
 
 #include "model/forward.h"
-#include "model/paged_kv.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/paged_kv.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 

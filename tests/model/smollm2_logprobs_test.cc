@@ -49,7 +49,8 @@ TEST(SmolLM2, LogprobsAtLeastAsCloseToFloat64AsLlamaCpp) {
       Forward fwd(**model, &pool, BestIsa(), 256);
       PagedKvCache kv = PagedKvCache::Contiguous((*model)->hparams(), 1, 256, kv_type);
       std::vector<BatchToken> batch;
-      for (size_t i = 0; i < ids.size(); ++i) batch.push_back({ids[i], static_cast<int32_t>(i), 0, true});
+      for (size_t i = 0; i < ids.size(); ++i)
+        batch.push_back({ids[i], static_cast<int32_t>(i), 0, true});
       std::vector<float> logits;
       ASSERT_TRUE(fwd.Run(batch, kv, &logits).ok());
       for (size_t j = 0; j < lc["steps"].size(); ++j) {
@@ -63,9 +64,10 @@ TEST(SmolLM2, LogprobsAtLeastAsCloseToFloat64AsLlamaCpp) {
         ++n;
       }
     }
-    std::printf("[ smollm2  ] kv %s: mean |stet - f64| %.4f, mean |llama.cpp - f64| %.4f, "
-                "max |stet - llama.cpp| %.4f over %d steps\n",
-                DTypeName(kv_type), sum_stet / n, sum_ll / n, max_stet_ll, n);
+    std::printf(
+        "[ smollm2  ] kv %s: mean |stet - f64| %.4f, mean |llama.cpp - f64| %.4f, "
+        "max |stet - llama.cpp| %.4f over %d steps\n",
+        DTypeName(kv_type), sum_stet / n, sum_ll / n, max_stet_ll, n);
     EXPECT_LE(sum_stet / n, 1.25 * sum_ll / n + 0.002) << DTypeName(kv_type);
     EXPECT_LT(max_stet_ll, 0.35) << DTypeName(kv_type);
   }

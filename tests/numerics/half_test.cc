@@ -3,6 +3,8 @@
 // range where f16 rounding happens), and to an
 // independent table-based reference on any CPU; bf16 rounds to nearest even.
 // NaN payloads are not compared, only NaN-ness.
+#include "numerics/half.h"
+
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "base/cpu_features.h"
-#include "numerics/half.h"
 
 namespace stet {
 namespace {
@@ -102,7 +103,7 @@ uint16_t RefF32ToF16(float x, const std::vector<double>& pos_values) {
   if (a >= 65520.0) return sign | 0x7c00;
   const auto it = std::upper_bound(pos_values.begin(), pos_values.end(), a);
   const uint16_t hi = static_cast<uint16_t>(it - pos_values.begin());  // first value > a
-  const uint16_t lo = hi - 1;                                           // value <= a
+  const uint16_t lo = hi - 1;                                          // value <= a
   const double dlo = a - pos_values[lo], dhi = pos_values[hi] - a;
   uint16_t r = dlo < dhi ? lo : (dhi < dlo ? hi : ((lo & 1) ? hi : lo));
   return sign | r;

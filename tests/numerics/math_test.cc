@@ -2,6 +2,8 @@
 // libm (allowed in tests only) as a max-ulp bound over dense sweeps, special values, and
 // bitwise equality of the AVX2 twins ExpF8/SiluF8 with the scalar ExpF/SiluF.
 // Measured maxima are printed; each EXPECT states the documented bound.
+#include "numerics/math.h"
+
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -15,7 +17,6 @@
 
 #include "base/cpu_features.h"
 #include "numerics/half.h"
-#include "numerics/math.h"
 
 // The AVX2 twins are compiled for AVX2 here only; callers check CpuHasAvx2Fma() first.
 #pragma GCC push_options
@@ -134,10 +135,19 @@ TEST(MathTest, SiluFAccuracy) {
 // within 1<<14 ulps of each edge (range ends, 0, +-1, inf), and NaNs with payloads.
 std::vector<float> SimdInputs() {
   std::vector<float> v;
-  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 257) v.push_back(BitsFloat(static_cast<uint32_t>(u)));
-  const float edges[] = {math_internal::kExpMax, math_internal::kExpMin, -math_internal::kExpMax,
-                         -math_internal::kExpMin, 0.0f, 1.0f, -1.0f, kFInf, -kFInf,
-                         std::numeric_limits<float>::max(), std::numeric_limits<float>::min()};
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 257)
+    v.push_back(BitsFloat(static_cast<uint32_t>(u)));
+  const float edges[] = {math_internal::kExpMax,
+                         math_internal::kExpMin,
+                         -math_internal::kExpMax,
+                         -math_internal::kExpMin,
+                         0.0f,
+                         1.0f,
+                         -1.0f,
+                         kFInf,
+                         -kFInf,
+                         std::numeric_limits<float>::max(),
+                         std::numeric_limits<float>::min()};
   for (float e : edges) {
     for (int s : {1, -1}) {
       const int64_t c = FloatBits(e * s);
@@ -246,7 +256,8 @@ TEST(MathTest, LogDAccuracy) {
   std::uniform_real_distribution<double> near1(0.5, 2.0);
   for (int i = 0; i < 1000000; ++i) check(near1(rng));
   for (int i = -1000; i <= 1000; ++i) check(1.0 + i * 0x1p-52);
-  for (double x : {10000.0, 500000.0, 1e6, 0.7071067811865476, 1.4142135623730951, 4.9e-324}) check(x);
+  for (double x : {10000.0, 500000.0, 1e6, 0.7071067811865476, 1.4142135623730951, 4.9e-324})
+    check(x);
   Report("LogD on (0, DBL_MAX]", m);
   EXPECT_LE(m.max, 0.6);  // measured 0.5415
   EXPECT_EQ(LogD(1.0), 0.0);
@@ -264,7 +275,9 @@ TEST(MathTest, PowDAccuracy) {
     for (int d : {16, 32, 48, 64, 80, 96, 128, 256}) {
       for (int i = 0; i <= d / 2; ++i) {
         const double e = -(2.0 * i) / d;
-        rope.Add(UlpD(PowD(base, e), std::pow(static_cast<long double>(base), static_cast<long double>(e))), base);
+        rope.Add(UlpD(PowD(base, e),
+                      std::pow(static_cast<long double>(base), static_cast<long double>(e))),
+                 base);
       }
     }
   }
@@ -278,8 +291,8 @@ TEST(MathTest, PowDAccuracy) {
   }
   Report("PowD RoPE (base^(-2i/d))", rope);
   Report("PowD |e log b| <= 600", general);
-  EXPECT_LE(rope.max, 0.6);      // measured 0.5527
-  EXPECT_LE(general.max, 1.1);   // measured 0.9492
+  EXPECT_LE(rope.max, 0.6);     // measured 0.5527
+  EXPECT_LE(general.max, 1.1);  // measured 0.9492
   EXPECT_EQ(PowD(2.0, 10.0), 1024.0);
   EXPECT_EQ(PowD(10000.0, 0.0), 1.0);
   EXPECT_EQ(PowD(1.0, NAN), 1.0);
@@ -311,10 +324,12 @@ TEST(MathTest, SinCosDAccuracy) {
       mag(-40.0, 28.0);
   for (int i = 0; i < 1000000; ++i) check(small(rng));
   for (int i = 0; i < 1000000; ++i) check(big(rng));
-  for (int i = 0; i < 500000; ++i) check(std::ldexp(1.0 + small(rng) / 8, static_cast<int>(mag(rng))));
+  for (int i = 0; i < 500000; ++i)
+    check(std::ldexp(1.0 + small(rng) / 8, static_cast<int>(mag(rng))));
   // RoPE angles: position * base^(-2i/d), positions up to 131072.
   for (int64_t p = 0; p <= 131072; p += 61) {
-    for (int i = 0; i < 64; i += 3) check(static_cast<double>(p) * PowD(500000.0, -(2.0 * i) / 128));
+    for (int i = 0; i < 64; i += 3)
+      check(static_cast<double>(p) * PowD(500000.0, -(2.0 * i) / 128));
   }
   // Closest approaches to multiples of pi/2 among integers and near k * pi/2 doubles.
   for (int64_t k = 1; k < 400000; k += 7) {
@@ -323,8 +338,8 @@ TEST(MathTest, SinCosDAccuracy) {
     check(std::nextafter(c, 0.0));
     check(std::nextafter(c, 1e300));
   }
-  for (double x : {355.0, 103993.0, 104348.0, 208341.0, 312689.0, 833719.0, 1146408.0,
-                   6381956.0, 1e-300, 4.9e-324, 0.7853981633974483, 2.356194490192345}) {
+  for (double x : {355.0, 103993.0, 104348.0, 208341.0, 312689.0, 833719.0, 1146408.0, 6381956.0,
+                   1e-300, 4.9e-324, 0.7853981633974483, 2.356194490192345}) {
     check(x);
     check(-x);
   }

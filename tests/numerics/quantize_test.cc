@@ -4,6 +4,8 @@
 // independent ggml-layout decoder written here, and bad input is refused with a Status.
 // (iq4_nl's least-squares search is checked against llama.cpp's own quantizer by the
 // arch goldens, tests/golden/arch/llama-iq4_nl.json.)
+#include "numerics/quantize.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +17,6 @@
 #include "numerics/dequant.h"
 #include "numerics/dtype.h"
 #include "numerics/half.h"
-#include "numerics/quantize.h"
 
 namespace stet {
 namespace {
@@ -35,7 +36,10 @@ std::vector<std::vector<float>> TestRows(int64_t n) {
   };
   add([&](int64_t) { return g(rng); });
   add([&](int64_t) { return 0.02f * g(rng); });
-  add([&](int64_t) { const float v = g(rng); return v * v * v * 10.0f; });
+  add([&](int64_t) {
+    const float v = g(rng);
+    return v * v * v * 10.0f;
+  });
   add([&](int64_t) { return std::fabs(g(rng)) + 3.0f; });
   add([&](int64_t) { return -std::fabs(g(rng)) - 0.5f; });
   add([&](int64_t) { return 0.75f; });
@@ -303,8 +307,8 @@ TEST(QuantizeTest, KQuantsRoundTripBounds) {
           d16 = F16ToF32(reinterpret_cast<const BlockQ4_K*>(b.data())[blk].d);
           dmin16 = F16ToF32(reinterpret_cast<const BlockQ4_K*>(b.data())[blk].dmin);
         }
-        const float closed = t == DType::kQ6_K ? (amax / 31 + d16) / 2
-                                               : ((hi - lo) / levels + d16 + dmin16) / 2;
+        const float closed =
+            t == DType::kQ6_K ? (amax / 31 + d16) / 2 : ((hi - lo) / levels + d16 + dmin16) / 2;
         for (int l = 0; l < sub; ++l) {
           const size_t i = s0 + l;
           // The packing decodes the same through the independent decoder.
@@ -319,7 +323,8 @@ TEST(QuantizeTest, KQuantsRoundTripBounds) {
         }
       }
     }
-    std::printf("[ measured ] %s: max error / closed-form bound = %.4f\n", DTypeName(t), worst_ratio);
+    std::printf("[ measured ] %s: max error / closed-form bound = %.4f\n", DTypeName(t),
+                worst_ratio);
   }
 }
 
@@ -463,8 +468,10 @@ TEST(QuantizeTest, KQuantsAreSmallAndCentred) {
 TEST(QuantizeTest, RefusesBadInput) {
   std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> out(4096);
-  EXPECT_EQ(QuantizeRow(DType::kQ4_K, x.data(), 100, out.data()).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(QuantizeRow(DType::kQ8_0, x.data(), 33, out.data()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(QuantizeRow(DType::kQ4_K, x.data(), 100, out.data()).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(QuantizeRow(DType::kQ8_0, x.data(), 33, out.data()).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(QuantizeRow(DType::kQ8_K, x.data(), 256, out.data()).code(),
             StatusCode::kUnimplemented);
   EXPECT_EQ(QuantizeRow(static_cast<DType>(99), x.data(), 32, out.data()).code(),

@@ -3,6 +3,8 @@
 // here independently, GGUF rope_freqs factors, and the float cos/sin tables against long
 // double libm (allowed in tests): each entry is the correctly rounded float (<= 0.5 ulp +
 // double-rounding slack) of the cos/sin of the table's double angle.
+#include "numerics/rope_table.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "numerics/half.h"
-#include "numerics/rope_table.h"
 
 namespace stet {
 namespace {
@@ -41,7 +42,8 @@ TEST(RopeTableTest, InvFreqsUnscaled) {
       const std::vector<double> inv = RopeInvFreqs(dim, base, RopeScaling{});
       ASSERT_EQ(inv.size(), static_cast<size_t>(dim / 2));
       EXPECT_EQ(inv[0], 1.0);
-      for (int i = 0; i < dim / 2; ++i) worst = std::max(worst, UlpErrD(inv[i], RefInvFreq(base, i, dim)));
+      for (int i = 0; i < dim / 2; ++i)
+        worst = std::max(worst, UlpErrD(inv[i], RefInvFreq(base, i, dim)));
     }
   }
   std::printf("[ measured ] inv freqs max %.4f ulp (double)\n", worst);
@@ -89,9 +91,12 @@ TEST(RopeTableTest, Llama3MatchesPublishedFormula) {
     const long double f = RefInvFreq(500000.0, i, 128);
     const long double want = RefLlama3(f, 8, 1, 4, 8192);
     worst = std::max(worst, UlpErrD(inv[i], want));
-    if (want == f) ++n_kept;
-    else if (want == f / 8) ++n_divided;
-    else ++n_blended;
+    if (want == f)
+      ++n_kept;
+    else if (want == f / 8)
+      ++n_divided;
+    else
+      ++n_blended;
   }
   std::printf("[ measured ] llama3 inv freqs max %.4f ulp (double)\n", worst);
   EXPECT_LE(worst, 2.0);
@@ -133,7 +138,8 @@ TEST(RopeTableTest, YarnMatchesPublishedFormula) {
   const double base = 1000000.0;
   const long double pi = 3.14159265358979323846264338327950288L;
   auto corr = [&](long double rot) {
-    return dim * std::log(32768.0L / (rot * 2 * pi)) / (2 * std::log(static_cast<long double>(base)));
+    return dim * std::log(32768.0L / (rot * 2 * pi)) /
+           (2 * std::log(static_cast<long double>(base)));
   };
   long double low = std::max(std::floor(corr(32)), 0.0L);
   long double high = std::min(std::ceil(corr(1)), static_cast<long double>(dim - 1));
@@ -184,7 +190,8 @@ TEST(RopeTableTest, TableIsCorrectlyRoundedCosSin) {
           int e;
           std::frexp(std::fabs(ref), &e);
           const long double ulp = std::ldexp(1.0L, std::max(e - 1, -126) - 23);
-          worst_exact = std::max(worst_exact, static_cast<double>((std::fabs(got - ref) - slack) / ulp));
+          worst_exact =
+              std::max(worst_exact, static_cast<double>((std::fabs(got - ref) - slack) / ulp));
         }
       }
     };
@@ -193,8 +200,10 @@ TEST(RopeTableTest, TableIsCorrectlyRoundedCosSin) {
       t.Compute(p, c.data(), s.data());
       check(p, c.data(), s.data());
     }
-    std::printf("[ measured ] table base %g: max %.6f ulp (float) of cos/sin(angle), "
-                "%.6f ulp beyond angle rounding\n", base, worst, worst_exact);
+    std::printf(
+        "[ measured ] table base %g: max %.6f ulp (float) of cos/sin(angle), "
+        "%.6f ulp beyond angle rounding\n",
+        base, worst, worst_exact);
     EXPECT_LE(worst, 0.5001);
     EXPECT_LE(worst_exact, 0.5001);
     EXPECT_EQ(t.Cos(0)[0], 1.0f);

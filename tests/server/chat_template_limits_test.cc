@@ -7,9 +7,8 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "server/chat_prompt.h"
 #include "server/server.h"

@@ -29,18 +29,21 @@ TEST(Utf8, AcceptsWellFormedAndRejectsEveryIllFormedKind) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("plain ascii"));
   EXPECT_TRUE(IsValidUtf8("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é € 😀
-  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));                           // U+10FFFF
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
-  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));      // overlong
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate D800
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // > U+10FFFF
-  EXPECT_FALSE(IsValidUtf8("\xE2\x82"));          // truncated
-  EXPECT_FALSE(IsValidUtf8("\x80"));              // lone continuation
+  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));                            // U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));                                   // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));                               // overlong
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));                               // surrogate D800
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));                           // > U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xE2\x82"));                                   // truncated
+  EXPECT_FALSE(IsValidUtf8("\x80"));                                       // lone continuation
   EXPECT_FALSE(IsValidUtf8("\xFF"));
 }
 
 TEST(Utf8, SanitizeReplacesMaximalSubparts) {
-  EXPECT_EQ(SanitizeUtf8("a\xE2\x82" "b"), "a\xEF\xBF\xBD" "b");  // one U+FFFD for the truncated €
+  EXPECT_EQ(SanitizeUtf8("a\xE2\x82"
+                         "b"),
+            "a\xEF\xBF\xBD"
+            "b");  // one U+FFFD for the truncated €
   EXPECT_EQ(SanitizeUtf8("\xFF\xFE"), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(SanitizeUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
 }
@@ -51,7 +54,8 @@ TEST(ParseBody, RejectsNonObjectsBadJsonBadUtf8AndDeepNesting) {
   EXPECT_FALSE(ParseBody("[1,2]").ok());
   EXPECT_FALSE(ParseBody("\"str\"").ok());
   EXPECT_FALSE(ParseBody("{\"a\": \"\xC3\x28\"}").ok());
-  EXPECT_EQ(ParseBody("{\"a\": \"\xC3\x28\"}").error().message, "The request body is not valid UTF-8.");
+  EXPECT_EQ(ParseBody("{\"a\": \"\xC3\x28\"}").error().message,
+            "The request body is not valid UTF-8.");
   std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
   EXPECT_FALSE(ParseBody(deep).ok());
   // Brackets inside strings do not count as nesting.
@@ -146,22 +150,29 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": "2"})", "n", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": -1})", "max_tokens", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": 1e300})", "max_tokens", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": 99999999999})", "max_tokens", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": 99999999999})", "max_tokens",
+                400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "max_tokens": 1.5})", "max_tokens", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "temperature": 2.5})", "temperature", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "temperature": -0.1})", "temperature", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "temperature": "hot"})", "temperature", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "top_p": 1.5})", "top_p", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "presence_penalty": 3})", "presence_penalty", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "frequency_penalty": -2.5})", "frequency_penalty", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "presence_penalty": 3})", "presence_penalty",
+                400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "frequency_penalty": -2.5})",
+                "frequency_penalty", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "logprobs": 6})", "logprobs", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "logprobs": true})", "logprobs", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "stop": ["a","b","c","d","e"]})", "stop", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "stop": ["a","b","c","d","e"]})", "stop",
+                400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "stop": 5})", "stop", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "stop": [5]})", "stop", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"5": 101}})", "logit_bias", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"-5": 1}})", "logit_bias", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias",
+                400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"5": 101}})", "logit_bias",
+                400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"-5": 1}})", "logit_bias",
+                400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": [1]})", "logit_bias", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "echo": "yes"})", "echo", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "stream": 1})", "stream", 400},
@@ -171,8 +182,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "suffix": "end"})", "suffix", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "top_k": -2})", "top_k", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "min_p": 1.5})", "min_p", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "repetition_penalty": 0})", "repetition_penalty", 400},
-        BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": 128, "prompt": ["a","b","c"]})", "n", 400}));
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "repetition_penalty": 0})",
+                "repetition_penalty", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": 128, "prompt": ["a","b","c"]})", "n",
+                400}));
 
 class BadChat : public ::testing::TestWithParam<BadCase> {};
 
@@ -191,29 +204,45 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"model": "SmolLM2", "messages": "hi"})", "messages", 400},
         BadCase{R"({"model": "SmolLM2", "messages": [5]})", "messages[0]", 400},
         BadCase{R"({"model": "SmolLM2", "messages": [{"content": "x"}]})", "messages[0].role", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user"}]})", "messages[0].content", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": 5}]})", "messages[0].content", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
-                "messages[0].content[0].type", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": [{"type": "text"}]}]})",
-                "messages[0].content[0].text", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
-                "messages[0].tool_calls", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 21,
-                   "logprobs": true})", "top_logprobs", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
-                "top_logprobs", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "logprobs": 1})",
-                "logprobs", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0})",
-                "max_tokens", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools", 400},
-        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
-                "tool_choice", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "wizard", "content": "x"}]})",
+                "messages[0].role", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user"}]})", "messages[0].content",
+                400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": 5}]})",
+                "messages[0].content", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+            "messages[0].content[0].type", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": [{"type": "text"}]}]})",
+            "messages[0].content[0].text", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
+            "messages[0].tool_calls", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 21,
+                   "logprobs": true})",
+            "top_logprobs", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
+            "top_logprobs", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "logprobs": 1})",
+            "logprobs", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0})",
+            "max_tokens", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "tools": {}})",
+            "tools", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
+            "tool_choice", 400},
         BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}],
-                   "response_format": {"type": "json_object"}})", "response_format", 400},
-        BadCase{R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})", "model", 404}));
+                   "response_format": {"type": "json_object"}})",
+                "response_format", 400},
+        BadCase{R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})", "model",
+                404}));
 
 TEST(ParseChat, NormalizesMessagesForTheTemplate) {
   auto r = Chat(R"({"model": "SmolLM2", "messages": [

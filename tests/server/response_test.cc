@@ -51,7 +51,8 @@ TEST(Response, CompletionShapeWithEchoAndLogprobs) {
   ChoiceResult c;
   c.text = "t3t4";
   c.prompt_tokens = {Tok(1, 0), Tok(2, -0.5f, {{2, -0.5f}, {5, -1.0f}})};
-  c.tokens = {Tok(3, -0.25f, {{3, -0.25f}, {6, -2.0f}}), Tok(4, -0.125f, {{4, -0.125f}, {3, -3.0f}})};
+  c.tokens = {Tok(3, -0.25f, {{3, -0.25f}, {6, -2.0f}}),
+              Tok(4, -0.125f, {{4, -0.125f}, {3, -3.0f}})};
   c.finish = FinishReason::kLength;
   UsageCounts u{2, 2, 0};
   Json j = CompletionResponse(Meta(), {c}, {"t1t2"}, 2, u, FakePiece);
@@ -84,7 +85,7 @@ TEST(Response, ChatShapeAndBytesOfPartialCharacters) {
   EXPECT_EQ(ch["message"]["content"], "hello");
   EXPECT_EQ(ch["finish_reason"], "stop");
   const Json& e = ch["logprobs"]["content"][0];
-  EXPECT_EQ(e["token"], "\xEF\xBF\xBD");  // U+FFFD in the string...
+  EXPECT_EQ(e["token"], "\xEF\xBF\xBD");      // U+FFFD in the string...
   EXPECT_EQ(e["bytes"], Json({0xE2, 0x82}));  // ...the exact bytes beside it
   ASSERT_EQ(e["top_logprobs"].size(), 1u);
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
@@ -188,10 +189,14 @@ TEST(Metrics, HistogramsAreCumulativeAndFamiliesTyped) {
   ServerGauges g;
   g.model_id = "a\"b";
   const std::string text = m.Render(g, nullptr);
-  EXPECT_NE(text.find("stet_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"), std::string::npos);
-  EXPECT_NE(text.find("stet_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos);
-  EXPECT_NE(text.find("stet_time_to_first_token_seconds_bucket{le=\"0.25\"} 2\n"), std::string::npos);
-  EXPECT_NE(text.find("stet_time_to_first_token_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("stet_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("stet_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("stet_time_to_first_token_seconds_bucket{le=\"0.25\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("stet_time_to_first_token_seconds_bucket{le=\"+Inf\"} 3\n"),
+            std::string::npos);
   EXPECT_NE(text.find("stet_time_to_first_token_seconds_count 3\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE stet_kv_blocks_used gauge\n"), std::string::npos);
   EXPECT_NE(text.find("model=\"a\\\"b\""), std::string::npos);
@@ -226,7 +231,8 @@ TEST(ChatPromptTest, FallbackIsChatMlWithOneBosAndAStopString) {
   EXPECT_EQ(std::count(ids->begin(), ids->end(), tok->bos()), 1);
 
   // A template that writes BOS itself: tokenization does not add a second one.
-  auto own = ChatPrompt::Create("{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}", *tok);
+  auto own = ChatPrompt::Create(
+      "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}", *tok);
   ASSERT_TRUE(own.ok());
   auto ids2 = own->Build(msgs, nullptr, &text);
   ASSERT_TRUE(ids2.ok());

@@ -19,10 +19,10 @@ std::string ReadFileOrDie(const std::string& path);
 }  // namespace stet::testing
 
 // Skips (outside CI) or fails (in CI) when `path` does not exist.
-#define STET_REQUIRE_FILE(path)                                                         \
-  do {                                                                                  \
-    if (!::stet::testing::FileExists(path)) {                                           \
+#define STET_REQUIRE_FILE(path)                                                            \
+  do {                                                                                     \
+    if (!::stet::testing::FileExists(path)) {                                              \
       if (::stet::testing::InCi()) FAIL() << "required test material missing: " << (path); \
-      GTEST_SKIP() << "test material not present: " << (path);                          \
-    }                                                                                   \
+      GTEST_SKIP() << "test material not present: " << (path);                             \
+    }                                                                                      \
   } while (0)

@@ -32,7 +32,8 @@ TEST(BpeTest, MergesByRank) {
 
 TEST(BpeTest, EqualPairsMergeLeftmostFirst) {
   auto tok = MustCreate(TinyBpeVocab({{"a", "a"}}));
-  EXPECT_EQ(tok->Encode("aaa", false, false), (std::vector<int32_t>{Id(*tok, "aa"), Id(*tok, "a")}));
+  EXPECT_EQ(tok->Encode("aaa", false, false),
+            (std::vector<int32_t>{Id(*tok, "aa"), Id(*tok, "a")}));
 }
 
 TEST(BpeTest, IgnoreMergesTakesWholeTokens) {

@@ -71,8 +71,8 @@ TEST(PreTokenizerTest, LongRunsMatchWithoutHittingMatchLimits) {
 
 TEST(PreTokenizerTest, EverySupportedRegexCompilesAndSplitsLosslessly) {
   std::mt19937 rng(7);
-  const std::string names[] = {"default", "gpt-2", "trillion", "llama-bpe", "dbrx", "qwen2",
-                               "stablelm2", "qwen35", "smollm", "starcoder", "gpt-4o"};
+  const std::string names[] = {"default",   "gpt-2",  "trillion", "llama-bpe", "dbrx",  "qwen2",
+                               "stablelm2", "qwen35", "smollm",   "starcoder", "gpt-4o"};
   for (const std::string& name : names) {
     auto pre = PreTokenizer::Create(name);
     ASSERT_TRUE(pre.ok()) << name << ": " << pre.status().ToString();

@@ -22,8 +22,9 @@ class SpecialSplitTest : public ::testing::Test {
   }
   std::vector<int32_t> Bytes(const Tokenizer& t, std::string_view s) {
     std::vector<int32_t> ids;
-    for (char c : s) ids.push_back(static_cast<uint8_t>(c) == ' ' ? *t.FindToken("\xC4\xA0")
-                                                                  : *t.FindToken(std::string(1, c)));
+    for (char c : s)
+      ids.push_back(static_cast<uint8_t>(c) == ' ' ? *t.FindToken("\xC4\xA0")
+                                                   : *t.FindToken(std::string(1, c)));
     return ids;
   }
   VocabData v_;

@@ -15,14 +15,28 @@ constexpr int kFirstPiece = 3 + 256;  // after <unk> <s> </s> and the byte token
 
 TEST(SpmTest, MergesByBestScoreTiesLeftmost) {
   // "ab" and "bc" score the same: the leftmost pair merges first.
-  auto tok = MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1}, {"a", -2}, {"b", -2}, {"c", -2},
-                                      {"ab", -1}, {"bc", -1}, {"\xE2\x96\x81" "a", -5}}));
+  auto tok = MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1},
+                                      {"a", -2},
+                                      {"b", -2},
+                                      {"c", -2},
+                                      {"ab", -1},
+                                      {"bc", -1},
+                                      {"\xE2\x96\x81"
+                                       "a",
+                                       -5}}));
   ASSERT_NE(tok, nullptr);
   const int space = kFirstPiece, c = kFirstPiece + 3, ab = kFirstPiece + 4;
   EXPECT_EQ(tok->Encode("abc", false, false), (std::vector<int32_t>{space, ab, c}));
   // A better score wins over position: "bc" now beats "ab".
-  auto tok2 = MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1}, {"a", -2}, {"b", -2}, {"c", -2},
-                                       {"ab", -1}, {"bc", -0.5}, {"\xE2\x96\x81" "a", -5}}));
+  auto tok2 = MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1},
+                                       {"a", -2},
+                                       {"b", -2},
+                                       {"c", -2},
+                                       {"ab", -1},
+                                       {"bc", -0.5},
+                                       {"\xE2\x96\x81"
+                                        "a",
+                                        -5}}));
   const int bc = kFirstPiece + 5, space_a = kFirstPiece + 6;
   EXPECT_EQ(tok2->Encode("abc", false, false), (std::vector<int32_t>{space_a, bc}));
 }
@@ -39,7 +53,11 @@ TEST(SpmTest, ByteFallbackForUnknownCharacters) {
 }
 
 TEST(SpmTest, SpacePrefixAndBos) {
-  auto tok = MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1}, {"a", -2}, {"\xE2\x96\x81" "a", -0.5}}));
+  auto tok = MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1},
+                                      {"a", -2},
+                                      {"\xE2\x96\x81"
+                                       "a",
+                                       -0.5}}));
   const int space_a = kFirstPiece + 2;
   EXPECT_EQ(tok->Encode("a", true, false), (std::vector<int32_t>{1, space_a}));
   EXPECT_EQ(tok->Encode("", true, false), (std::vector<int32_t>{1}));
@@ -52,7 +70,11 @@ TEST(SpmTest, SpacePrefixAndBos) {
 }
 
 TEST(SpmTest, AddSpacePrefixOff) {
-  VocabData v = TinySpmVocab({{"\xE2\x96\x81", -1}, {"a", -2}, {"\xE2\x96\x81" "a", -0.5}});
+  VocabData v = TinySpmVocab({{"\xE2\x96\x81", -1},
+                              {"a", -2},
+                              {"\xE2\x96\x81"
+                               "a",
+                               -0.5}});
   v.add_space_prefix = false;
   auto tok = MustCreate(std::move(v));
   EXPECT_EQ(tok->Encode("a", false, false), (std::vector<int32_t>{kFirstPiece + 1}));
@@ -60,7 +82,8 @@ TEST(SpmTest, AddSpacePrefixOff) {
 }
 
 TEST(SpmTest, LongTextIsFast) {
-  auto tok = MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1}, {"a", -2}, {"aa", -1}, {"aaaa", -0.5}}));
+  auto tok =
+      MustCreate(TinySpmVocab({{"\xE2\x96\x81", -1}, {"a", -2}, {"aa", -1}, {"aaaa", -0.5}}));
   const std::string text(100000, 'a');
   const auto ids = tok->Encode(text, false, false);
   EXPECT_EQ(tok->Decode(ids), text);

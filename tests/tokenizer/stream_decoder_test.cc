@@ -34,9 +34,9 @@ TEST(StreamDecoderTest, HoldsBackSplitEmojiFromByteTokens) {
 TEST(StreamDecoderTest, InvalidBytesBecomeReplacementWhenTheyCannotComplete) {
   auto tok = MustCreate(TinySpmVocab({{"a", -2}}));
   StreamDecoder stream(*tok);
-  EXPECT_EQ(stream.Push(ByteId(0xFF)), kFffd);                  // never valid
-  EXPECT_EQ(stream.Push(ByteId(0xF0)), "");                     // could still complete
-  EXPECT_EQ(stream.Push(3 + 256), std::string(kFffd) + "a");   // 'a' ends it
+  EXPECT_EQ(stream.Push(ByteId(0xFF)), kFffd);                // never valid
+  EXPECT_EQ(stream.Push(ByteId(0xF0)), "");                   // could still complete
+  EXPECT_EQ(stream.Push(3 + 256), std::string(kFffd) + "a");  // 'a' ends it
   EXPECT_EQ(stream.Push(ByteId(0xE2)), "");
   EXPECT_EQ(stream.Push(ByteId(0x82)), "");
   EXPECT_EQ(stream.Flush(), kFffd);  // one U+FFFD for the maximal subpart E2 82

@@ -4,6 +4,7 @@
 // tests/golden/smollm2/llamacpp_tokenize.json (llama.cpp via llama-cpp-python
 // on SmolLM2-135M-Instruct, with and without special-token parsing).
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/stream_decoder.h"

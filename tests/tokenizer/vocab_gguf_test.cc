@@ -15,7 +15,10 @@ std::vector<std::string> SpmTokens() {
     std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
     t.push_back(hex);
   }
-  for (const char* p : {"\xE2\x96\x81", "a", "\xE2\x96\x81" "a"}) t.push_back(p);
+  for (const char* p : {"\xE2\x96\x81", "a",
+                        "\xE2\x96\x81"
+                        "a"})
+    t.push_back(p);
   return t;
 }
 

@@ -13,9 +13,11 @@ std::string Json(const std::string& merges, const std::string& pre, const std::s
   return R"({"version": "1.0", "added_tokens": [
       {"id": 4, "content": "<|end|>", "special": true, "lstrip": false, "rstrip": true},
       {"id": 6, "content": "<tool>", "special": false}],
-    "pre_tokenizer": )" + pre + R"(,
+    "pre_tokenizer": )" +
+         pre + R"(,
     "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "\u0120": 2, "ab": 3},
-              "merges": )" + merges + "}" + extra + "}";
+              "merges": )" +
+         merges + "}" + extra + "}";
 }
 const char kByteLevel[] = R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})";
 
@@ -50,7 +52,8 @@ TEST(VocabJsonTest, IdentifiesPreTokenizers) {
   EXPECT_EQ(v->pre, "llama-bpe");
   EXPECT_TRUE(v->ignore_merges);  // llama.cpp's default for llama-bpe
   const std::string smollm = R"({"type": "Sequence", "pretokenizers": [
-      {"type": "Digits", "individual_digits": true}, )" + std::string(kByteLevel) + "]}";
+      {"type": "Digits", "individual_digits": true}, )" +
+                             std::string(kByteLevel) + "]}";
   v = VocabFromTokenizerJson(Json(R"(["a b"])", smollm), "");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->pre, "smollm");
@@ -95,9 +98,11 @@ TEST(VocabJsonTest, Errors) {
   ExpectError(Json(R"(["a b"])", kByteLevel), R"({"eos_token": "<missing>"})", "<missing>");
   ExpectError(Json(R"(["a b"])", kByteLevel), "[]", "tokenizer_config.json");
   ExpectError(R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []},
-                 "pre_tokenizer": {"type": "ByteLevel"}})", "", "not an integer id");
+                 "pre_tokenizer": {"type": "ByteLevel"}})",
+              "", "not an integer id");
   ExpectError(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 100000000}, "merges": []},
-                 "pre_tokenizer": {"type": "ByteLevel"}})", "", "far beyond");
+                 "pre_tokenizer": {"type": "ByteLevel"}})",
+              "", "far beyond");
 }
 
 TEST(VocabJsonTest, AddBosWithoutBosFailsAtCreate) {

@@ -23,7 +23,8 @@ struct Output {
 
 // Runs a shell command line; captures stdout, discards stderr unless asked.
 Output Sh(const std::string& args, bool with_stderr = false) {
-  const std::string cmd = std::string(STET_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  const std::string cmd =
+      std::string(STET_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   Output o{-1, {}};
   if (!p) return o;
@@ -65,8 +66,8 @@ TEST(StetCli, MissingOrCorruptModelFailsCleanly) {
 
 TEST(StetCli, RunPrintsExactlyTheGoldenText) {
   STET_REQUIRE_FILE(Stories());
-  std::string golden = testing::ReadFileOrDie(testing::SharedDir() +
-                                              "/models/stories260K/golden_greedy_256steps.llama2c_run.txt");
+  std::string golden = testing::ReadFileOrDie(
+      testing::SharedDir() + "/models/stories260K/golden_greedy_256steps.llama2c_run.txt");
   if (!golden.empty() && golden.back() == '\n') golden.pop_back();
   for (const char* opts : {"-t 1", "-t 2 --isa scalar", "-t 3 --chunk 1"}) {
     auto r = Sh("run -m " + Stories() + " -n 256 --temp 0 " + opts);
@@ -81,7 +82,9 @@ TEST(StetCli, EchoAndLogitsHash) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.rfind("Once upon", 0), 0u) << r.out;
   // The hash is a fingerprint of the final logits: equal across threads and ISA paths.
-  auto a = Sh("run -m " + Stories() + " -p 'Once upon' -n 8 --temp 0 -q --logits-hash -t 1 --isa scalar", true);
+  auto a =
+      Sh("run -m " + Stories() + " -p 'Once upon' -n 8 --temp 0 -q --logits-hash -t 1 --isa scalar",
+         true);
   auto b = Sh("run -m " + Stories() + " -p 'Once upon' -n 8 --temp 0 -q --logits-hash -t 3", true);
   EXPECT_NE(a.out.find("logits-hash: fnv1a64:"), std::string::npos) << a.out;
   EXPECT_EQ(a.out, b.out);
