@@ -72,8 +72,8 @@ nlohmann::json RunMode(const Args& a, NumericsMode mode) {
       const int len = 1 + static_cast<int>(rng() % 40);
       for (int i = 0; i < len; ++i) q.prompt.push_back(static_cast<int32_t>(rng() % n_vocab));
       q.max_tokens = 1 + static_cast<int>(rng() % (a.n + 16));
-      q.temperature = 0.7f;
-      q.seed = rng();
+      q.sampling.temperature = 0.7f;
+      q.sampling.seed = rng();
       q.ignore_eos = true;
       const int delay_us = static_cast<int>(rng() % 20000);
       clients.emplace_back([&e, q, delay_us] {
@@ -88,7 +88,7 @@ nlohmann::json RunMode(const Args& a, NumericsMode mode) {
         RequestParams p;
         p.prompt = prompt;
         p.max_tokens = a.n;
-        p.temperature = 0;
+        p.sampling.temperature = 0;
         p.top_logprobs = 2;
         p.ignore_eos = true;
         auto c = e.Generate(p);

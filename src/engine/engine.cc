@@ -1,12 +1,10 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <list>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "base/hash.h"
@@ -22,22 +20,6 @@ using engine_internal::RequestState;
 using engine_internal::Scheduler;
 using engine_internal::Sequence;
 using engine_internal::StepPlan;
-
-const char* FinishReasonName(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kCancelled:
-      return "cancelled";
-    case FinishReason::kError:
-      return "error";
-    case FinishReason::kNone:
-      break;
-  }
-  return "none";
-}
 
 // The engine thread's state and the steps of its loop (Engine::Loop): intake
 // → cancel → plan (the Scheduler's policy) → run the batch → consume the
@@ -91,54 +73,6 @@ struct Engine::Impl {
   void ScorePrompt(StepPlan& pl, size_t row);
   void SampleOne(const StepPlan& pl);
 };
-
-namespace {
-
-uint64_t RandomSeed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
-
-Status Validate(const RequestParams& p, int n_vocab, int n_ctx) {
-  if (p.prompt.empty()) return InvalidArgument("the prompt has no tokens");
-  for (int32_t id : p.prompt) {
-    if (id < 0 || id >= n_vocab)
-      return InvalidArgument("prompt token id " + std::to_string(id) +
-                             " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
-  }
-  if (static_cast<int64_t>(p.prompt.size()) >= n_ctx) {
-    return ResourceExhausted("the prompt has " + std::to_string(p.prompt.size()) +
-                             " tokens; this engine's context holds " + std::to_string(n_ctx) +
-                             " (prompt + at least one generated token)");
-  }
-  if (p.n < 1 || p.n > 128) return InvalidArgument("n must be in [1, 128]");
-  if (p.max_tokens < 0) return InvalidArgument("max_tokens must be >= 0");
-  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature))
-    return InvalidArgument("temperature must be a finite number >= 0");
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return InvalidArgument("top_p must be in (0, 1]");
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return InvalidArgument("min_p must be in [0, 1]");
-  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty))
-    return InvalidArgument("repetition_penalty must be > 0");
-  if (!std::isfinite(p.presence_penalty) || std::fabs(p.presence_penalty) > 2.0f ||
-      !std::isfinite(p.frequency_penalty) || std::fabs(p.frequency_penalty) > 2.0f)
-    return InvalidArgument("presence_penalty and frequency_penalty must be in [-2, 2]");
-  if (p.top_logprobs < 0 || p.top_logprobs > 20)
-    return InvalidArgument("top_logprobs must be in [0, 20]");
-  for (const auto& [id, bias] : p.logit_bias) {
-    if (id < 0 || id >= n_vocab)
-      return InvalidArgument("logit_bias token id " + std::to_string(id) +
-                             " is outside the vocabulary");
-    if (!std::isfinite(bias) || std::fabs(bias) > 100.0f)
-      return InvalidArgument("logit_bias values must be in [-100, 100]");
-  }
-  for (int32_t id : p.stop_ids) {
-    if (id < 0 || id >= n_vocab)
-      return InvalidArgument("stop token id " + std::to_string(id) + " is outside the vocabulary");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                                                std::unique_ptr<Tokenizer> tokenizer,
@@ -205,9 +139,9 @@ Engine::~Engine() {
 }
 
 Result<Engine::Submitted> Engine::Submit(RequestParams params, Callback on_event) {
-  STET_RETURN_IF_ERROR(Validate(params, model_->hparams().n_vocab, n_ctx_));
+  STET_RETURN_IF_ERROR(ValidateRequest(params, limits()));
+  if (!params.sampling.seed) params.sampling.seed = NewSeed();
   auto r = std::make_shared<RequestState>();
-  r->seed = params.seed ? *params.seed : RandomSeed();
   r->params = std::move(params);
   r->callback = std::move(on_event);
   {
@@ -218,7 +152,7 @@ Result<Engine::Submitted> Engine::Submit(RequestParams params, Callback on_event
     impl_->incoming.push_back(r);
   }
   impl_->cv.notify_all();
-  return Submitted{r->id, r->seed};
+  return Submitted{r->id, *r->params.sampling.seed};
 }
 
 void Engine::Cancel(uint64_t id) {
@@ -452,22 +386,9 @@ void Engine::Impl::SampleOne(const StepPlan& pl) {
     return;
   }
   const float* raw = &logits[pl.logits_row * n_vocab];
-  LogitAdjustments adj;
-  adj.logit_bias = &p.logit_bias;
-  adj.repetition_penalty = p.repetition_penalty;
-  adj.context = &s->tokens;
-  adj.presence_penalty = p.presence_penalty;
-  adj.frequency_penalty = p.frequency_penalty;
-  adj.out_counts = &s->out_counts;
-  SamplingParams sp;
-  sp.temperature = p.temperature;
-  sp.top_k = p.top_k;
-  sp.top_p = p.top_p;
-  sp.min_p = p.min_p;
-  sp.seed = s->req->seed;
   const int pos = static_cast<int>(s->tokens.size());
-  TokenPick pick =
-      sampler.Pick(raw, n_vocab, adj, sp, p.top_logprobs, static_cast<uint32_t>(s->choice), pos);
+  TokenPick pick = sampler.Pick(raw, n_vocab, p.sampling, {&s->tokens, &s->out_counts},
+                                p.top_logprobs, static_cast<uint32_t>(s->choice), pos);
   TokenOut t;
   t.id = pick.id;
   t.logprob = pick.logprob;

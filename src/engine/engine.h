@@ -80,9 +80,10 @@ class Engine {
     uint64_t id;
     uint64_t seed;  // the seed in use (generated when the request had none)
   };
-  // Validates and enqueues. Errors (no event is sent then): InvalidArgument for
-  // malformed parameters or out-of-vocabulary ids; ResourceExhausted for a
-  // prompt that cannot fit the context or the whole KV cache.
+  // Validates (ValidateRequest against limits()), picks a seed when the request
+  // has none (NewSeed) and enqueues. Errors (no event is sent then):
+  // InvalidArgument for malformed parameters or out-of-vocabulary ids;
+  // ResourceExhausted for a prompt that cannot fit the context.
   Result<Submitted> Submit(RequestParams params, Callback on_event);
   // Stops a request at the next step and frees its KV; its choices finish with kCancelled.
   void Cancel(uint64_t id);
@@ -106,6 +107,8 @@ class Engine {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const EngineOptions& options() const { return opts_; }
   int n_ctx() const { return n_ctx_; }
+  // What Submit checks requests against (ValidateRequest).
+  RequestLimits limits() const { return {model_->hparams().n_vocab, n_ctx_}; }
 
  private:
   struct Impl;

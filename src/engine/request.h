@@ -1,7 +1,8 @@
-// What a client asks the engine for and what it gets back. Reported logprobs
-// are the model's log-softmax over the full vocabulary, before temperature,
-// penalties and truncation (as the OpenAI API and vLLM report them), so they
-// mean the same thing under every sampling setting.
+// What a client asks the engine for and what it gets back, and the one
+// validation of a request (ValidateRequest). Reported logprobs are the model's
+// log-softmax over the full vocabulary, before temperature, penalties and
+// truncation (as the OpenAI API and vLLM report them), so they mean the same
+// thing under every sampling setting.
 #pragma once
 
 #include <cstdint>
@@ -10,31 +11,52 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "engine/sampler.h"
 
 namespace stet {
 
+constexpr int kMaxChoices = 128;     // RequestParams::n
+constexpr int kMaxTopLogprobs = 20;  // RequestParams::top_logprobs
+
 struct RequestParams {
-  std::vector<int32_t> prompt;      // token ids (the caller tokenizes, chat templates included)
-  int max_tokens = 16;              // 0: score the prompt only (needs prompt_logprobs)
-  int n = 1;                        // independent choices, each its own RNG stream
-  float temperature = 1.0f;         // <= 0: greedy
-  int top_k = 0;                    // <= 0: off
-  float top_p = 1.0f;               // >= 1: off
-  float min_p = 0.0f;               // <= 0: off
-  float repetition_penalty = 1.0f;  // llama.cpp/HF style over prompt + output; 1: off
-  float presence_penalty = 0.0f;    // OpenAI style over output tokens
-  float frequency_penalty = 0.0f;
-  std::map<int32_t, float> logit_bias;
-  std::optional<uint64_t> seed;   // absent: the engine picks one and reports it
+  std::vector<int32_t> prompt;    // token ids (the caller tokenizes, chat templates included)
+  int max_tokens = 16;            // 0: score the prompt only (needs prompt_logprobs)
+  int n = 1;                      // independent choices, each its own RNG stream
+  SamplingParams sampling;        // how each token is drawn, seed included (engine/sampler.h)
   std::vector<std::string> stop;  // stop strings (matched across token boundaries)
   std::vector<int32_t> stop_ids;  // extra stop token ids
   bool ignore_eos = false;        // keep going past end-of-generation tokens
-  int top_logprobs = 0;           // alternatives per generated token, 0..20
+  int top_logprobs = 0;           // alternatives per generated token, 0..kMaxTopLogprobs
   bool prompt_logprobs = false;   // logprob of every prompt token after the first (echo/scoring)
   bool logits_hash = false;    // report an FNV-1a-64 of each step's full logits (tests, forensics)
   bool return_logits = false;  // copy each step's raw logits into TokenOut::logits (n_vocab floats)
 };
+
+// What a request is checked against: the model's vocabulary and the positions
+// one sequence may hold (prompt + generated).
+struct RequestLimits {
+  int n_vocab = 0;
+  int n_ctx = 0;
+};
+
+// The one validation of a request; Engine::Submit runs it, and the server runs
+// it before admitting a request so that its 400 can name the field. Errors:
+// InvalidArgument, or ResourceExhausted for a prompt that leaves no room for a
+// generated token. On failure `*field` (when given) is the field at fault,
+// named as in RequestParams and SamplingParams ("prompt", "n", "max_tokens",
+// "temperature", "top_k", "top_p", "min_p", "logit_bias",
+// "repetition_penalty", "presence_penalty", "frequency_penalty", "stop_ids",
+// "top_logprobs") — the OpenAI API's names too — and the message starts with it.
+Status ValidateRequest(const RequestParams& p, const RequestLimits& limits,
+                       std::string* field = nullptr);
+
+// The one source of seeds for requests that name none: 64 bits from
+// std::random_device. Engine::Submit calls it for a request without a seed;
+// callers that must know the seed before submitting (the server, which shares
+// one seed across a request's prompts; `stet run`, which prints it first) call
+// it themselves.
+uint64_t NewSeed();
 
 struct TokenOut {
   int32_t id = 0;

@@ -1,7 +1,11 @@
+// Sampling and logprobs with stet's own exp/log, scalar and in a fixed order
+// (rule R7): the adjusted row is a copy, the reported logprobs come from the
+// raw row, and the draw is keyed by (seed, choice, position) only.
 #include "engine/sampler.h"
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "base/rng.h"
 #include "numerics/math.h"
 
@@ -52,32 +56,32 @@ std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k) {
   return TopGivenLse(logits, n, k, mx, lse);
 }
 
-TokenPick Sampler::Pick(const float* raw, int n, const LogitAdjustments& adj,
-                        const SamplingParams& p, int top_logprobs, uint32_t choice,
+TokenPick Sampler::Pick(const float* raw, int n, const SamplingParams& p,
+                        const TokenHistory& history, int top_logprobs, uint32_t choice,
                         uint64_t position) {
   const float* row = raw;
-  const bool repeat = adj.repetition_penalty != 1.0f && adj.context != nullptr;
+  const bool repeat = p.repetition_penalty != 1.0f && history.context != nullptr;
   const bool presence =
-      (adj.presence_penalty != 0.0f || adj.frequency_penalty != 0.0f) && adj.out_counts != nullptr;
-  const bool bias = adj.logit_bias != nullptr && !adj.logit_bias->empty();
+      (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) && history.out_counts != nullptr;
+  const bool bias = !p.logit_bias.empty();
   if (bias || repeat || presence) {
     work_.assign(raw, raw + n);
     if (bias) {
-      for (const auto& [id, b] : *adj.logit_bias) work_[id] += b;
+      for (const auto& [id, b] : p.logit_bias) work_[id] += b;
     }
     if (repeat) {
       // Each distinct token once, whatever its count (llama.cpp / HF semantics).
-      std::vector<int32_t> seen(*adj.context);
+      std::vector<int32_t> seen(*history.context);
       std::sort(seen.begin(), seen.end());
       seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
       for (int32_t id : seen) {
         float& l = work_[id];
-        l = l > 0 ? l / adj.repetition_penalty : l * adj.repetition_penalty;
+        l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
       }
     }
     if (presence) {
-      for (const auto& [id, count] : *adj.out_counts) {
-        work_[id] -= adj.presence_penalty + adj.frequency_penalty * static_cast<float>(count);
+      for (const auto& [id, count] : *history.out_counts) {
+        work_[id] -= p.presence_penalty + p.frequency_penalty * static_cast<float>(count);
       }
     }
     row = work_.data();
@@ -137,7 +141,8 @@ int32_t Sampler::Sample(const float* logits, int n, const SamplingParams& p, uin
   }
   float mass = 0.0f;
   for (size_t i = 0; i < keep; ++i) mass += cand_[i].logprob;
-  const float u = UniformFloat(p.seed, choice, position) * mass;
+  STET_CHECK_MSG(p.seed.has_value(), "a random draw needs a seed (Engine::Submit sets one)");
+  const float u = UniformFloat(*p.seed, choice, position) * mass;
   float cum = 0.0f;
   for (size_t i = 0; i < keep; ++i) {
     cum += cand_[i].logprob;

@@ -6,19 +6,35 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 namespace stet {
 
-// Neutral defaults (plain softmax sampling at temperature 1): every caller
-// says what it wants — the CLI's own defaults live with the CLI.
+// How one token is drawn from a row of logits: the one parameter struct of
+// sampling, embedded in RequestParams and filled by every caller (server,
+// `stet run`, tests). Neutral defaults — plain softmax sampling at temperature
+// 1, nothing adjusted — so every caller says what it wants: the CLI's own
+// defaults live with the CLI, the API's with the server. Valid ranges are
+// checked in one place, ValidateRequest (engine/request.h).
 struct SamplingParams {
-  float temperature = 1.0f;  // <= 0: greedy
-  int top_k = 0;             // <= 0: whole vocabulary
-  float top_p = 1.0f;        // >= 1: off
-  float min_p = 0.0f;        // <= 0: off
-  uint64_t seed = 0;
+  float temperature = 1.0f;  // 0: greedy (ties to the lower id)
+  int top_k = 0;             // 0: whole vocabulary
+  float top_p = 1.0f;        // 1: off
+  float min_p = 0.0f;        // 0: off
+  // Applied to a copy of the row before the draw, in this order: add
+  // logit_bias; divide positive (multiply negative) logits of every distinct
+  // token of the context (prompt + output so far) by repetition_penalty
+  // (llama.cpp / HF); subtract presence_penalty + frequency_penalty * count for
+  // each generated token (OpenAI).
+  std::map<int32_t, float> logit_bias;
+  float repetition_penalty = 1.0f;  // 1: off
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  // Philox key of the draws. Absent: Engine::Submit picks one (NewSeed) and
+  // reports it; a draw without one is a programmer error.
+  std::optional<uint64_t> seed;
 };
 
 struct TokenLogprob {
@@ -35,17 +51,10 @@ float LogSoftmaxAt(const float* logits, int n, int32_t id);
 // The top `k` entries by logit (ties to lower id) with their log-softmax values.
 std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k);
 
-// What a request does to a row's logits before sampling, in this order: add
-// logit_bias; divide positive (multiply negative) logits of every distinct
-// token in `context` (prompt + output so far) by repetition_penalty; subtract
-// presence_penalty + frequency_penalty * count for each generated token.
-struct LogitAdjustments {
-  const std::map<int32_t, float>* logit_bias = nullptr;
-  float repetition_penalty = 1.0f;
-  const std::vector<int32_t>* context = nullptr;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  const std::unordered_map<int32_t, int>* out_counts = nullptr;
+// What a sequence has produced so far: the inputs of the penalties.
+struct TokenHistory {
+  const std::vector<int32_t>* context = nullptr;                 // prompt + output so far
+  const std::unordered_map<int32_t, int>* out_counts = nullptr;  // generated-token counts
 };
 
 // One generated token: the id drawn, and what is reported with it — the raw
@@ -59,13 +68,15 @@ struct TokenPick {
 
 class Sampler {
  public:
-  // Picks a token for (choice, position) from raw logits. Reuses internal buffers.
+  // Draws a token for (choice, position) from `logits` as given: temperature,
+  // top-k, top-p, min-p and the seed (bias and penalties are Pick's). Reuses
+  // internal buffers.
   int32_t Sample(const float* logits, int n, const SamplingParams& p, uint32_t choice,
                  uint64_t position);
 
-  // All the logit-side math of one token: adjustments (on a copy), Sample, and
-  // the reported logprobs (top_logprobs alternatives) from the raw row.
-  TokenPick Pick(const float* raw, int n, const LogitAdjustments& adj, const SamplingParams& p,
+  // All the logit-side math of one token: bias and penalties (on a copy),
+  // Sample, and the reported logprobs (top_logprobs alternatives) from the raw row.
+  TokenPick Pick(const float* raw, int n, const SamplingParams& p, const TokenHistory& history,
                  int top_logprobs, uint32_t choice, uint64_t position);
 
  private:

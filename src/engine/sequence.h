@@ -14,8 +14,7 @@ namespace stet::engine_internal {
 
 struct RequestState {
   uint64_t id = 0;
-  RequestParams params;
-  uint64_t seed = 0;
+  RequestParams params;  // validated; params.sampling.seed is always set
   Engine::Callback callback;
   std::atomic<bool> cancelled{false};
   uint64_t arrival = 0;  // FCFS order

@@ -38,16 +38,12 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
   const ModelWeights& w = model_.weights();
   const int64_t m = static_cast<int64_t>(batch.size());
   if (m == 0) return Status::Ok();
+  // The engine validated the request (ValidateRequest) and the scheduler gave
+  // every position a KV block: anything else here is a programmer error.
   for (const BatchToken& t : batch) {
-    if (t.token < 0 || t.token >= hp.n_vocab)
-      return InvalidArgument("token id " + std::to_string(t.token) +
-                             " is outside the vocabulary [0, " + std::to_string(hp.n_vocab) + ")");
-    if (t.pos < 0 || t.pos >= max_ctx_)
-      return InvalidArgument("position " + std::to_string(t.pos) + " is outside the context (" +
-                             std::to_string(max_ctx_) + ")");
-    if (!kv.Has(t.seq, t.pos))
-      return InvalidArgument("sequence slot " + std::to_string(t.seq) +
-                             " has no KV storage for position " + std::to_string(t.pos));
+    STET_CHECK_MSG(t.token >= 0 && t.token < hp.n_vocab, "token id outside the vocabulary");
+    STET_CHECK_MSG(t.pos >= 0 && t.pos < max_ctx_, "position outside the context");
+    STET_CHECK_MSG(kv.Has(t.seq, t.pos), "no KV storage for this slot and position");
   }
   const int64_t d = hp.n_embd;
   Grow(x_, m * d);

@@ -39,8 +39,9 @@ class Forward {
   // Runs the batch. Tokens of one sequence must appear in increasing position
   // order, and positions below a token's own in its sequence must already be in
   // the cache (or earlier in this batch). Appends n_vocab logits per token with
-  // logits=true to *logits, in batch order. Errors: InvalidArgument for an
-  // out-of-range token, position or sequence slot.
+  // logits=true to *logits, in batch order. Token ids, positions and KV slots
+  // are the caller's to validate (the engine does: ValidateRequest, the
+  // scheduler); an out-of-range one is a programmer error (STET_CHECK).
   Status Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vector<float>* logits);
 
   Isa isa() const { return isa_; }

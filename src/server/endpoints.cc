@@ -1,10 +1,9 @@
-// The endpoint handlers: body -> validated request -> engine parameters (one
-// RequestParams per prompt, all sharing one seed, generated when the client
-// gave none) -> Run; and the small GET endpoints. The seed and the engine's
+// The endpoint handlers: body -> parsed request -> engine parameters (one
+// RequestParams per prompt, validated by the engine's ValidateRequest, all
+// sharing one seed, the engine's NewSeed when the client gave none) -> Run;
+// and the small GET endpoints. The seed and the engine's
 // fingerprint go into every response so the answer can be reproduced; with
 // --record, everything else that shaped it goes into the record.
-#include <random>
-
 #include "server/json_fields.h"
 #include "server/request_parse.h"
 #include "server/server_internal.h"
@@ -17,11 +16,6 @@ using httplib::Response;
 namespace {
 
 constexpr int kCompletionDefaultMaxTokens = 16;  // as OpenAI's /v1/completions
-
-uint64_t NewSeed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
 
 // What every record of this server shares, filled per request by the handler.
 std::shared_ptr<RecordContext> NewRecordContext(const Json& body, const std::string& endpoint,
@@ -70,13 +64,14 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   bool return_token_ids = false;
   if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
   const Tokenizer& tok = engine->tokenizer();
-  const ModelLimits limits{tok.n_vocab(), engine->n_ctx()};
-  SamplingFields s = r->s;
-  const bool seed_generated = !s.seed;
-  s.seed = s.seed ? *s.seed : NewSeed();
+  const RequestLimits limits = engine->limits();
+  CommonFields& s = r->s;
+  const bool seed_generated = !s.params.sampling.seed;
+  if (seed_generated) s.params.sampling.seed = NewSeed();
+  const uint64_t seed = *s.params.sampling.seed;
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
-  rec.seed = s.seed;
+  rec.seed = seed;
 
   std::vector<RequestParams> params;
   std::vector<std::string> echo_text;  // per prompt
@@ -85,8 +80,6 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
         p.is_text ? tok.Encode(p.text, /*add_special=*/true, /*parse_special=*/true) : p.ids;
     auto rp = BuildParams(s, ids, limits, kCompletionDefaultMaxTokens, "prompt");
     if (!rp.ok()) return SendError(res, rp.error());
-    if (r->logprobs) rp->top_logprobs = *r->logprobs;
-    if (r->echo && r->logprobs) rp->prompt_logprobs = true;
     if (r->echo) echo_text.push_back(p.is_text ? p.text : tok.Decode(ids));
     params.push_back(std::move(*rp));
   }
@@ -96,17 +89,17 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   }
   RecordFn record;
   if (opts.recorder) {
-    auto ctx = NewRecordContext(*body, "/v1/completions", received_at, *s.seed, seed_generated,
+    auto ctx = NewRecordContext(*body, "/v1/completions", received_at, seed, seed_generated,
                                 info.names.id, *engine);
     ctx->params = params;
     record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
       return BuildRecord(*ctx, choices, u);
     };
   }
-  const int n = s.n;
+  const int n = s.params.n;
   const std::optional<int> logprobs = r->logprobs;
   const bool echo = r->echo;
-  const ResponseMeta meta = Meta(*s.seed);
+  const ResponseMeta meta = Meta(seed);
   const PieceFn piece = Piece();
 
   std::shared_ptr<Stream> hooks;
@@ -161,29 +154,28 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   const int64_t now_unix = clock->value_or(ChatTemplateOptions{}.now_unix);
   bool return_token_ids = false;
   if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
-  const Tokenizer& tok = engine->tokenizer();
-  const ModelLimits limits{tok.n_vocab(), engine->n_ctx()};
-  SamplingFields s = r->s;
-  const bool seed_generated = !s.seed;
-  s.seed = s.seed ? *s.seed : NewSeed();
-  for (const std::string& stop : chat->extra_stops()) s.stop.push_back(stop);
+  const RequestLimits limits = engine->limits();
+  CommonFields& s = r->s;
+  const bool seed_generated = !s.params.sampling.seed;
+  if (seed_generated) s.params.sampling.seed = NewSeed();
+  const uint64_t seed = *s.params.sampling.seed;
+  for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
-  rec.seed = s.seed;
+  rec.seed = seed;
 
   std::string rendered;
   auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix);
   if (!ids.ok()) return SendError(res, ids.error());
   auto rp = BuildParams(s, std::move(*ids), limits, limits.n_ctx, "messages");
   if (!rp.ok()) return SendError(res, rp.error());
-  if (r->logprobs) rp->top_logprobs = r->top_logprobs;
   std::vector<RequestParams> params;
   params.push_back(std::move(*rp));
   std::vector<std::vector<int32_t>> prompt_ids;
   if (return_token_ids) prompt_ids.push_back(params[0].prompt);
   RecordFn record;
   if (opts.recorder) {
-    auto ctx = NewRecordContext(*body, "/v1/chat/completions", received_at, *s.seed, seed_generated,
+    auto ctx = NewRecordContext(*body, "/v1/chat/completions", received_at, seed, seed_generated,
                                 info.names.id, *engine);
     ctx->chat = true;
     ctx->clock_unix = now_unix;
@@ -199,8 +191,8 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
 
   const bool logprobs = r->logprobs;
   const int top = r->top_logprobs;
-  const int n = s.n;
-  const ResponseMeta meta = Meta(*s.seed);
+  const int n = s.params.n;
+  const ResponseMeta meta = Meta(seed);
   const PieceFn piece = Piece();
   std::shared_ptr<Stream> hooks;
   if (s.stream) {

@@ -181,18 +181,17 @@ std::optional<ApiError> ReadInt(const Json& obj, const char* key, int lo, int hi
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadFloat(const Json& obj, const char* key, double lo, double hi,
-                                  bool lo_open, float* out) {
+std::optional<ApiError> ReadInt(const Json& obj, const char* key, int* out) {
+  return ReadInt(obj, key, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), out);
+}
+
+std::optional<ApiError> ReadFloat(const Json& obj, const char* key, float* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_number()) return TypeError(key, "a number", *it);
   const double d = it->get<double>();
-  if (!std::isfinite(d) || d > hi || d < lo || (lo_open && d == lo)) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "'%s' must be a number in %s%g, %g]", key, lo_open ? "(" : "[",
-                  lo, hi);
-    return BadRequest(buf, key);
-  }
+  if (!std::isfinite(d))
+    return BadRequest(std::string("'") + key + "' must be a finite number", key);
   *out = static_cast<float>(d);
   return std::nullopt;
 }

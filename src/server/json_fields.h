@@ -29,9 +29,11 @@ std::optional<ApiError> ReadBool(const Json& obj, const char* key, bool* out);
 std::optional<ApiError> ReadInt(const Json& obj, const char* key, int64_t lo, int64_t hi,
                                 int64_t* out);
 std::optional<ApiError> ReadInt(const Json& obj, const char* key, int lo, int hi, int* out);
-// Finite numbers in [lo, hi]; lo_open excludes lo itself.
-std::optional<ApiError> ReadFloat(const Json& obj, const char* key, double lo, double hi,
-                                  bool lo_open, float* out);
+// Any 32-bit integer (where the range is the engine's to check).
+std::optional<ApiError> ReadInt(const Json& obj, const char* key, int* out);
+// Any finite number (where the range is the engine's to check; one beyond
+// float's range becomes infinite, which the engine refuses).
+std::optional<ApiError> ReadFloat(const Json& obj, const char* key, float* out);
 std::optional<ApiError> ReadString(const Json& obj, const char* key, std::string* out);
 // Any integer in [-2^63, 2^64): negative values wrap to uint64 (two's complement).
 std::optional<ApiError> ReadSeed(const Json& obj, const char* key, std::optional<uint64_t>* out);

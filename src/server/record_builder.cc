@@ -34,21 +34,23 @@ bool Digits(std::string_view s, size_t pos, size_t n, int64_t* out) {
 
 Json FloatOrNull(float v) { return v == v && v - v == 0 ? Json(v) : Json(nullptr); }  // finite only
 
+// The schema's keys (stet.record/1) are flat: the sampling fields sit beside n and stop.
 Json ParamsJson(const RequestParams& p) {
+  const SamplingParams& sp = p.sampling;
   Json j = Json::object();
   j["max_tokens"] = p.max_tokens;
   j["n"] = p.n;
-  j["temperature"] = p.temperature;
-  j["top_k"] = p.top_k;
-  j["top_p"] = p.top_p;
-  j["min_p"] = p.min_p;
-  j["repetition_penalty"] = p.repetition_penalty;
-  j["presence_penalty"] = p.presence_penalty;
-  j["frequency_penalty"] = p.frequency_penalty;
+  j["temperature"] = sp.temperature;
+  j["top_k"] = sp.top_k;
+  j["top_p"] = sp.top_p;
+  j["min_p"] = sp.min_p;
+  j["repetition_penalty"] = sp.repetition_penalty;
+  j["presence_penalty"] = sp.presence_penalty;
+  j["frequency_penalty"] = sp.frequency_penalty;
   Json bias = Json::object();
-  for (const auto& [id, b] : p.logit_bias) bias[std::to_string(id)] = b;
+  for (const auto& [id, b] : sp.logit_bias) bias[std::to_string(id)] = b;
   j["logit_bias"] = std::move(bias);
-  j["seed"] = p.seed ? Json(*p.seed) : Json(nullptr);
+  j["seed"] = sp.seed ? Json(*sp.seed) : Json(nullptr);
   j["stop"] = p.stop;
   j["stop_ids"] = p.stop_ids;
   j["ignore_eos"] = p.ignore_eos;

@@ -12,6 +12,7 @@ namespace stet::server {
 namespace {
 
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+constexpr int64_t kIntMin = std::numeric_limits<int32_t>::min();
 
 #define STET_API_TRY(expr)                      \
   do {                                          \
@@ -54,6 +55,7 @@ std::optional<ApiError> ReadStop(const Json& body, std::vector<std::string>* out
   return std::nullopt;
 }
 
+// Keys must be token ids and values numbers; ids and ranges are the engine's to check.
 std::optional<ApiError> ReadLogitBias(const Json& body, std::map<int32_t, float>* out) {
   auto it = body.find("logit_bias");
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -76,32 +78,43 @@ std::optional<ApiError> ReadLogitBias(const Json& body, std::map<int32_t, float>
     if (!v.is_number())
       return BadRequest(std::string("'logit_bias' values must be numbers, not ") + TypeName(v),
                         "logit_bias");
-    const double b = v.get<double>();
-    if (!(b >= -100.0 && b <= 100.0))
-      return BadRequest("'logit_bias' values must be in [-100, 100]", "logit_bias");
-    (*out)[static_cast<int32_t>(id)] = static_cast<float>(b);
+    (*out)[static_cast<int32_t>(id)] = static_cast<float>(v.get<double>());
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadSampling(const Json& body, SamplingFields* s) {
-  STET_API_TRY(ReadInt(body, "n", 1, kMaxN, &s->n));
-  STET_API_TRY(ReadFloat(body, "temperature", 0.0, 2.0, false, &s->temperature));
-  STET_API_TRY(ReadFloat(body, "top_p", 0.0, 1.0, false, &s->top_p));
-  if (s->top_p == 0.0f) {  // keep only the most likely token: greedy
-    s->temperature = 0.0f;
-    s->top_p = 1.0f;
+// The sampling fields. Only the API's own policy is checked here (temperature
+// at most 2, top_p 0 and top_k -1 as spelled by OpenAI and vLLM); the ranges
+// are the engine's (ValidateRequest, run by BuildParams).
+std::optional<ApiError> ReadSampling(const Json& body, SamplingParams* sp) {
+  STET_API_TRY(ReadFloat(body, "temperature", &sp->temperature));
+  if (sp->temperature > kMaxTemperature) {
+    return BadRequest("'temperature' must be at most " +
+                          std::to_string(static_cast<int>(kMaxTemperature)) +
+                          " (the OpenAI API's range is [0, 2])",
+                      "temperature");
   }
-  STET_API_TRY(ReadInt(body, "top_k", -1, static_cast<int>(kIntMax), &s->top_k));
-  if (s->top_k < 0) s->top_k = 0;
-  STET_API_TRY(ReadFloat(body, "min_p", 0.0, 1.0, false, &s->min_p));
-  STET_API_TRY(ReadFloat(body, "repetition_penalty", 0.0, 10.0, true, &s->repetition_penalty));
-  STET_API_TRY(ReadFloat(body, "presence_penalty", -2.0, 2.0, false, &s->presence_penalty));
-  STET_API_TRY(ReadFloat(body, "frequency_penalty", -2.0, 2.0, false, &s->frequency_penalty));
-  STET_API_TRY(ReadLogitBias(body, &s->logit_bias));
-  STET_API_TRY(ReadSeed(body, "seed", &s->seed));
-  STET_API_TRY(ReadStop(body, &s->stop));
-  STET_API_TRY(ReadBool(body, "ignore_eos", &s->ignore_eos));
+  STET_API_TRY(ReadFloat(body, "top_p", &sp->top_p));
+  if (sp->top_p == 0.0f) {  // keep only the most likely token: greedy
+    sp->temperature = 0.0f;
+    sp->top_p = 1.0f;
+  }
+  STET_API_TRY(ReadInt(body, "top_k", &sp->top_k));
+  if (sp->top_k == -1) sp->top_k = 0;  // vLLM's "off"
+  STET_API_TRY(ReadFloat(body, "min_p", &sp->min_p));
+  STET_API_TRY(ReadFloat(body, "repetition_penalty", &sp->repetition_penalty));
+  STET_API_TRY(ReadFloat(body, "presence_penalty", &sp->presence_penalty));
+  STET_API_TRY(ReadFloat(body, "frequency_penalty", &sp->frequency_penalty));
+  STET_API_TRY(ReadLogitBias(body, &sp->logit_bias));
+  STET_API_TRY(ReadSeed(body, "seed", &sp->seed));
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadCommon(const Json& body, CommonFields* s) {
+  STET_API_TRY(ReadInt(body, "n", &s->params.n));
+  STET_API_TRY(ReadSampling(body, &s->params.sampling));
+  STET_API_TRY(ReadStop(body, &s->params.stop));
+  STET_API_TRY(ReadBool(body, "ignore_eos", &s->params.ignore_eos));
   STET_API_TRY(ReadBool(body, "stream", &s->stream));
   STET_API_TRY(ReadString(body, "user", &s->user));
   auto so = body.find("stream_options");
@@ -115,9 +128,10 @@ std::optional<ApiError> ReadSampling(const Json& body, SamplingFields* s) {
   }
   auto bo = body.find("best_of");
   if (bo != body.end() && !bo->is_null()) {
-    int best_of = s->n;
-    STET_API_TRY(ReadInt(body, "best_of", 1, kMaxN, &best_of));
-    if (best_of != s->n) return BadRequest("'best_of' other than n is not supported", "best_of");
+    int best_of = s->params.n;
+    STET_API_TRY(ReadInt(body, "best_of", 1, kMaxChoices, &best_of));
+    if (best_of != s->params.n)
+      return BadRequest("'best_of' other than n is not supported", "best_of");
   }
   return std::nullopt;
 }
@@ -126,9 +140,9 @@ std::optional<ApiError> ReadTokenArray(const Json& arr, const char* param,
                                        std::vector<int32_t>* out) {
   out->reserve(arr.size());
   for (const Json& v : arr) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kIntMax) {
-      return BadRequest(std::string("'") + param + "' token ids must be non-negative integers",
-                        param);
+    // Whether an id is in the vocabulary is the engine's to check.
+    if (!v.is_number_integer() || v.get<int64_t>() < kIntMin || v.get<int64_t>() > kIntMax) {
+      return BadRequest(std::string("'") + param + "' token ids must be 32-bit integers", param);
     }
     out->push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
@@ -170,7 +184,6 @@ std::optional<ApiError> ReadPrompt(const Json& body, std::vector<PromptInput>* o
     } else if (e.is_array()) {
       PromptInput in;
       in.is_text = false;
-      if (e.empty()) return BadRequest("'prompt' must not contain an empty token array", "prompt");
       STET_API_TRY(ReadTokenArray(e, "prompt", &in.ids));
       out->push_back(std::move(in));
     } else {
@@ -180,12 +193,12 @@ std::optional<ApiError> ReadPrompt(const Json& body, std::vector<PromptInput>* o
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int lo,
+std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int64_t lo,
                                       std::optional<int>* out) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::nullopt;
   int v = 0;
-  STET_API_TRY(ReadInt(body, key, lo, static_cast<int>(kIntMax), &v));
+  STET_API_TRY(ReadInt(body, key, static_cast<int>(lo), static_cast<int>(kIntMax), &v));
   *out = v;
   return std::nullopt;
 }
@@ -297,20 +310,25 @@ ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedMo
   CompletionRequest r;
   STET_API_TRY(ReadModel(body, model, &r.model));
   STET_API_TRY(ReadPrompt(body, &r.prompts));
-  STET_API_TRY(ReadSampling(body, &r.s));
-  STET_API_TRY(ReadMaxTokens(body, "max_tokens", 0, &r.s.max_tokens));
+  STET_API_TRY(ReadCommon(body, &r.s));
+  STET_API_TRY(
+      ReadMaxTokens(body, "max_tokens", kIntMin, &r.s.max_tokens));  // >= 0: the engine's check
   STET_API_TRY(ReadBool(body, "echo", &r.echo));
   auto lp = body.find("logprobs");
   if (lp != body.end() && !lp->is_null()) {
     int v = 0;
     STET_API_TRY(ReadInt(body, "logprobs", 0, kMaxCompletionLogprobs, &v));
     r.logprobs = v;
+    r.s.params.top_logprobs = v;
+    r.s.params.prompt_logprobs = r.echo;  // echo with logprobs scores the prompt
   }
   std::string suffix;
   STET_API_TRY(ReadString(body, "suffix", &suffix));
   if (!suffix.empty()) return BadRequest("'suffix' is not supported", "suffix");
-  if (r.prompts.size() * static_cast<size_t>(r.s.n) > static_cast<size_t>(kMaxChoicesPerRequest)) {
-    return BadRequest("prompts x n is " + std::to_string(r.prompts.size() * r.s.n) + "; at most " +
+  const int n = r.s.params.n;  // n itself is the engine's to check
+  if (n > 0 &&
+      r.prompts.size() * static_cast<size_t>(n) > static_cast<size_t>(kMaxChoicesPerRequest)) {
+    return BadRequest("prompts x n is " + std::to_string(r.prompts.size() * n) + "; at most " +
                           std::to_string(kMaxChoicesPerRequest) + " choices per request",
                       "n");
   }
@@ -321,15 +339,17 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
   ChatRequest r;
   STET_API_TRY(ReadModel(body, model, &r.model));
   STET_API_TRY(ReadMessages(body, &r.messages));
-  STET_API_TRY(ReadSampling(body, &r.s));
+  STET_API_TRY(ReadCommon(body, &r.s));
+  // OpenAI's chat API asks for at least one token (the engine would score the prompt on 0).
   STET_API_TRY(ReadMaxTokens(body, "max_tokens", 1, &r.s.max_tokens));
   STET_API_TRY(ReadMaxTokens(body, "max_completion_tokens", 1, &r.s.max_tokens));
   STET_API_TRY(ReadBool(body, "logprobs", &r.logprobs));
   auto tl = body.find("top_logprobs");
   if (tl != body.end() && !tl->is_null()) {
-    STET_API_TRY(ReadInt(body, "top_logprobs", 0, kMaxTopLogprobs, &r.top_logprobs));
+    STET_API_TRY(ReadInt(body, "top_logprobs", &r.top_logprobs));  // 0..20: the engine's check
     if (!r.logprobs)
       return BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
+    r.s.params.top_logprobs = r.top_logprobs;
   }
   r.tools = nullptr;
   auto tools = body.find("tools");
@@ -356,54 +376,22 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
       return BadRequest("'response_format' supports only {\"type\": \"text\"}", "response_format");
     }
   }
-  if (r.s.n > kMaxChoicesPerRequest) return BadRequest("too many choices", "n");
   return r;
 }
 
-ApiOr<RequestParams> BuildParams(const SamplingFields& s, std::vector<int32_t> prompt,
-                                 const ModelLimits& limits, int default_max_tokens,
+ApiOr<RequestParams> BuildParams(const CommonFields& s, std::vector<int32_t> prompt,
+                                 const RequestLimits& limits, int default_max_tokens,
                                  const char* prompt_param) {
-  if (prompt.empty()) return BadRequest("The prompt has no tokens.", prompt_param);
-  for (int32_t id : prompt) {
-    if (id < 0 || id >= limits.n_vocab) {
-      return BadRequest("prompt token id " + std::to_string(id) +
-                            " is outside the vocabulary [0, " + std::to_string(limits.n_vocab) +
-                            ")",
-                        prompt_param);
-    }
-  }
-  if (static_cast<int64_t>(prompt.size()) >= limits.n_ctx) {
-    return ContextLengthExceeded(
-        "This model's maximum context length is " + std::to_string(limits.n_ctx) +
-            " tokens. However, the prompt has " + std::to_string(prompt.size()) +
-            " tokens (and at least one generated token must fit).",
-        prompt_param);
-  }
-  for (const auto& [id, bias] : s.logit_bias) {
-    if (id < 0 || id >= limits.n_vocab) {
-      return BadRequest("logit_bias token id " + std::to_string(id) +
-                            " is outside the vocabulary [0, " + std::to_string(limits.n_vocab) +
-                            ")",
-                        "logit_bias");
-    }
-  }
-  RequestParams p;
+  RequestParams p = s.params;
   const int room = limits.n_ctx - static_cast<int>(prompt.size());
   p.max_tokens = std::min(s.max_tokens.value_or(default_max_tokens), room);
   p.prompt = std::move(prompt);
-  p.n = s.n;
-  p.temperature = s.temperature;
-  p.top_k = s.top_k;
-  p.top_p = s.top_p;
-  p.min_p = s.min_p;
-  p.repetition_penalty = s.repetition_penalty;
-  p.presence_penalty = s.presence_penalty;
-  p.frequency_penalty = s.frequency_penalty;
-  p.logit_bias = s.logit_bias;
-  p.seed = s.seed;
-  p.stop = s.stop;
-  p.ignore_eos = s.ignore_eos;
-  return p;
+  std::string field;
+  const Status st = ValidateRequest(p, limits, &field);
+  if (st.ok()) return p;
+  if (st.code() == StatusCode::kResourceExhausted)
+    return ContextLengthExceeded(st.message(), prompt_param);
+  return BadRequest(st.message(), field == "prompt" ? prompt_param : field);
 }
 
 }  // namespace stet::server

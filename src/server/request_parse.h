@@ -1,12 +1,13 @@
-// The bodies of /v1/completions and /v1/chat/completions, parsed and validated
-// as the OpenAI API defines them (plus stet's extensions top_k, min_p,
-// repetition_penalty, ignore_eos). Invariant: parsing needs no model and no
-// network, and whatever the body holds ends in a request or a 4xx ApiError;
-// BuildParams then checks what needs the vocabulary and the context length.
+// The bodies of /v1/completions and /v1/chat/completions, parsed as the OpenAI
+// API defines them (plus stet's extensions top_k, min_p, repetition_penalty,
+// ignore_eos) straight into the engine's RequestParams. Invariant: whatever
+// the body holds ends in a request or a 4xx ApiError naming the field. Parsing
+// checks JSON types and the API's own policy (limits narrower than the
+// engine's); the ranges of the engine's fields are checked once, by the
+// engine's ValidateRequest, which BuildParams runs and maps to `param`.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,11 +18,10 @@
 namespace stet::server {
 
 constexpr int kMaxStop = 4;
-constexpr int kMaxN = 128;
 constexpr int kMaxPrompts = 128;
 constexpr int kMaxChoicesPerRequest = 256;  // prompts x n
-constexpr int kMaxCompletionLogprobs = 5;
-constexpr int kMaxTopLogprobs = 20;
+constexpr int kMaxCompletionLogprobs = 5;   // /v1/completions' logprobs (the engine allows 20)
+constexpr float kMaxTemperature = 2.0f;     // OpenAI's range is [0, 2]; the engine allows more
 
 // The names a client may use for the served model.
 struct ServedModel {
@@ -32,25 +32,16 @@ struct ServedModel {
 };
 
 // Fields shared by both endpoints.
-struct SamplingFields {
+struct CommonFields {
+  // As the body sets them: n, sampling (seed included), stop, ignore_eos,
+  // top_logprobs and prompt_logprobs; prompt and max_tokens are filled per
+  // prompt by BuildParams.
+  RequestParams params;
   std::optional<int> max_tokens;  // absent: the endpoint's default
-  int n = 1;
-  float temperature = 1.0f;
-  float top_p = 1.0f;
-  int top_k = 0;
-  float min_p = 0.0f;
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  std::map<int32_t, float> logit_bias;
-  std::optional<uint64_t> seed;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;
   std::string user;
 };
-
 struct PromptInput {
   bool is_text = true;
   std::string text;          // is_text
@@ -60,7 +51,7 @@ struct PromptInput {
 struct CompletionRequest {
   std::string model;
   std::vector<PromptInput> prompts;
-  SamplingFields s;
+  CommonFields s;
   bool echo = false;
   std::optional<int> logprobs;  // 0..5: tokens + that many alternatives per token
 };
@@ -70,7 +61,7 @@ struct ChatRequest {
   // Normalized for the template: [{role, content (string), name?, tool_calls?, tool_call_id?}].
   Json messages;
   Json tools;  // null when none
-  SamplingFields s;
+  CommonFields s;
   bool logprobs = false;
   int top_logprobs = 0;
 };
@@ -78,16 +69,13 @@ struct ChatRequest {
 ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedModel& model);
 ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model);
 
-struct ModelLimits {
-  int n_vocab = 0;
-  int n_ctx = 0;  // positions per sequence: prompt + generated
-};
-
-// Engine parameters for one prompt. max_tokens beyond the context is clamped
-// (generation ends with "length"); a prompt that leaves no room is a 400
-// context_length_exceeded naming `prompt_param`.
-ApiOr<RequestParams> BuildParams(const SamplingFields& s, std::vector<int32_t> prompt,
-                                 const ModelLimits& limits, int default_max_tokens,
+// Engine parameters for one prompt: `s.params` with the prompt and max_tokens
+// (max_tokens beyond the context is clamped: generation ends with "length"),
+// checked by the engine's ValidateRequest. Its refusal becomes a 400 naming
+// the field — `prompt_param` for the prompt — and a prompt that leaves no room
+// is a 400 context_length_exceeded.
+ApiOr<RequestParams> BuildParams(const CommonFields& s, std::vector<int32_t> prompt,
+                                 const RequestLimits& limits, int default_max_tokens,
                                  const char* prompt_param);
 
 }  // namespace stet::server

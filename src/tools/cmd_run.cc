@@ -6,7 +6,6 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -82,11 +81,11 @@ int RunRun(const RunArgs& a) {
   RequestParams rp;
   rp.prompt = ids;
   rp.max_tokens = a.n_predict < 0 ? engine.n_ctx() : a.n_predict;
-  rp.temperature = a.temp;
-  rp.top_k = a.top_k;
-  rp.top_p = a.top_p;
-  rp.min_p = a.min_p;
-  rp.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
+  rp.sampling.temperature = a.temp;  // the CLI's defaults (0.8/40/0.95/0.05), set explicitly
+  rp.sampling.top_k = a.top_k;
+  rp.sampling.top_p = a.top_p;
+  rp.sampling.min_p = a.min_p;
+  rp.sampling.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : NewSeed();  // printed below
   rp.ignore_eos = a.ignore_eos;
   rp.logits_hash = a.logits_hash;
   if (!a.quiet) {
@@ -94,7 +93,8 @@ int RunRun(const RunArgs& a) {
         stderr,
         "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens, fingerprint %s\n",
         model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), eo.n_threads,
-        static_cast<unsigned long long>(*rp.seed), ids.size(), engine.fingerprint().c_str());
+        static_cast<unsigned long long>(*rp.sampling.seed), ids.size(),
+        engine.fingerprint().c_str());
   }
   if (a.echo) {
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);

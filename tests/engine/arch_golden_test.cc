@@ -35,7 +35,7 @@ TEST_P(ArchGolden, GreedyIdsAndLogitsMatchLlamaCpp) {
     RequestParams rp;
     rp.prompt = golden["prompt_ids"].get<std::vector<int32_t>>();
     rp.max_tokens = static_cast<int>(golden["steps"].size());
-    rp.temperature = 0;
+    rp.sampling.temperature = 0;
     rp.ignore_eos = true;
     rp.return_logits = true;
     auto done = (*engine)->Generate(rp);

@@ -27,7 +27,7 @@ RequestParams Greedy(std::vector<int32_t> prompt, int n) {
   RequestParams p;
   p.prompt = std::move(prompt);
   p.max_tokens = n;
-  p.temperature = 0;
+  p.sampling.temperature = 0;
   return p;
 }
 
@@ -63,19 +63,19 @@ TEST(Engine, ChoicesAreIndependentStreamsAndSeedsReplay) {
   STET_REQUIRE_FILE(Stories());
   auto e = MakeEngine(Stories());
   RequestParams p = Greedy({1, 403}, 30);
-  p.temperature = 1.0f;
+  p.sampling.temperature = 1.0f;
   p.n = 3;
-  p.seed = 99;
+  p.sampling.seed = 99;
   auto a = e->Generate(p);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->seed, 99u);
   EXPECT_NE(Ids(a->tokens[0]), Ids(a->tokens[1]));
   auto b = e->Generate(p);
   for (int c = 0; c < 3; ++c) EXPECT_EQ(Ids(a->tokens[c]), Ids(b->tokens[c]));
-  p.seed.reset();
+  p.sampling.seed.reset();
   auto r = e->Generate(p);
   ASSERT_TRUE(r.ok());
-  p.seed = r->seed;  // the reported seed replays the run
+  p.sampling.seed = r->seed;  // the reported seed replays the run
   auto r2 = e->Generate(p);
   for (int c = 0; c < 3; ++c) EXPECT_EQ(Ids(r->tokens[c]), Ids(r2->tokens[c]));
 }
@@ -139,8 +139,8 @@ TEST(Engine, ScoringEqualsGenerationLogprobsBitwise) {
   STET_REQUIRE_FILE(Stories());
   auto e = MakeEngine(Stories());
   RequestParams p = Greedy({1, 403, 407}, 24);
-  p.temperature = 0.9f;
-  p.seed = 5;
+  p.sampling.temperature = 0.9f;
+  p.sampling.seed = 5;
   p.top_logprobs = 3;
   auto g = e->Generate(p);
   ASSERT_TRUE(g.ok());
@@ -179,7 +179,7 @@ TEST(Engine, RejectsBadRequestsClearly) {
   p.top_logprobs = 21;
   EXPECT_EQ(bad(p).code(), StatusCode::kInvalidArgument);
   p = Greedy({1}, 4);
-  p.temperature = -1;
+  p.sampling.temperature = -1;
   EXPECT_EQ(bad(p).code(), StatusCode::kInvalidArgument);
   // max_tokens beyond the context: clamped, finishes with "length".
   auto c = e->Generate(Greedy({1, 2, 3}, 1000));

@@ -70,7 +70,7 @@ std::string Key(const RequestParams& p) {
   std::string k;
   for (int32_t t : p.prompt) k += std::to_string(t) + ",";
   return k + "|" + std::to_string(p.max_tokens) + "|" + std::to_string(p.n) + "|" +
-         std::to_string(p.temperature) + "|" + std::to_string(p.seed.value_or(0));
+         std::to_string(p.sampling.temperature) + "|" + std::to_string(p.sampling.seed.value_or(0));
 }
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -154,8 +154,8 @@ class Fixture {
         r.prompt.push_back(1 + static_cast<int32_t>(rng() % (n_vocab - 1)));
       r.max_tokens = 1 + static_cast<int>(rng() % 24);
       r.n = rng() % 4 == 0 ? 2 : 1;
-      r.temperature = rng() % 2 ? 0.0f : 0.8f;
-      r.seed = rng() % 1000;
+      r.sampling.temperature = rng() % 2 ? 0.0f : 0.8f;
+      r.sampling.seed = rng() % 1000;
       r.top_logprobs = 3;
       r.ignore_eos = true;
       r.logits_hash = true;
@@ -303,7 +303,7 @@ TEST(Invariance, AdaptiveModeIsShownToDiffer) {
     RequestParams p;
     p.prompt = {1, 403, 407};
     p.max_tokens = 16;
-    p.temperature = 0;
+    p.sampling.temperature = 0;
     p.logits_hash = true;
     auto solo = (*e)->Generate(p);
     ASSERT_TRUE(solo.ok());

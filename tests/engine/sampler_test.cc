@@ -82,6 +82,7 @@ TEST(Sampler, MinPAndTopPTruncate) {
   p.top_k = 0;
   p.top_p = 1.0f;
   p.min_p = 0.2f;  // keeps p >= 0.12: ids 0, 1
+  p.seed = 0;
   std::map<int32_t, int> seen;
   for (uint64_t pos = 0; pos < 500; ++pos) seen[s.Sample(l.data(), 4, p, 0, pos)]++;
   EXPECT_EQ(seen.count(2) + seen.count(3), 0u);
@@ -118,7 +119,7 @@ TEST(Sampler, PickEqualsSampleAndLogprobs) {
   p.seed = 99;
   Sampler a, b;
   for (uint64_t pos = 0; pos < 30; ++pos) {
-    const TokenPick got = a.Pick(l.data(), 300, {}, p, 5, 2, pos);
+    const TokenPick got = a.Pick(l.data(), 300, p, {}, 5, 2, pos);
     EXPECT_EQ(got.id, b.Sample(l.data(), 300, p, 2, pos));
     const float lp = LogSoftmaxAt(l.data(), 300, got.id);
     EXPECT_EQ(std::memcmp(&got.logprob, &lp, 4), 0);
@@ -137,27 +138,26 @@ TEST(Sampler, PickAppliesBiasAndPenaltiesToTheDrawOnly) {
   SamplingParams greedy;
   greedy.temperature = 0;
   Sampler s;
-  std::map<int32_t, float> bias = {{3, 4.0f}};
-  LogitAdjustments adj;
-  adj.logit_bias = &bias;
-  TokenPick t = s.Pick(l.data(), 4, adj, greedy, 0, 0, 0);
+  SamplingParams biased = greedy;
+  biased.logit_bias = {{3, 4.0f}};
+  TokenPick t = s.Pick(l.data(), 4, biased, {}, 0, 0, 0);
   EXPECT_EQ(t.id, 3);  // -1 + 4 = 3 beats 2
   EXPECT_EQ(t.logprob, LogSoftmaxAt(l.data(), 4, 3));
   // Repetition penalty: each distinct context token once (2 / 3 < 1, so id 1 wins).
   const std::vector<int32_t> context = {0, 0, 0};
-  LogitAdjustments rep;
+  SamplingParams rep = greedy;
   rep.repetition_penalty = 3.0f;
-  rep.context = &context;
-  EXPECT_EQ(s.Pick(l.data(), 4, rep, greedy, 0, 0, 0).id, 1);
+  EXPECT_EQ(s.Pick(l.data(), 4, rep, {&context, nullptr}, 0, 0, 0).id, 1);
   rep.repetition_penalty = 1.9f;  // 2 / 1.9 > 1: still id 0 (applied once, not three times)
-  EXPECT_EQ(s.Pick(l.data(), 4, rep, greedy, 0, 0, 0).id, 0);
+  EXPECT_EQ(s.Pick(l.data(), 4, rep, {&context, nullptr}, 0, 0, 0).id, 0);
   // Presence + frequency: 2 - (0.5 + 0.4 * 2) = 0.7 < 1.
   const std::unordered_map<int32_t, int> counts = {{0, 2}};
-  LogitAdjustments pres;
+  SamplingParams pres = greedy;
   pres.presence_penalty = 0.5f;
   pres.frequency_penalty = 0.4f;
-  pres.out_counts = &counts;
-  EXPECT_EQ(s.Pick(l.data(), 4, pres, greedy, 0, 0, 0).id, 1);
+  EXPECT_EQ(s.Pick(l.data(), 4, pres, {nullptr, &counts}, 0, 0, 0).id, 1);
+  // Without the history they read, the penalties change nothing.
+  EXPECT_EQ(s.Pick(l.data(), 4, pres, {}, 0, 0, 0).id, 0);
 }
 
 TEST(Sampler, DefaultsAreNeutral) {
@@ -166,6 +166,21 @@ TEST(Sampler, DefaultsAreNeutral) {
   EXPECT_EQ(p.top_k, 0);
   EXPECT_EQ(p.top_p, 1.0f);
   EXPECT_EQ(p.min_p, 0.0f);
+  EXPECT_TRUE(p.logit_bias.empty());
+  EXPECT_EQ(p.repetition_penalty, 1.0f);
+  EXPECT_EQ(p.presence_penalty, 0.0f);
+  EXPECT_EQ(p.frequency_penalty, 0.0f);
+  EXPECT_FALSE(p.seed.has_value());  // the engine picks one (NewSeed)
+}
+
+// A random draw without a seed is a programmer error, never a silent seed 0.
+TEST(SamplerDeathTest, DrawWithoutASeedAborts) {
+  const std::vector<float> l = {1.0f, 2.0f};
+  SamplingParams p;
+  Sampler s;
+  EXPECT_DEATH(s.Sample(l.data(), 2, p, 0, 0), "seed");
+  p.temperature = 0;  // greedy needs none
+  EXPECT_EQ(s.Sample(l.data(), 2, p, 0, 0), 1);
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ TEST(SmolLM2, GreedyMatchesLlamaCpp) {
     RequestParams rp;
     rp.prompt = ids;
     rp.max_tokens = static_cast<int>(steps.size());
-    rp.temperature = 0;
+    rp.sampling.temperature = 0;
     rp.ignore_eos = true;
     auto done = (*engine)->Generate(rp);
     ASSERT_TRUE(done.ok()) << done.status().ToString();

@@ -33,7 +33,7 @@ Greedy RunGreedy(const std::string& path, int n, Isa isa, int threads) {
   RequestParams rp;
   rp.prompt = {1};
   rp.max_tokens = n;
-  rp.temperature = 0;
+  rp.sampling.temperature = 0;
   rp.ignore_eos = true;
   rp.return_logits = true;
   auto done = (*engine)->Generate(rp);

@@ -1,7 +1,9 @@
 // Request-body validation without a network or a model: every malformed field
-// becomes a 400 naming the field (404 for an unknown model), valid bodies
-// become the engine parameters the OpenAI API describes, and UTF-8 checks are
-// strict (overlongs, surrogates, truncations rejected).
+// becomes a 400 naming the field (404 for an unknown model) — whether the
+// parser refuses it (types, the API's own policy) or the engine's
+// ValidateRequest does (ranges, vocabulary, context) — valid bodies become the
+// engine parameters the OpenAI API describes, and UTF-8 checks are strict
+// (overlongs, surrogates, truncations rejected).
 #include "server/request_parse.h"
 
 #include <gtest/gtest.h>
@@ -13,16 +15,31 @@ namespace {
 
 const ServedModel kModel{"SmolLM2", "SmolLM2.Q4_1.gguf", "SmolLM2.Q4_1"};
 
+constexpr RequestLimits kLimits{100, 32};
+
+// Parse, then BuildParams for each prompt (a text prompt stands for the ids
+// {1}): the handlers' whole path from body to engine parameters, less the model.
 ApiOr<CompletionRequest> Completion(const std::string& body) {
   auto j = ParseBody(body);
   if (!j.ok()) return j.error();
-  return ParseCompletionRequest(*j, kModel);
+  auto r = ParseCompletionRequest(*j, kModel);
+  if (!r.ok()) return r;
+  for (const PromptInput& in : r->prompts) {
+    auto p =
+        BuildParams(r->s, in.is_text ? std::vector<int32_t>{1} : in.ids, kLimits, 16, "prompt");
+    if (!p.ok()) return p.error();
+  }
+  return r;
 }
 
 ApiOr<ChatRequest> Chat(const std::string& body) {
   auto j = ParseBody(body);
   if (!j.ok()) return j.error();
-  return ParseChatRequest(*j, kModel);
+  auto r = ParseChatRequest(*j, kModel);
+  if (!r.ok()) return r;
+  auto p = BuildParams(r->s, {1}, kLimits, kLimits.n_ctx, "messages");
+  if (!p.ok()) return p.error();
+  return r;
 }
 
 TEST(Utf8, AcceptsWellFormedAndRejectsEveryIllFormedKind) {
@@ -69,9 +86,10 @@ TEST(ParseCompletion, DefaultsAndAllFields) {
   EXPECT_EQ(r->prompts.size(), 1u);
   EXPECT_TRUE(r->prompts[0].is_text);
   EXPECT_FALSE(r->s.max_tokens.has_value());
-  EXPECT_EQ(r->s.n, 1);
-  EXPECT_FLOAT_EQ(r->s.temperature, 1.0f);
-  EXPECT_FALSE(r->s.seed.has_value());
+  EXPECT_EQ(r->s.params.n, 1);
+  EXPECT_FLOAT_EQ(r->s.params.sampling.temperature, 1.0f);
+  EXPECT_FALSE(r->s.params.sampling.seed.has_value());
+  EXPECT_EQ(r->s.params.top_logprobs, 0);
 
   r = Completion(R"({"model": "SmolLM2.Q4_1.gguf", "prompt": ["a", "b"], "max_tokens": 7, "n": 3,
       "temperature": 0.5, "top_p": 0.9, "stop": ["x", "y"], "seed": 42, "logprobs": 5, "echo": true,
@@ -81,15 +99,22 @@ TEST(ParseCompletion, DefaultsAndAllFields) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->prompts.size(), 2u);
   EXPECT_EQ(*r->s.max_tokens, 7);
-  EXPECT_EQ(r->s.n, 3);
-  EXPECT_EQ(r->s.stop, (std::vector<std::string>{"x", "y"}));
-  EXPECT_EQ(*r->s.seed, 42u);
+  const RequestParams& p = r->s.params;
+  EXPECT_EQ(p.n, 3);
+  EXPECT_EQ(p.stop, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(*p.sampling.seed, 42u);
   EXPECT_EQ(*r->logprobs, 5);
+  EXPECT_EQ(p.top_logprobs, 5);
   EXPECT_TRUE(r->echo);
-  EXPECT_EQ(r->s.logit_bias.size(), 2u);
-  EXPECT_FLOAT_EQ(r->s.logit_bias.at(11), -100.0f);
-  EXPECT_EQ(r->s.top_k, 40);
-  EXPECT_TRUE(r->s.ignore_eos);
+  EXPECT_TRUE(p.prompt_logprobs);  // echo with logprobs scores the prompt
+  EXPECT_EQ(p.sampling.logit_bias.size(), 2u);
+  EXPECT_FLOAT_EQ(p.sampling.logit_bias.at(11), -100.0f);
+  EXPECT_EQ(p.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(p.sampling.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(p.sampling.repetition_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(p.sampling.presence_penalty, 1.5f);
+  EXPECT_FLOAT_EQ(p.sampling.frequency_penalty, -0.5f);
+  EXPECT_TRUE(p.ignore_eos);
   EXPECT_TRUE(r->s.stream);
   EXPECT_TRUE(r->s.include_usage);
 }
@@ -115,10 +140,10 @@ TEST(ParseCompletion, PromptShapes) {
 TEST(ParseCompletion, SeedWrapsNegativeAndAcceptsFullUint64) {
   auto r = Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": -1})");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r->s.seed, ~uint64_t{0});
+  EXPECT_EQ(*r->s.params.sampling.seed, ~uint64_t{0});
   r = Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": 18446744073709551615})");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r->s.seed, ~uint64_t{0});
+  EXPECT_EQ(*r->s.params.sampling.seed, ~uint64_t{0});
   EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": "7"})").ok());
   EXPECT_FALSE(Completion(R"({"model": "SmolLM2", "prompt": "x", "seed": 1.5})").ok());
 }
@@ -185,7 +210,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "repetition_penalty": 0})",
                 "repetition_penalty", 400},
         BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": 128, "prompt": ["a","b","c"]})", "n",
-                400}));
+                400},
+        // Refused by the engine's ValidateRequest (vocabulary, context, ranges), mapped to `param`.
+        BadCase{R"({"model": "SmolLM2", "prompt": [1, 100]})", "prompt", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": [[1], [-3]]})", "prompt", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": [[1], []]})", "prompt", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "prompt": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                   17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32]})",
+            "prompt", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "logit_bias": {"100": 1}})", "logit_bias",
+                400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "repetition_penalty": 11})",
+                "repetition_penalty", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "min_p": 1e300})", "min_p", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "top_p": -0.5})", "top_p", 400},
+        BadCase{R"({"model": "SmolLM2", "prompt": "x", "n": -3})", "n", 400}));
 
 class BadChat : public ::testing::TestWithParam<BadCase> {};
 
@@ -227,6 +267,15 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
             "top_logprobs", 400},
         BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "top_logprobs": -1,
+                   "logprobs": true})",
+            "top_logprobs", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "n": 129})",
+                "n", 400},
+        BadCase{
+            R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "temperature": 2.5})",
+            "temperature", 400},
+        BadCase{
             R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "logprobs": 1})",
             "logprobs", 400},
         BadCase{
@@ -265,37 +314,40 @@ TEST(ParseChat, NormalizesMessagesForTheTemplate) {
   EXPECT_EQ(*r->s.max_tokens, 9);  // max_completion_tokens wins
   EXPECT_TRUE(r->logprobs);
   EXPECT_EQ(r->top_logprobs, 20);
+  EXPECT_EQ(r->s.params.top_logprobs, 20);
   EXPECT_TRUE(r->tools.is_array());
 }
 
-TEST(BuildParams, ChecksVocabularyAndContextAndClampsMaxTokens) {
-  SamplingFields s;
+TEST(BuildParams, ValidatesThroughTheEngineAndClampsMaxTokens) {
+  CommonFields s;
   s.max_tokens = 1000;
-  s.temperature = 0.7f;
-  s.seed = 5;
-  ModelLimits lim{100, 32};
-  auto p = BuildParams(s, {1, 2, 3}, lim, 16, "prompt");
+  s.params.sampling.temperature = 0.7f;
+  s.params.sampling.seed = 5;
+  auto p = BuildParams(s, {1, 2, 3}, kLimits, 16, "prompt");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->max_tokens, 29);  // clamped to the room left in the context
-  EXPECT_EQ(*p->seed, 5u);
-  EXPECT_FLOAT_EQ(p->temperature, 0.7f);
+  EXPECT_EQ(p->prompt, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(*p->sampling.seed, 5u);
+  EXPECT_FLOAT_EQ(p->sampling.temperature, 0.7f);
 
-  auto too_long = BuildParams(s, std::vector<int32_t>(32, 1), lim, 16, "prompt");
+  auto too_long = BuildParams(s, std::vector<int32_t>(32, 1), kLimits, 16, "messages");
   ASSERT_FALSE(too_long.ok());
   EXPECT_EQ(too_long.error().code, "context_length_exceeded");
+  EXPECT_EQ(too_long.error().param, "messages");
   EXPECT_EQ(too_long.error().status, 400);
 
-  auto oov = BuildParams(s, {1, 100}, lim, 16, "prompt");
+  auto oov = BuildParams(s, {1, 100}, kLimits, 16, "prompt");
   ASSERT_FALSE(oov.ok());
   EXPECT_EQ(oov.error().param, "prompt");
+  EXPECT_TRUE(oov.error().code.empty());
 
-  s.logit_bias[100] = 1.0f;
-  auto bias = BuildParams(s, {1}, lim, 16, "prompt");
+  s.params.sampling.logit_bias[100] = 1.0f;
+  auto bias = BuildParams(s, {1}, kLimits, 16, "prompt");
   ASSERT_FALSE(bias.ok());
   EXPECT_EQ(bias.error().param, "logit_bias");
 
-  EXPECT_FALSE(BuildParams(SamplingFields{}, {}, lim, 16, "prompt").ok());
-  auto def = BuildParams(SamplingFields{}, {1}, lim, 16, "prompt");
+  EXPECT_FALSE(BuildParams(CommonFields{}, {}, kLimits, 16, "prompt").ok());
+  auto def = BuildParams(CommonFields{}, {1}, kLimits, 16, "prompt");
   ASSERT_TRUE(def.ok());
   EXPECT_EQ(def->max_tokens, 16);
 }
@@ -303,8 +355,11 @@ TEST(BuildParams, ChecksVocabularyAndContextAndClampsMaxTokens) {
 TEST(ParseSampling, TopPZeroMeansGreedy) {
   auto r = Completion(R"({"model": "SmolLM2", "prompt": "x", "top_p": 0, "temperature": 1})");
   ASSERT_TRUE(r.ok());
-  EXPECT_FLOAT_EQ(r->s.temperature, 0.0f);
-  EXPECT_FLOAT_EQ(r->s.top_p, 1.0f);
+  EXPECT_FLOAT_EQ(r->s.params.sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r->s.params.sampling.top_p, 1.0f);
+  r = Completion(R"({"model": "SmolLM2", "prompt": "x", "top_k": -1})");  // vLLM's "off"
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->s.params.sampling.top_k, 0);
 }
 
 TEST(ApiErrorJson, HasOpenAiShape) {
