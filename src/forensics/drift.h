@@ -5,7 +5,7 @@
 // distribution, which says nothing more about drift.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -3,7 +3,7 @@
 // batches; then the divergence analysis and a verdict per level and overall.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>

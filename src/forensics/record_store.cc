@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace stet::forensics {
 

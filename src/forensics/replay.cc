@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "base/progress.h"

@@ -1,6 +1,8 @@
 // OpenAI-style error bodies and a JSON dump that cannot throw on bad UTF-8.
 #include "server/api_error.h"
 
+#include <nlohmann/json.hpp>
+
 namespace stet::server {
 
 ApiError BadRequest(std::string message, std::string param, std::string code) {

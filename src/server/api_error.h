@@ -4,7 +4,7 @@
 // and ApiOr<T> carries either a value or such an error through the parsers.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <utility>

@@ -5,6 +5,8 @@
 // on a small conversation is refused when the model is loaded.
 #include "server/chat_prompt.h"
 
+#include <nlohmann/json.hpp>
+
 namespace stet::server {
 
 const char kChatMlFallbackTemplate[] =

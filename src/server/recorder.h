@@ -6,7 +6,7 @@
 // records are stored (src/forensics/record_store.h does; src/tools wires it).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "base/status.h"
 

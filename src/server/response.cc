@@ -1,6 +1,8 @@
 // JSON shapes of completion responses and stream chunks.
 #include "server/response.h"
 
+#include <nlohmann/json.hpp>
+
 #include "server/json_fields.h"
 
 namespace stet::server {

@@ -7,6 +7,8 @@
 #include <new>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "template/interpreter.h"
 #include "template/parser.h"
 
@@ -132,6 +134,13 @@ Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::jso
                                       const std::string& bos_token, const std::string& eos_token,
                                       const nlohmann::json& extra) {
   return Apply(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token, extra, ChatTemplateOptions{});
+}
+
+Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::json& messages,
+                                      const nlohmann::json& tools, bool add_generation_prompt,
+                                      const std::string& bos_token, const std::string& eos_token) {
+  return ApplyChatTemplate(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token,
+                           nlohmann::json());
 }
 
 }  // namespace stet

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "base/status.h"
 
@@ -105,11 +105,15 @@ class ChatTemplate {
 // transformers' apply_chat_template(messages, tools=tools, add_generation_prompt=...,
 // tokenize=False): renders with messages, tools (null when there are none),
 // documents = null, add_generation_prompt, bos_token, eos_token and the keys
-// of `extra` (an object, or null), which override the others.
+// of `extra` (an object, or null), which override the others. (Overloads, not
+// a defaulted `extra`: a default json argument would need the full json header.)
+Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::json& messages,
+                                      const nlohmann::json& tools, bool add_generation_prompt,
+                                      const std::string& bos_token, const std::string& eos_token);
 Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::json& messages,
                                       const nlohmann::json& tools, bool add_generation_prompt,
                                       const std::string& bos_token, const std::string& eos_token,
-                                      const nlohmann::json& extra = {});
+                                      const nlohmann::json& extra);
 Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::ordered_json& messages,
                                       const nlohmann::ordered_json& tools, bool add_generation_prompt,
                                       const std::string& bos_token, const std::string& eos_token,

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "forensics/record_store.h"
 #include "tools/common.h"

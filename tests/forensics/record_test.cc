@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/hash.h"

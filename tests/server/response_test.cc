@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "format/gguf.h"
 #include "server/chat_prompt.h"
 #include "server/job.h"

@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 namespace stet {
 namespace {
 
