@@ -1,5 +1,5 @@
 // Shared between kernels.cc (dispatch), kernels/ref (the scalar oracle) and
-// kernels/cpu (AVX2): the quantized-activation layouts, the canonical 8-lane
+// kernels/cpu (AVX2, AVX-512): the quantized-activation layouts, the canonical 8-lane
 // combine, and each path's entry points. Tests include it to pin the
 // activation quantization (rule R6) and the per-type canonical orders.
 #pragma once

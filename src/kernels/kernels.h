@@ -1,25 +1,16 @@
-// The compute kernels the model needs, each with a scalar reference path
-// (kernels/ref/) and an AVX2+FMA path (kernels/cpu/). Every path computes the
-// same bits (rule R4); every reduction's order depends only on its length
-// (R1); threads split output rows/columns/heads, never a reduction (R2).
+// The compute kernels the model needs: each op has a scalar reference path
+// (kernels/ref/) and an AVX2+FMA path (kernels/cpu/*_avx2.cc); MatMul (batched,
+// and decode over the packed layout below) and paired attention also have
+// AVX-512 VNNI paths (kernels/cpu/*_avx512.cc). Every path computes the same
+// bits (rule R4); every reduction's order depends only on its length (R1);
+// threads split output rows/columns/heads, never a reduction (R2). The path is
+// chosen by the explicit Isa and by shape (rows, weight type, packed copy) —
+// never in a way that changes a bit.
 //
-// The canonical orders (docs/numerics.md states them; kernels tests pin them):
-//  * "8-lane sum" of a length-K product: element k goes to lane k % 8,
-//    lane = fma(a_k, b_k, lane) in increasing k; lanes combine by the fixed tree
-//    s4[i] = l[i] + l[i+4]; s2[i] = s4[i] + s4[i+2]; result = s2[0] + s2[1].
-//  * Quantized weights (q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl): the activation row is
-//    quantized per 32-block (d = amax/127, q = round-half-even(x * (1/d)), row-local,
-//    R6); block b's exact int32 dot with the integer weights (q, q - 8, q - 16, or
-//    iq4_nl's table value) goes to lane b % 8: lane = fma(dw*dx, float(isum), lane)
-//    (q4_1/q5_1 add lane = fma(mw, dx*float(sum q), lane)); same lane tree.
-//  * Super-block types (q2_k/q3_k/q4_k/q5_k/q6_k/iq4_xs): the activation is quantized
-//    per 256-superblock; super-block b's exact int32 sums go to lane b % 8 the same
-//    way: isum = sum_j scale_j * <q_j, qx_j> (q6_k: with q - 32; q3_k: q - 4 and
-//    scales - 32; iq4_xs: table values, scales - 32) and
-//    lane = fma(d*dx, float(isum), lane); q2_k/q4_k/q5_k then add their mins as
-//    lane = fma(-(dmin*dx), float(sum_j min_j * sum qx_j), lane).
-//  * Activation q's are clamped to [-127, 127] (only reachable for nan or a
-//    block whose amax is below ~4e-37, where 1/d overflows).
+// The canonical orders — the 8-lane sum and its fixed lane tree, the quantized
+// block and K-quant superblock dots, the activation clamp — are stated once, in
+// docs/numerics.md (R1 and "Quantized dot products in detail"); the tests in
+// tests/kernels pin them, and each kernel file says how it keeps them.
 #pragma once
 
 #include <cstdint>
