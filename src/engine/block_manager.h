@@ -20,7 +20,6 @@ class BlockManager {
   BlockManager(int n_blocks, int block_size);
 
   int n_blocks() const { return static_cast<int>(ref_.size()); }
-  int block_size() const { return block_size_; }
   // Blocks that Allocate can still hand out (free + evictable cached).
   int available() const { return static_cast<int>(free_.size() + lru_.size()); }
   int used() const { return n_blocks() - available(); }

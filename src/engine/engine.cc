@@ -82,7 +82,6 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   if (opts.kv_type != DType::kF16 && opts.kv_type != DType::kF32)
     return InvalidArgument("the KV cache stores f16 or f32");
   std::unique_ptr<Engine> e(new Engine());
-  e->opts_ = opts;
   e->n_ctx_ = std::max(2, std::min(opts.n_ctx, model->hparams().n_ctx_train));
   const int per_seq = (e->n_ctx_ + opts.block_size - 1) / opts.block_size;
   int n_blocks = opts.n_kv_blocks;

@@ -105,7 +105,6 @@ class Engine {
   const std::string& model_sha256() const { return model_sha256_; }
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const EngineOptions& options() const { return opts_; }
   int n_ctx() const { return n_ctx_; }
   // What Submit checks requests against (ValidateRequest).
   RequestLimits limits() const { return {model_->hparams().n_vocab, n_ctx_}; }
@@ -117,7 +116,6 @@ class Engine {
 
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  EngineOptions opts_;
   int n_ctx_ = 0;
   std::string model_sha256_, fingerprint_, fingerprint_descriptor_;
   std::unique_ptr<Impl> impl_;  // the engine thread and everything it owns

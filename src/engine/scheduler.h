@@ -56,7 +56,6 @@ class Scheduler {
   int n_waiting() const { return static_cast<int>(waiting_.size()); }
   int n_running() const { return static_cast<int>(running_.size()); }
   const std::deque<Sequence*>& waiting() const { return waiting_; }
-  const std::vector<Sequence*>& running() const { return running_; }
   const BlockManager& blocks() const { return blocks_; }
   int64_t preemptions() const { return preemptions_; }
 

@@ -52,7 +52,6 @@ class HttpClient {
                  const std::function<bool(const std::string& data)>& on_data,
                  HttpResponse* meta = nullptr);
 
-  const HttpOptions& options() const { return options_; }
   // Lets a job on a pooled client make its own transfers cancellable.
   void set_cancel(const std::atomic<bool>* cancel) { options_.cancel = cancel; }
 

@@ -44,9 +44,6 @@ class Forward {
   // scheduler); an out-of-range one is a programmer error (STET_CHECK).
   Status Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vector<float>* logits);
 
-  Isa isa() const { return isa_; }
-  NumericsMode mode() const { return mode_; }
-
  private:
   void MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y);
   // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call

@@ -29,14 +29,10 @@ class PagedKvCache : public KvStore {
   kernels::KvRows KRows(int layer, int seq) override { return Rows(k_, layer, seq); }
   kernels::KvRows VRows(int layer, int seq) override { return Rows(v_, layer, seq); }
 
-  int n_blocks() const { return n_blocks_; }
-  int block_size() const { return block_size_; }
   int n_slots() const { return static_cast<int>(tables_.size()); }
-  int64_t size_bytes() const { return static_cast<int64_t>(k_.size() + v_.size()); }
 
   // The blocks backing slot `seq`, in position order.
   void SetBlockTable(int seq, std::vector<int32_t> blocks);
-  const std::vector<int32_t>& block_table(int seq) const { return tables_[seq]; }
 
  private:
   uint8_t* Row(std::vector<uint8_t>& pool, int layer, int seq, int pos) {

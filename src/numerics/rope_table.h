@@ -64,7 +64,6 @@ class RopeTable {
   RopeTable(int rot_dim, double base, const RopeScaling& scaling, const float* freq_factors,
             int64_t capacity);
 
-  int rot_dim() const { return 2 * n_pairs_; }
   int n_pairs() const { return n_pairs_; }
   int64_t capacity() const { return capacity_; }
   const std::vector<double>& inv_freqs() const { return inv_freqs_; }

@@ -49,7 +49,6 @@ class Collector {
   // kToken event's token belongs in logprobs (end markers do not).
   int Apply(const Job::Item& item, bool* shown);
   bool done() const { return open_ == 0; }
-  int open() const { return open_; }
 
   std::vector<ChoiceResult>& choices() { return choices_; }
   UsageCounts usage() const;

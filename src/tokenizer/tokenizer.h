@@ -58,7 +58,6 @@ class Tokenizer {
   int32_t eot() const { return vocab_.eot_id; }
   int32_t eom() const { return vocab_.eom_id; }
   bool add_bos() const { return vocab_.add_bos; }
-  bool add_eos() const { return vocab_.add_eos; }
   int32_t n_vocab() const { return static_cast<int32_t>(vocab_.tokens.size()); }
 
   // End of generation: eos, eot, eom and tokens like <|im_end|>, <|endoftext|>.
