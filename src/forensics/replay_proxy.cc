@@ -123,6 +123,26 @@ std::string Tail(const std::string& s, size_t end) {
   return s.substr(from, end - from);
 }
 
+// metadata.stet_clock = the recorded instant; with kRecordedNote also a note the
+// model reads (chat: a first system message; responses: an instructions line).
+void PinClock(ApiKind kind, const std::string& instant, ProxyReplayOptions::Clock clock,
+              OJson& body) {
+  if (!body.contains("metadata") || !body["metadata"].is_object())
+    body["metadata"] = OJson::object();
+  body["metadata"]["stet_clock"] = instant;
+  if (clock != ProxyReplayOptions::Clock::kRecordedNote) return;
+  const std::string note = "The current date and time is " + instant + ".";
+  if (kind == ApiKind::kChat && body.contains("messages") && body["messages"].is_array()) {
+    OJson msg = OJson::object();
+    msg["role"] = "system";
+    msg["content"] = note;
+    body["messages"].insert(body["messages"].begin(), std::move(msg));
+  } else if (kind == ApiKind::kResponses) {
+    const OJson& old = body.contains("instructions") ? body["instructions"] : OJson();
+    body["instructions"] = old.is_string() ? note + "\n" + old.get<std::string>() : note;
+  }
+}
+
 bool Replayable(const OJson& r) {
   const std::string ep = Str(r, "endpoint");
   if (ep != "/v1/chat/completions" && ep != "/v1/completions" && ep != "/v1/responses")
@@ -144,7 +164,10 @@ OJson ProxyReplayBody(const ExchangeJson& record, const ProxyReplayOptions& o) {
       body[it.key()] = it.value();
   }
   if (!o.model.empty()) body["model"] = o.model;
-  if (o.logprobs) InjectLogprobs(ApiKindOfPath(Str(record, "endpoint")), body, 5);
+  const ApiKind kind = ApiKindOfPath(Str(record, "endpoint"));
+  if (o.logprobs) InjectLogprobs(kind, body, 5);
+  if (o.clock != ProxyReplayOptions::Clock::kNone)
+    PinClock(kind, Str(record, "received_at"), o.clock, body);
   return body;
 }
 

@@ -25,6 +25,12 @@ struct ProxyReplayOptions {
   std::string api_key;
   std::string model;      // non-empty: sent instead of the recorded model name
   bool logprobs = false;  // ask for logprobs (top 5) where the recorded request did not
+  // The recorded instant (received_at) pinned on each request: as stet's own
+  // metadata.stet_clock (what stet serve's chat template clock reads), and, on
+  // request, also as a first system message / instructions line for endpoints
+  // that have no such field. kNone sends the request as it went upstream.
+  enum class Clock { kNone, kRecorded, kRecordedNote };
+  Clock clock = Clock::kNone;
   int concurrency = 1;
   int64_t timeout_ms = 300000;
 };

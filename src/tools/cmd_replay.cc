@@ -1,8 +1,10 @@
-// `stet replay`: thin CLI over forensics::RunReplay. stdout carries one line
-// per record (two more with the text around a fork) and the totals; stderr the
-// progress bar and errors. It starts no server: --endpoint is required.
+// `stet replay`: thin CLI over forensics::RunReplay / RunProxyReplay. stdout
+// carries one line per record (two more with the text around a fork) and the
+// totals; stderr the progress bar and errors. It replays against --endpoint,
+// or against an in-process stet serve of a local file (--against stet).
 #include "tools/cmd_replay.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "forensics/replay.h"
 #include "forensics/replay_proxy.h"
 #include "tools/common.h"
+#include "tools/local_server.h"
 
 namespace stet::tools {
 
@@ -25,6 +28,9 @@ struct ReplayArgs {
   std::string endpoint;
   std::string api_key;
   std::string model;
+  std::string against;  // "stet": answer with an in-process stet serve of -m FILE
+  std::string clock = "none";
+  int threads = 0;
   bool allow_fingerprint_change = false;
   bool logprobs = false;
   int concurrency = 1;
@@ -49,6 +55,9 @@ int RunExchangeReplay(const ReplayArgs& a) {
   }
   o.model = a.model;
   o.logprobs = a.logprobs;
+  o.clock = a.clock == "recorded"        ? forensics::ProxyReplayOptions::Clock::kRecorded
+            : a.clock == "recorded-note" ? forensics::ProxyReplayOptions::Clock::kRecordedNote
+                                         : forensics::ProxyReplayOptions::Clock::kNone;
   o.concurrency = a.concurrency;
   o.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
   forensics::ExchangeQuery q;
@@ -69,7 +78,7 @@ int RunExchangeReplay(const ReplayArgs& a) {
   return r->exit_code;
 }
 
-int RunReplayCmd(const ReplayArgs& a) {
+int RunStoreReplay(const ReplayArgs& a) {
   if (forensics::DetectStoreKind(a.db) == forensics::StoreKind::kExchanges)
     return RunExchangeReplay(a);
   auto store = forensics::RecordStore::Open(a.db, forensics::RecordStore::Mode::kOpenExisting);
@@ -103,6 +112,41 @@ int RunReplayCmd(const ReplayArgs& a) {
   return r->exit_code;
 }
 
+// --against stet: the store replayed against an in-process `stet serve -m FILE`
+// ("what would this model have said"); its fingerprint may differ from the
+// recorded one, which the report shows.
+int RunReplayCmd(ReplayArgs a) {
+  if (a.against.empty()) {
+    if (a.endpoint.empty()) {
+      std::fprintf(stderr, "stet: error: replay needs --endpoint URL or --against stet\n");
+      return kExitUsage;
+    }
+    return RunStoreReplay(a);
+  }
+  if (!a.endpoint.empty()) {
+    std::fprintf(stderr, "stet: error: --against stet answers locally: drop --endpoint\n");
+    return kExitUsage;
+  }
+  if (forensics::DetectStoreKind(a.db) == forensics::StoreKind::kUnknown) {
+    // Say what is wrong with the store before loading a model.
+    auto store = forensics::RecordStore::Open(a.db, forensics::RecordStore::Mode::kOpenExisting);
+    if (!store.ok()) return Fail(store.status());
+  }
+  LocalServerOptions lo;
+  lo.model_path = a.model.empty() ? DefaultModelPath() : a.model;
+  lo.threads = a.threads;
+  lo.max_seqs = std::max(1, a.concurrency);
+  auto local = LocalServer::Start(lo);
+  if (!local.ok()) return Fail(local.status());
+  std::fprintf(stderr, "stet replay: answering with %s (fingerprint %s) at %s\n",
+               lo.model_path.c_str(), (*local)->fingerprint().c_str(), (*local)->url().c_str());
+  a.endpoint = (*local)->url();
+  a.model = (*local)->model_name();
+  a.api_key.clear();
+  a.allow_fingerprint_change = true;
+  return RunStoreReplay(a);
+}
+
 }  // namespace
 
 CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
@@ -114,7 +158,8 @@ CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
                                      "token ids, logprobs bit for bit) or where it "
                                      "first diverges. Refuses when the endpoint's "
                                      "system_fingerprint differs from the recorded one. Starts no "
-                                     "server. On a store `stet proxy --record` wrote, each "
+                                     "server, unless --against stet answers with a local model "
+                                     "file. On a store `stet proxy --record` wrote, each "
                                      "recorded request is sent as it went upstream and the "
                                      "report names, per session, the first request and token where "
                                      "the answer departs, and whether the answered "
@@ -129,11 +174,28 @@ CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
       cmd->add_option("--id", a->id, "Replay only the record with this id (the response id)");
   cmd->add_option("--since", a->since, "Replay records received at or after this ISO 8601 time")
       ->excludes(id);
-  cmd->add_option("--endpoint", a->endpoint,
-                  "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)")
-      ->required();
+  auto* endpoint = cmd->add_option("--endpoint", a->endpoint,
+                                   "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)");
+  cmd->add_option("--against", a->against,
+                  "'stet': answer with this machine's stet engine on the GGUF file given by -m "
+                  "(default: the setup model), started in-process as `stet serve` would be, "
+                  "instead of an endpoint: what would this model have said")
+      ->check(CLI::IsMember({"stet"}))
+      ->excludes(endpoint);
+  cmd->add_option("--clock", a->clock,
+                  "Proxy stores: 'recorded' pins each request's recorded instant as "
+                  "metadata.stet_clock (what stet's chat templates read as now); "
+                  "'recorded-note' also tells the model in a first system message "
+                  "(instructions for /v1/responses), for endpoints without that field; 'none' "
+                  "sends the request as recorded. Records of stet serve --record always pin "
+                  "their clock")
+      ->check(CLI::IsMember({"none", "recorded", "recorded-note"}))
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "With --against stet: threads (default: all cores)");
   cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
-  cmd->add_option("-m,--model", a->model, "Model name to send instead of the recorded one");
+  cmd->add_option("-m,--model", a->model,
+                  "Model name to send instead of the recorded one; with --against stet, the GGUF "
+                  "file to answer with");
   cmd->add_flag(
       "--allow-fingerprint-change", a->allow_fingerprint_change,
       "Replay even when the endpoint's system_fingerprint differs, and report the divergences");

@@ -561,6 +561,31 @@ class ProxyVsStet(unittest.TestCase):
         self.assertEqual((rep["identical"], rep["skipped"]), (4, 1))
         self.assertEqual([e["compared_tokens"] for e in rep["exchanges"]], [True, True, False, False])
         self.assertFalse(rep["model_changed"] or rep["fingerprint_changed"])
+        # The same store against an in-process stet on the same file ("what would this model have
+        # said"), with the recorded instant pinned: the same answers, no endpoint needed.
+        out = os.path.join(self.tmp, "r2.json")
+        r = sup.run_stet("replay", db, "--against", "stet", "-m", sup.stories_path(), "-t", "1",
+                         "--clock", "recorded", "--json", out, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("answering with", r.stderr)
+        rep = sup.read_json(out)
+        self.assertEqual((rep["identical"], rep["skipped"]), (4, 1))
+        self.assertFalse(rep["fingerprint_changed"])
+        # Another file of the model (a q8_0 copy): the report says the fingerprint moved.
+        other = os.path.join(self.tmp, "stories-q8_0.gguf")
+        sup.quantize(sup.stories_path(), other, "q8_0")
+        r = sup.run_stet("replay", db, "--against", "stet", "-m", other, "-t", "1", "--json", out,
+                         timeout=120)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        self.assertTrue(sup.read_json(out)["fingerprint_changed"])
+        # Usage errors: both an endpoint and --against, neither, an unknown --against or --clock.
+        for args in (["--endpoint", s.url, "--against", "stet"], [], ["--against", "vllm"],
+                     ["--endpoint", s.url, "--clock", "tomorrow"]):
+            r = sup.run_stet("replay", db, *args, timeout=30)
+            self.assertEqual(r.returncode, 2, (args, r.stdout + r.stderr))
+        r = sup.run_stet("replay", os.path.join(self.tmp, "missing.db"), "--against", "stet", timeout=30)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertNotIn("answering with", r.stderr)  # the store is checked before a model loads
 
 
 if __name__ == "__main__":

@@ -411,6 +411,50 @@ double Normal(uint64_t seed, uint64_t i) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+TEST(ReplayProxy, ClockPinnedFromTheRecordedInstant) {
+  const std::string when = "2026-11-30T08:15:00.250Z";
+  auto record = [&](const std::string& endpoint, J request) {
+    return ExchangeJson{{"endpoint", endpoint},
+                        {"status", 200},
+                        {"outcome", "ok"},
+                        {"received_at", when},
+                        {"request", std::move(request)}};
+  };
+  const ExchangeJson chat = record(
+      "/v1/chat/completions", {{"model", "m"},
+                               {"stream", true},
+                               {"messages", J::array({{{"role", "user"}, {"content", "q"}}})}});
+  ProxyReplayOptions o;
+  J body = ProxyReplayBody(chat, o);  // kNone: as it went upstream, less the stream
+  EXPECT_FALSE(body.contains("metadata"));
+  EXPECT_FALSE(body.contains("stream"));
+  EXPECT_EQ(body["messages"].size(), 1u);
+
+  o.clock = ProxyReplayOptions::Clock::kRecorded;
+  body = ProxyReplayBody(chat, o);
+  EXPECT_EQ(body["metadata"]["stet_clock"], when);
+  EXPECT_EQ(body["messages"].size(), 1u);
+
+  o.clock = ProxyReplayOptions::Clock::kRecordedNote;
+  body = ProxyReplayBody(chat, o);
+  EXPECT_EQ(body["metadata"]["stet_clock"], when);
+  ASSERT_EQ(body["messages"].size(), 2u);
+  EXPECT_EQ(body["messages"][0]["role"], "system");
+  EXPECT_NE(body["messages"][0]["content"].get<std::string>().find(when), std::string::npos);
+  EXPECT_EQ(body["messages"][1]["content"], "q");
+
+  // Responses: the note goes before the recorded instructions; client metadata is kept.
+  body = ProxyReplayBody(
+      record("/v1/responses",
+             {{"input", "x"}, {"instructions", "Be brief."}, {"metadata", {{"team", "a"}}}}),
+      o);
+  EXPECT_EQ(body["metadata"]["team"], "a");
+  EXPECT_EQ(body["metadata"]["stet_clock"], when);
+  const std::string instr = body["instructions"];
+  EXPECT_EQ(instr.substr(instr.size() - 9), "Be brief.");
+  EXPECT_NE(instr.find(when), std::string::npos);
+}
+
 TEST(CanaryTest, PermutationPValueExactNull) {
   std::vector<std::vector<double>> same(12, std::vector<double>(10, -0.5));
   int64_t perms = 0;

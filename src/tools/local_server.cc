@@ -1,0 +1,53 @@
+// LocalServer: Engine::Open + server::Server on 127.0.0.1:0, configured as
+// `stet serve` is by default (its EngineOptions and ServerOptions defaults).
+#include "tools/local_server.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "engine/engine.h"
+#include "format/gguf.h"
+#include "server/server.h"
+
+namespace stet::tools {
+
+Result<std::unique_ptr<LocalServer>> LocalServer::Start(const LocalServerOptions& o) {
+  EngineOptions eo;
+  eo.n_ctx = o.n_ctx;
+  eo.max_seqs = o.max_seqs;
+  eo.n_threads =
+      o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto engine = Engine::Open(o.model_path, eo, /*progress=*/true);
+  if (!engine.ok()) return engine.status();
+  const gguf::GgufFile& file = (*engine)->model().file();
+  auto general_name = file.GetString("general.name");
+  auto tmpl = file.GetString("tokenizer.chat_template");
+  server::ModelInfo info;
+  info.names = server::ModelNames(o.model_path, general_name.ok() ? *general_name : "");
+  if (tmpl.ok()) info.chat_template = *tmpl;
+
+  server::ServerOptions so;
+  so.host = "127.0.0.1";
+  so.port = 0;
+  so.log_requests = false;
+  auto srv = server::Server::Start(so);
+  if (!srv.ok()) return srv.status();
+
+  std::unique_ptr<LocalServer> local(new LocalServer());
+  local->fingerprint_ = (*engine)->fingerprint();
+  local->model_ = info.names.id;
+  local->url_ = "http://127.0.0.1:" + std::to_string((*srv)->port());
+  if (Status st = (*srv)->Attach(std::move(*engine), std::move(info)); !st.ok()) return st;
+  local->server_ = std::move(*srv);
+  return local;
+}
+
+LocalServer::~LocalServer() {
+  if (server_ != nullptr) {
+    server_->Shutdown();
+    server_->Wait();
+  }
+}
+
+}  // namespace stet::tools
