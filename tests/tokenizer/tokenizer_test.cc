@@ -133,7 +133,7 @@ std::string LongText() {
 
 // A 10k-character mixed text round-trips through every vocabulary. (How fast it
 // encodes is a benchmark's question, not a test's: a wall-clock bound on a shared
-// 2-core machine only measures the neighbours. No tokenizer benchmark exists yet.)
+// 2-core machine only measures the neighbours: bench/tokenizer measures it.)
 TEST(TokenizerTest, LongMixedTextRoundTrips) {
   const std::string text = LongText();
   STET_REQUIRE_FILE(Llama2Path());
