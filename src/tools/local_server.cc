@@ -16,8 +16,9 @@ Result<std::unique_ptr<LocalServer>> LocalServer::Start(const LocalServerOptions
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.max_seqs = o.max_seqs;
-  eo.n_threads =
-      o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = o.threads > 0
+                     ? o.threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto engine = Engine::Open(o.model_path, eo, /*progress=*/true);
   if (!engine.ok()) return engine.status();
   const gguf::GgufFile& file = (*engine)->model().file();

@@ -17,7 +17,7 @@ namespace stet::tools {
 
 struct LocalServerOptions {
   std::string model_path;
-  int threads = 0;  // 0: every core
+  int threads = 0;   // 0: every core
   int n_ctx = 4096;  // as stet serve
   int max_seqs = 8;
 };
