@@ -274,15 +274,15 @@ TEST(GgufRoundTrip, Version2IsRead) {
 }
 
 TEST(GgufRoundTrip, KnownButUnsupportedTypeParses) {
-  // Chosen behaviour: q2_k etc. parse; the model loader rejects what it cannot compute.
+  // Chosen behaviour: q8_k etc. parse; the model loader rejects what it cannot compute.
   GgufWriter w;
-  w.AddTensor("k2", DType::kQ2_K, {256, 2}, Filler(168));
+  w.AddTensor("k8", DType::kQ8_K, {256, 2}, Filler(584));
   w.AddTensor("i32", DType::kI32, {3}, Filler(12));
   auto r = GgufFile::FromBytes(w.Serialize());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ((*r)->FindTensor("k2")->type, DType::kQ2_K);
-  EXPECT_EQ((*r)->FindTensor("k2")->size_bytes, 168u);
-  EXPECT_FALSE(DTypeSupported((*r)->FindTensor("k2")->type));
+  EXPECT_EQ((*r)->FindTensor("k8")->type, DType::kQ8_K);
+  EXPECT_EQ((*r)->FindTensor("k8")->size_bytes, 584u);
+  EXPECT_FALSE(DTypeSupported((*r)->FindTensor("k8")->type));
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -193,21 +194,33 @@ TEST_P(MatMulTest, Avx2EqualsScalarOnExtremeActivations) {
   }
 }
 
-// A model whose block scales are inf or nan is the model's problem: every path still
-// finishes, and the outputs those blocks reach are non-finite on every path alike.
+// A model whose block scales (float types: weights) are inf or nan is the model's
+// problem: every path still finishes, and the outputs those blocks reach are
+// non-finite on every path alike.
 TEST_P(MatMulTest, NonFiniteScalesAreNotACrash) {
   const DType t = GetParam();
   const auto offsets = testing::ScaleOffsets(t);
-  if (offsets.empty()) GTEST_SKIP() << "no block scales in " << DTypeName(t);
   std::mt19937 rng(77 + static_cast<int>(t));
   const int64_t k = IsKQuant(t) ? 512 : 96, m = 3, rows = 6;
   Problem p = MakeProblem(rng, t, rows, k);
   const auto traits = *GetDTypeTraits(static_cast<uint32_t>(t));
-  const uint16_t bad[] = {0x7c00, 0xfc00, 0x7e00, 0x7c01};  // +inf, -inf, qnan, snan
-  for (int64_t r = 0; r < rows; r += 2) {                   // rows 1, 3, 5 stay finite
-    const int64_t blk = (r / 2) % (k / traits.block_elems);
-    const size_t at = static_cast<size_t>(r * RowBytes(t, k) + blk * traits.block_bytes);
-    testing::PutHalf(p.w.data() + at + offsets[r / 2 % offsets.size()], bad[r / 2]);
+  const uint16_t bad[] = {0x7c00, 0xfc00, 0x7e00, 0x7c01};      // f16 +inf, -inf, qnan, snan
+  const uint16_t bad_bf16[] = {0x7f80, 0xff80, 0x7fc0, 0x7f81};  // the same in bf16
+  const float bad_f32[] = {INFINITY, -INFINITY, std::nanf(""), std::nanf("1")};
+  for (int64_t r = 0; r < rows; r += 2) {  // rows 1, 3, 5 stay finite
+    uint8_t* row = p.w.data() + r * RowBytes(t, k);
+    const int64_t e = 17 * (r / 2) + 3;  // one weight of the row (float types)
+    if (t == DType::kF32) {
+      std::memcpy(row + 4 * e, &bad_f32[r / 2], 4);
+    } else if (t == DType::kF16) {
+      testing::PutHalf(row + 2 * e, bad[r / 2]);
+    } else if (t == DType::kBF16) {
+      testing::PutHalf(row + 2 * e, bad_bf16[r / 2]);
+    } else {
+      ASSERT_FALSE(offsets.empty()) << "no block scales known for " << DTypeName(t);
+      const int64_t blk = (r / 2) % (k / traits.block_elems);
+      testing::PutHalf(row + blk * traits.block_bytes + offsets[r / 2 % offsets.size()], bad[r / 2]);
+    }
   }
   const auto x = RandomActivations(rng, m * k);
   const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);

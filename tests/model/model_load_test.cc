@@ -82,11 +82,11 @@ TEST(ModelLoad, WrongShapeIsReported) {
 
 TEST(ModelLoad, UnsupportedTensorTypeIsNamed) {
   auto w = TinyLlama();
-  // q5_0: a real GGUF type that stet does not compute with. 8 rows of one 22-byte block.
-  w.AddTensor("blk.0.ffn_down.weight", DType::kQ5_0, {32, 8}, std::string(8 * 22, '\0'));
+  // q8_1: a real GGUF type that stet does not compute with. 8 rows of one 36-byte block.
+  w.AddTensor("blk.0.ffn_down.weight", DType::kQ8_1, {32, 8}, std::string(8 * 36, '\0'));
   auto r = Build(w);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("q5_0"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("q8_1"), std::string::npos) << r.status().ToString();
 }
 
 TEST(ModelLoad, BadHeadCountsAreRejected) {

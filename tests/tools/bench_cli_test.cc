@@ -134,9 +134,9 @@ TEST(GgufRandomCli, HelpAndBadShape) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.out.find("gpt-5"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("smollm2-135m"), std::string::npos) << bad.out;
-  auto bad_type = Sh("gguf-random --shape tiny --type q5_0 -o " + out, true);
+  auto bad_type = Sh("gguf-random --shape tiny --type q8_1 -o " + out, true);
   EXPECT_EQ(bad_type.exit_code, 2);
-  EXPECT_NE(bad_type.out.find("q5_0"), std::string::npos) << bad_type.out;
+  EXPECT_NE(bad_type.out.find("q8_1"), std::string::npos) << bad_type.out;
   EXPECT_EQ(Sh("gguf-random --shape tiny --layers 9 -o " + out).exit_code, 2);
   EXPECT_EQ(Sh("gguf-random --shape tiny").exit_code, 2);  // -o is required
 }
