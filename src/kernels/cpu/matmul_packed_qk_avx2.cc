@@ -3,6 +3,8 @@
 // bytes of 8 rows (one half of a group), one maddubs with a broadcast 4-byte
 // activation word does 32 exact multiply-adds, and each weight load serves RM
 // activation rows. Per superblock the 8 rows' int32 sums land in one vector.
+// q4_k decode reads both halves of a group in one pass (each activation
+// broadcast feeds two weight loads).
 //  * q4_k: a sub-block's 8 maddubs partials are added in int16 (|sum| <=
 //    8 * 2 * 15 * 127 = 30480), then madd with the row's 6-bit scale (both
 //    int16 partials of a row times its scale: exact int32);
@@ -31,53 +33,70 @@ inline __m256i Int16Pair(int32_t lo, int32_t hi) {
                                                 (static_cast<uint32_t>(hi) << 16)));
 }
 
-// q4_k superblock (at p) of one 8-row half: isum and msum for RM activation rows
-// (row i's quants at xq[i], its 16 bsums at bs[i]).
-template <int RM>
-inline void SuperQ4K(const uint8_t* p, int half, const int8_t* const* xq, const int16_t* const* bs,
-                     __m256i* isum, __m256i* msum) {
+// q4_k superblock (at p) of NH 8-row halves (byte offsets half[h] into each
+// 64-byte word): isum and msum for RM activation rows (row i's quants at xq[i],
+// its 16 bsums at bs[i]), output k = h * RM + i. Decode reads both halves in
+// one pass (NH = 2), sharing each activation broadcast.
+template <int NH, int RM>
+inline void SuperQ4K(const uint8_t* p, const int* half, const int8_t* const* xq,
+                     const int16_t* const* bs, __m256i* isum, __m256i* msum) {
   const __m256i mask = _mm256_set1_epi8(0x0f);
-  const int rows8 = half / 4;  // 0 or 8: this half's first row within the group
   STET_UNROLL
-  for (int i = 0; i < RM; ++i) isum[i] = msum[i] = _mm256_setzero_si256();
+  for (int k = 0; k < NH * RM; ++k) isum[k] = msum[k] = _mm256_setzero_si256();
   STET_UNROLL
   for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
-    __m256i lo16[RM], hi16[RM];
+    __m256i lo16[NH * RM], hi16[NH * RM];
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) lo16[i] = hi16[i] = _mm256_setzero_si256();
+    for (int k = 0; k < NH * RM; ++k) lo16[k] = hi16[k] = _mm256_setzero_si256();
     STET_UNROLL
     for (int s = 0; s < 8; ++s) {
-      const __m256i raw =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + (8 * jp + s) * 64 + half));
-      const __m256i lo = _mm256_and_si256(raw, mask);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+      __m256i xl[RM], xh[RM];
       STET_UNROLL
       for (int i = 0; i < RM; ++i) {
-        lo16[i] = _mm256_add_epi16(lo16[i],
-                                   _mm256_maddubs_epi16(lo, Bcast32(xq[i] + 64 * jp + 4 * s)));
-        hi16[i] = _mm256_add_epi16(
-            hi16[i], _mm256_maddubs_epi16(hi, Bcast32(xq[i] + 64 * jp + 32 + 4 * s)));
-        KeepInRegister(lo16[i]);
-        KeepInRegister(hi16[i]);
+        xl[i] = Bcast32(xq[i] + 64 * jp + 4 * s);
+        xh[i] = Bcast32(xq[i] + 64 * jp + 32 + 4 * s);
+      }
+      STET_UNROLL
+      for (int h = 0; h < NH; ++h) {
+        const __m256i raw =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + (8 * jp + s) * 64 + half[h]));
+        const __m256i lo = _mm256_and_si256(raw, mask);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+        STET_UNROLL
+        for (int i = 0; i < RM; ++i) {
+          const int k = h * RM + i;
+          lo16[k] = _mm256_add_epi16(lo16[k], _mm256_maddubs_epi16(lo, xl[i]));
+          hi16[k] = _mm256_add_epi16(hi16[k], _mm256_maddubs_epi16(hi, xh[i]));
+          KeepInRegister(lo16[k]);
+          KeepInRegister(hi16[k]);
+        }
       }
     }
-    const __m256i sc_lo = RowPairsU8(p + 2048 + 16 * (2 * jp) + rows8);
-    const __m256i sc_hi = RowPairsU8(p + 2048 + 16 * (2 * jp + 1) + rows8);
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      isum[i] = _mm256_add_epi32(isum[i], _mm256_add_epi32(_mm256_madd_epi16(lo16[i], sc_lo),
-                                                           _mm256_madd_epi16(hi16[i], sc_hi)));
+    for (int h = 0; h < NH; ++h) {
+      const int rows8 = half[h] / 4;  // 0 or 8: this half's first row within the group
+      const __m256i sc_lo = RowPairsU8(p + 2048 + 16 * (2 * jp) + rows8);
+      const __m256i sc_hi = RowPairsU8(p + 2048 + 16 * (2 * jp + 1) + rows8);
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) {
+        const int k = h * RM + i;
+        isum[k] = _mm256_add_epi32(isum[k], _mm256_add_epi32(_mm256_madd_epi16(lo16[k], sc_lo),
+                                                             _mm256_madd_epi16(hi16[k], sc_hi)));
+      }
     }
   }
   STET_UNROLL
   for (int q = 0; q < 4; ++q) {
-    const __m256i mins = _mm256_cvtepu8_epi16(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2048 + 128 + 32 * q + 2 * rows8)));
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      const int16_t* b = bs[i] + 4 * q;
-      msum[i] = _mm256_add_epi32(
-          msum[i], _mm256_madd_epi16(mins, Int16Pair(b[0] + b[1], b[2] + b[3])));
+    for (int h = 0; h < NH; ++h) {
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(p + 2048 + 128 + 32 * q + 2 * (half[h] / 4))));
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) {
+        const int16_t* b = bs[i] + 4 * q;
+        msum[h * RM + i] = _mm256_add_epi32(
+            msum[h * RM + i], _mm256_madd_epi16(mins, Int16Pair(b[0] + b[1], b[2] + b[3])));
+      }
     }
   }
 }
@@ -155,20 +174,24 @@ inline void SuperQ6K(const uint8_t* p, int half, const int8_t* const* xq, const 
 // KB: measured on Zen 3, DRAM-cold decode 0.75-0.95x the time of no prefetch).
 constexpr int64_t kPrefetchAhead = 3;
 
-template <bool kQ6, int RM>
-void HalfTile(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
+// The outputs of NH halves (packed group at p; NH = 1: the half at byte offset
+// half0, NH = 2: both, 16 rows; q6_k: NH = 1) for activation rows i0..i0+RM-1;
+// n_out counts from the first output row.
+template <bool kQ6, int NH, int RM>
+void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
               int64_t ldy, int64_t n_out) {
-  const int rows8 = half / 4;
+  static_assert(!kQ6 || NH == 1, "q6_k reads one half per pass");
+  const int half[2] = {NH == 2 ? 0 : half0, 32};
   const int dofs = kQ6 ? 3328 : 2048 + 256;  // f16 d [row] (q4_k: then dmin [row])
-  __m256 acc[RM][kLanes];
+  __m256 acc[NH * RM][kLanes];
   STET_UNROLL
-  for (int i = 0; i < RM; ++i) STET_UNROLL
-  for (int l = 0; l < kLanes; ++l) acc[i][l] = _mm256_setzero_ps();
+  for (int k = 0; k < NH * RM; ++k) STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[k][l] = _mm256_setzero_ps();
   for (int64_t b = 0; b < act.nsb; ++b) {
     const uint8_t* pb = p + b * stride;
     // The first pass over the group (first half, first activation rows)
     // streams it from memory; later passes find it cached.
-    if (half == 0 && i0 == 0) PrefetchLines(pb + kPrefetchAhead * stride, stride);
+    if (half[0] == 0 && i0 == 0) PrefetchLines(pb + kPrefetchAhead * stride, stride);
     const int8_t* xq[RM];
     const int16_t* bs[RM];
     STET_UNROLL
@@ -176,29 +199,42 @@ void HalfTile(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, int
       xq[i] = act.qs + (i0 + i) * act.k + b * kQKK;
       bs[i] = act.bsums + ((i0 + i) * act.nsb + b) * 16;
     }
-    __m256i isum[RM], msum[RM];
+    __m256i isum[NH * RM], msum[NH * RM];
     if constexpr (kQ6) {
-      SuperQ6K<RM>(pb, half, xq, bs, isum);
+      SuperQ6K<RM>(pb, half[0], xq, bs, isum);
     } else {
-      SuperQ4K<RM>(pb, half, xq, bs, isum, msum);
-    }
-    const __m256 d =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 2 * rows8)));
-    __m256 dmin = _mm256_setzero_ps();
-    if constexpr (!kQ6) {
-      dmin = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 32 + 2 * rows8)));
+      SuperQ4K<NH, RM>(pb, half, xq, bs, isum, msum);
     }
     STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      const __m256 dx = _mm256_set1_ps(act.d[(i0 + i) * act.nsb + b]);
-      __m256& lane = acc[i][b % kLanes];
-      lane = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[i]), lane);
-      if constexpr (!kQ6) lane = _mm256_fmadd_ps(NegMul(dmin, dx), _mm256_cvtepi32_ps(msum[i]), lane);
+    for (int h = 0; h < NH; ++h) {
+      const int rows8 = half[h] / 4;
+      const __m256 d = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 2 * rows8)));
+      __m256 dmin = _mm256_setzero_ps();
+      if constexpr (!kQ6) {
+        dmin = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 32 + 2 * rows8)));
+      }
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) {
+        const int k = h * RM + i;
+        const __m256 dx = _mm256_set1_ps(act.d[(i0 + i) * act.nsb + b]);
+        __m256& lane = acc[k][b % kLanes];
+        lane = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[k]), lane);
+        if constexpr (!kQ6) {
+          lane = _mm256_fmadd_ps(NegMul(dmin, dx), _mm256_cvtepi32_ps(msum[k]), lane);
+        }
+      }
     }
   }
   STET_UNROLL
-  for (int i = 0; i < RM; ++i) StoreHalf(CombineLanes8x8(acc[i]), y + i * ldy, n_out);
+  for (int h = 0; h < NH; ++h) {
+    if (n_out <= 8 * h) break;
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      StoreHalf(CombineLanes8x8(acc[h * RM + i]), y + i * ldy + 8 * h, n_out - 8 * h);
+    }
+  }
 }
 
 constexpr int kRM = 4;  // activation rows sharing each weight load (prefill)
@@ -210,7 +246,9 @@ void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, in
     if (m < RM) return HalfTiles<kQ6, RM - 1>(p, half, stride, act, i0, m, y, ldy, n_out);
   }
   int64_t i = 0;
-  for (; i + RM <= m; i += RM) HalfTile<kQ6, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
+  for (; i + RM <= m; i += RM) {
+    HalfTile<kQ6, 1, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
+  }
   if constexpr (RM > 1) {
     if (i < m) HalfTiles<kQ6, RM - 1>(p, half, stride, act, i0 + i, m - i, y + i * ldy, ldy, n_out);
   }
@@ -222,6 +260,15 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const int64_t stride = PackedBlockBytes(w.type);
   const auto* packed = static_cast<const uint8_t*>(w.packed);
   STET_CHECK(r0 % 16 == 0);
+  if constexpr (!kQ6) {
+    if (a.m == 1) {  // q4_k decode: both halves in one pass, each line read once
+      for (int64_t row0 = r0; row0 < r1; row0 += 16) {
+        const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
+        HalfTile<false, 2, 1>(p, 0, stride, *a.a8k, 0, a.y + row0, w.rows, r1 - row0);
+      }
+      return;
+    }
+  }
   for (int64_t row0 = r0; row0 < r1; row0 += 8) {
     const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
     const int half = static_cast<int>(row0 % 16) * 4;
