@@ -28,6 +28,7 @@ struct Engine::Impl {
   Impl(const Engine& e, const EngineOptions& o, int n_ctx, int n_blocks)
       : engine(e),
         n_ctx(n_ctx),
+        spec(o.spec),
         n_vocab(e.model().hparams().n_vocab),
         pool(std::max(1, o.n_threads)),
         fwd(e.model(), &pool, o.isa, n_ctx, o.numerics),
@@ -47,7 +48,9 @@ struct Engine::Impl {
 
   // Engine thread only.
   const Engine& engine;
-  const int n_ctx, n_vocab;
+  const int n_ctx;
+  const SpecOptions spec;
+  const int n_vocab;
   ThreadPool pool;
   Forward fwd;
   PagedKvCache kv;
@@ -58,10 +61,12 @@ struct Engine::Impl {
   std::vector<BatchToken> batch;
   std::vector<float> logits;
   int64_t prompt_tokens = 0, generated_tokens = 0, steps = 0, finished = 0;
+  int64_t spec_drafted = 0, spec_accepted = 0;
   std::thread thread;  // runs Engine::Loop; joined by ~Engine
 
   bool Intake(std::vector<uint64_t>* cancels_out);
   void ApplyCancellations(const std::vector<uint64_t>& ids);
+  void ProposeDrafts();
   bool RunBatch();
   void ConsumeLogits();
   void SampleAndEmit();
@@ -71,7 +76,8 @@ struct Engine::Impl {
   void Finish(Sequence* s, FinishReason why, const std::string& error = "");
   void PublishStats();  // with mu held
   void ScorePrompt(StepPlan& pl, size_t row);
-  void SampleOne(const StepPlan& pl);
+  void SampleOne(Sequence* s, size_t row);
+  void SampleSpeculative(const StepPlan& pl);
 };
 
 Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
@@ -81,6 +87,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
     return InvalidArgument("block_size, max_seqs, max_batch_tokens and chunk_size must be >= 1");
   if (opts.kv_type != DType::kF16 && opts.kv_type != DType::kF32)
     return InvalidArgument("the KV cache stores f16 or f32");
+  STET_RETURN_IF_ERROR(ValidateSpecOptions(opts.spec));
   std::unique_ptr<Engine> e(new Engine());
   e->n_ctx_ = std::max(2, std::min(opts.n_ctx, model->hparams().n_ctx_train));
   const int per_seq = (e->n_ctx_ + opts.block_size - 1) / opts.block_size;
@@ -213,6 +220,7 @@ void Engine::Loop() {
   std::vector<uint64_t> cancels;
   while (I.Intake(&cancels)) {
     I.ApplyCancellations(cancels);
+    I.ProposeDrafts();
     if (!I.sched.PlanStep(&I.plans)) {
       I.Collect();
       continue;
@@ -245,6 +253,7 @@ bool Engine::Impl::Intake(std::vector<uint64_t>* cancels_out) {
       s->n_prompt = static_cast<int>(s->tokens.size());
       s->max_new = std::min(r->params.max_tokens, n_ctx - s->n_prompt);
       s->text = std::make_unique<TextStream>(engine.tokenizer(), r->params.stop);
+      if (r->params.speculative.value_or(spec.mode != SpecMode::kOff)) s->spec_k = spec.k;
       sched.Enqueue(s.get());
       all.push_back(std::move(s));
     }
@@ -260,6 +269,22 @@ void Engine::Impl::ApplyCancellations(const std::vector<uint64_t>& ids) {
     if (s->finished) continue;
     if (std::find(ids.begin(), ids.end(), s->req->id) != ids.end()) s->req->cancelled = true;
     if (s->req->cancelled) Finish(s, FinishReason::kCancelled);
+  }
+}
+
+// Drafts for the sequences about to decode that speculate: prompt lookup over
+// their tokens, at most one fewer than the tokens they may still emit (the
+// row after a last token would be wasted). The scheduler keeps what budget and
+// KV blocks allow; a sequence preempted meanwhile is simply not planned.
+void Engine::Impl::ProposeDrafts() {
+  for (auto& sp : all) {
+    Sequence* s = sp.get();
+    s->draft.clear();
+    if (s->finished || s->spec_k <= 0 || s->slot < 0) continue;
+    if (static_cast<int>(s->tokens.size()) - s->n_computed != 1) continue;
+    if (s->req->params.prompt_logprobs && !s->prompt_scored) continue;  // scoring: every row
+    const int k = std::min(s->spec_k, s->max_new - s->n_generated - 1);
+    if (k > 0) s->draft = PromptLookupDraft(s->tokens, k, spec.ngram_min, spec.ngram_max);
   }
 }
 
@@ -292,6 +317,8 @@ void Engine::Impl::PublishStats() {
   st.steps = steps;
   st.preemptions = sched.preemptions();
   st.requests_finished = finished;
+  st.spec_draft_tokens = spec_drafted;
+  st.spec_accepted_tokens = spec_accepted;
   st.max_waiting = std::max(st.max_waiting, st.waiting);
   st.max_running = std::max(st.max_running, st.running);
 }
@@ -302,11 +329,15 @@ void Engine::Impl::PublishStats() {
 bool Engine::Impl::RunBatch() {
   batch.clear();
   for (const StepPlan& pl : plans) {
-    const bool all_logits = pl.seq->req->params.prompt_logprobs && !pl.seq->prompt_scored;
+    const Sequence* s = pl.seq;
+    // Scoring a prompt, or verifying drafts: logits for every row.
+    const bool all_logits = (s->req->params.prompt_logprobs && !s->prompt_scored) || pl.n_draft > 0;
+    const int n_tokens = static_cast<int>(s->tokens.size());
     for (int i = 0; i < pl.count; ++i) {
       const int pos = pl.start + i;
       const bool last = i + 1 == pl.count;
-      batch.push_back({pl.seq->tokens[pos], pos, pl.seq->slot, (last && pl.sample) || all_logits});
+      const int32_t token = pos < n_tokens ? s->tokens[pos] : s->draft[pos - n_tokens];
+      batch.push_back({token, pos, s->slot, (last && pl.sample) || all_logits});
     }
   }
   logits.clear();
@@ -345,6 +376,9 @@ void Engine::Impl::ConsumeLogits() {
       ScorePrompt(pl, row);
       pl.logits_row = row + pl.count - 1;
       row += pl.count;
+    } else if (pl.n_draft > 0) {
+      pl.logits_row = row;  // the first of count rows
+      row += pl.count;
     } else if (pl.sample) {
       pl.logits_row = row++;
     }
@@ -370,21 +404,43 @@ void Engine::Impl::ConsumeLogits() {
 
 void Engine::Impl::SampleAndEmit() {
   for (const StepPlan& pl : plans) {
-    if (pl.sample && !pl.seq->finished) SampleOne(pl);
+    if (!pl.sample || pl.seq->finished) continue;
+    if (pl.n_draft > 0) {
+      SampleSpeculative(pl);
+    } else {
+      SampleOne(pl.seq, pl.logits_row);
+    }
   }
+}
+
+// A decode that carried drafts: its rows are sampled in order, each exactly as
+// plain decoding samples that position (VerifyDraft stops at the first token
+// that differs from the draft, which is emitted as the correction). The K/V of
+// the positions whose input was verified stay; the rest are rolled back.
+void Engine::Impl::SampleSpeculative(const StepPlan& pl) {
+  Sequence* s = pl.seq;
+  const std::vector<int32_t> draft(s->draft.begin(), s->draft.begin() + pl.n_draft);
+  const Verdict v = VerifyDraft(draft, [&](int row) {
+    SampleOne(s, pl.logits_row + row);
+    return Emitted{s->tokens.back(), s->finished};
+  });
+  spec_drafted += pl.n_draft;
+  spec_accepted += v.accepted;
+  if (v.ended) return;  // Finish released the sequence's KV
+  sched.Accept(s, pl.start + 1 + v.accepted);
+  s->spec_k = NextSpecK(s->spec_k, spec.k, pl.n_draft, v.accepted);
 }
 
 // One token for one choice: picked by the sampler (keyed by seed, choice and
 // position), emitted with the text it releases; the choice ends on an end
 // marker or stop id (kStop, no text), a completed stop string, or max_tokens.
-void Engine::Impl::SampleOne(const StepPlan& pl) {
-  Sequence* s = pl.seq;
+void Engine::Impl::SampleOne(Sequence* s, size_t row) {
   const RequestParams& p = s->req->params;
   if (s->n_generated >= s->max_new) {  // max_tokens 0 (scoring) or the context is full
     Finish(s, FinishReason::kLength);
     return;
   }
-  const float* raw = &logits[pl.logits_row * n_vocab];
+  const float* raw = &logits[row * n_vocab];
   const int pos = static_cast<int>(s->tokens.size());
   TokenPick pick = sampler.Pick(raw, n_vocab, p.sampling, {&s->tokens, &s->out_counts},
                                 p.top_logprobs, static_cast<uint32_t>(s->choice), pos);

@@ -3,7 +3,8 @@
 // a paged KV cache with a prefix cache, and preemption by recompute when KV
 // blocks run out. Every output is bitwise identical to the same request run
 // alone (tests/engine/invariance_test.cc), because every kernel is
-// batch-invariant and sampling is keyed by (seed, choice, position).
+// batch-invariant and sampling is keyed by (seed, choice, position) — which is
+// also why speculative decoding (EngineOptions::spec) cannot change a bit.
 //
 // Thread-safe: Submit and Cancel may be called from any thread; events are
 // delivered on the engine's own thread, in order per choice.
@@ -18,6 +19,7 @@
 #include "base/status.h"
 #include "engine/fingerprint.h"
 #include "engine/request.h"
+#include "engine/speculative.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,6 +37,10 @@ struct EngineOptions {
   int max_batch_tokens = 512;  // tokens per forward step (decode first, then prefill chunks)
   int chunk_size = 256;        // prefill tokens per sequence per step; never changes results
   bool prefix_cache = true;
+  // Speculative decoding (engine/speculative.h): the default for requests that
+  // do not set RequestParams::speculative. Never changes results, so it is not
+  // in the fingerprint.
+  SpecOptions spec;
 };
 
 struct EngineStats {
@@ -49,7 +55,9 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
-  int max_waiting = 0;  // high-water marks since start, taken every step
+  int64_t spec_draft_tokens = 0;     // draft tokens verified (fed to the model)
+  int64_t spec_accepted_tokens = 0;  // of those, equal to the sampled token
+  int max_waiting = 0;               // high-water marks since start, taken every step
   int max_running = 0;
 };
 

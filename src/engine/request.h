@@ -31,6 +31,10 @@ struct RequestParams {
   bool prompt_logprobs = false;   // logprob of every prompt token after the first (echo/scoring)
   bool logits_hash = false;    // report an FNV-1a-64 of each step's full logits (tests, forensics)
   bool return_logits = false;  // copy each step's raw logits into TokenOut::logits (n_vocab floats)
+  // Speculative decoding for this request: absent, the engine's default
+  // (EngineOptions::spec.mode); false, off; true, prompt lookup with the
+  // engine's k. Never changes a result, only the speed.
+  std::optional<bool> speculative;
 };
 
 // What a request is checked against: the model's vocabulary and the positions

@@ -78,6 +78,24 @@ void Scheduler::PlanDecodes(int* budget, std::vector<StepPlan>* plans) {
     plans->push_back({s, s->n_computed, 1, true});
     --*budget;
   }
+  PlanDrafts(budget, plans);
+}
+
+// Each decode row extended by as many of its sequence's draft tokens as the
+// budget and the free blocks allow (drafts are optional: they never preempt).
+void Scheduler::PlanDrafts(int* budget, std::vector<StepPlan>* plans) {
+  for (StepPlan& pl : *plans) {
+    Sequence* s = pl.seq;
+    const int capacity =
+        (static_cast<int>(s->blocks.size()) + blocks_.available()) * opts_.block_size -
+        (pl.start + 1);
+    const int n = std::min({static_cast<int>(s->draft.size()), *budget, capacity});
+    if (n <= 0) continue;
+    Grow(s, pl.start + 1 + n);
+    pl.count += n;
+    pl.n_draft = n;
+    *budget -= n;
+  }
 }
 
 // The next chunk of s's prompt (or recompute), as long as budget and blocks allow.
@@ -140,7 +158,24 @@ bool Scheduler::PlanStep(std::vector<StepPlan>* plans) {
 
 void Scheduler::Computed(const StepPlan& plan) {
   Sequence* s = plan.seq;
-  s->n_computed = plan.start + plan.count;
+  s->n_computed = plan.start + plan.count - plan.n_draft;
+  Publish(s);
+}
+
+void Scheduler::Accept(Sequence* s, int n_valid) {
+  STET_CHECK(n_valid >= s->n_computed && n_valid < static_cast<int>(s->tokens.size()));
+  s->n_computed = n_valid;
+  Publish(s);
+  // Keep the blocks up to the next decode position's; the rest held only rejected drafts.
+  const size_t keep = static_cast<size_t>(n_valid / opts_.block_size + 1);
+  if (s->blocks.size() <= keep) return;
+  for (size_t b = keep; b < s->blocks.size(); ++b) blocks_.Release(s->blocks[b]);
+  s->blocks.resize(keep);
+  set_table_(s->slot, s->blocks);
+}
+
+// The sequence's full blocks below n_computed, not yet in the prefix cache, go there.
+void Scheduler::Publish(Sequence* s) {
   if (!opts_.prefix_cache) return;
   const int B = opts_.block_size;
   while (static_cast<int>(s->hashes.size()) < s->n_computed / B) {

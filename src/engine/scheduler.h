@@ -8,6 +8,9 @@
 // blocks are published to the prefix cache as they complete; an admission
 // takes the longest cached prefix of its tokens. None of this can change a
 // result bit — only which step computes what (tests/engine/scheduler_test.cc).
+// Speculative drafts ride on decode rows with what budget and free blocks are
+// left after every decode row; they never preempt, and never reach the prefix
+// cache before they are verified.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +30,17 @@ struct SchedulerOptions {
   bool prefix_cache = true;
 };
 
-// One sequence's share of a step: positions [start, start + count) of its tokens.
+// One sequence's share of a step: positions [start, start + count) of its
+// tokens; with n_draft > 0 (a decode that speculates), the last n_draft of
+// those positions are fed seq->draft[0 .. n_draft) and verified after the step.
 struct StepPlan {
   Sequence* seq;
   int start;
   int count;
   bool sample;            // the last fed position's logits pick the next token
-  size_t logits_row = 0;  // filled by the engine: that position's row of logits
+  size_t logits_row = 0;  // filled by the engine: that position's row of logits (the first
+                          // of the n_draft + 1 rows of a speculative decode)
+  int n_draft = 0;
 };
 
 class Scheduler {
@@ -49,8 +56,14 @@ class Scheduler {
   // run now; it may then have preempted the youngest sequence to make room.
   bool PlanStep(std::vector<StepPlan>* plans);
   // After the step ran: the plan's positions are in the KV cache, and the
-  // sequence's newly completed full blocks go to the prefix cache.
+  // sequence's newly completed full blocks go to the prefix cache. Draft
+  // positions do not count until Accept says so.
   void Computed(const StepPlan& plan);
+  // After verification: positions [0, n_valid) hold verified K/V (n_valid is
+  // the position of the last emitted token). Publishes the newly full blocks
+  // and releases blocks that only held rejected drafts; rows of rejected
+  // drafts below the kept blocks' end are rewritten before anyone reads them.
+  void Accept(Sequence* s, int n_valid);
 
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int n_waiting() const { return static_cast<int>(waiting_.size()); }
@@ -65,6 +78,8 @@ class Scheduler {
   void ReleaseKv(Sequence* s);
   void Preempt(Sequence* s);
   void PlanDecodes(int* budget, std::vector<StepPlan>* plans);
+  void PlanDrafts(int* budget, std::vector<StepPlan>* plans);
+  void Publish(Sequence* s);
   bool PlanPrefill(Sequence* s, int* budget, std::vector<StepPlan>* plans);
   void Admit(int* budget, std::vector<StepPlan>* plans);
 

@@ -1,4 +1,6 @@
 // Engine-internal state of one choice of one request while it is in flight.
+// Invariant: tokens holds only emitted (verified) tokens; draft tokens live
+// apart, in `draft`, until the sampler confirms them.
 #pragma once
 
 #include <atomic>
@@ -37,6 +39,8 @@ struct Sequence {
   std::vector<TokenOut> prompt_scores;
   std::unique_ptr<TextStream> text;
   std::unordered_map<int32_t, int> out_counts;  // generated-token counts (penalties)
+  int spec_k = 0;                               // draft tokens to propose (0: no speculation)
+  std::vector<int32_t> draft;                   // this step's proposal (StepPlan::n_draft used)
   bool finished = false;
   uint64_t arrival() const { return req->arrival * 1024 + static_cast<uint64_t>(choice); }
 };

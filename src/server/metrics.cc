@@ -192,6 +192,17 @@ std::string Metrics::Render(const ServerGauges& g, const EngineStats* st) const 
   Family(&o, "stet_engine_preemptions_total", "counter",
          "Sequences preempted (recomputed later) for lack of KV blocks.");
   Sample(&o, "stet_engine_preemptions_total", "", static_cast<double>(s.preemptions));
+  Family(&o, "stet_spec_draft_tokens_total", "counter",
+         "Speculative draft tokens verified by the target model.");
+  Sample(&o, "stet_spec_draft_tokens_total", "", static_cast<double>(s.spec_draft_tokens));
+  Family(&o, "stet_spec_accepted_tokens_total", "counter",
+         "Speculative draft tokens equal to the sampled token (kept).");
+  Sample(&o, "stet_spec_accepted_tokens_total", "", static_cast<double>(s.spec_accepted_tokens));
+  Family(&o, "stet_spec_acceptance_rate", "gauge",
+         "Accepted / verified draft tokens since start (0 before any draft).");
+  Sample(&o, "stet_spec_acceptance_rate", "",
+         s.spec_draft_tokens > 0 ? static_cast<double>(s.spec_accepted_tokens) / s.spec_draft_tokens
+                                 : 0.0);
 
   Family(&o, "stet_time_to_first_token_seconds", "histogram",
          "From request arrival to the first generated token.");

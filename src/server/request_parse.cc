@@ -115,6 +115,12 @@ std::optional<ApiError> ReadCommon(const Json& body, CommonFields* s) {
   STET_API_TRY(ReadSampling(body, &s->params.sampling));
   STET_API_TRY(ReadStop(body, &s->params.stop));
   STET_API_TRY(ReadBool(body, "ignore_eos", &s->params.ignore_eos));
+  auto spec = body.find("speculative");  // extension: speculation on/off (never changes bytes)
+  if (spec != body.end() && !spec->is_null()) {
+    bool on = false;
+    STET_API_TRY(ReadBool(body, "speculative", &on));
+    s->params.speculative = on;
+  }
   STET_API_TRY(ReadBool(body, "stream", &s->stream));
   STET_API_TRY(ReadString(body, "user", &s->user));
   auto so = body.find("stream_options");

@@ -2,8 +2,10 @@
 // can be compared on one file. ppN: one batch of N prompt tokens (logits for the last),
 // fresh KV each rep. tgN: N single-token steps (logits each) from an empty cache, as
 // llama-bench's tgN, or after --tg-prompt untimed prompt tokens. tgN xB: B independent
-// sequences, one Forward::Run of B tokens per step; aggregate tokens/s. Each test gets
-// one untimed warm-up run; the reported value is the median over --reps.
+// sequences, one Forward::Run of B tokens per step; aggregate tokens/s. tgNvK: N
+// speculative verification steps of one sequence, K draft rows + 1 each (steps/s: the
+// decode speed if every draft were rejected). Each test gets one untimed warm-up run;
+// the reported value is the median over --reps.
 #include "tools/cmd_bench.h"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "engine/speculative.h"
 #include "kernels/adaptive.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
@@ -33,6 +36,7 @@ struct BenchArgs {
   std::vector<int> n_gen{128};
   std::vector<int> batch{1};
   std::vector<int> depth{0};  // untimed context tokens before each test (llama-bench -d)
+  std::vector<int> spec_k;    // tgNvK tests: draft tokens verified per step
   int tg_prompt = 0;
   int threads = 0;
   int reps = 5;
@@ -54,11 +58,12 @@ double Now() {
 
 struct TestResult {
   std::string name;  // "pp128", "tg128", "tg128x4"
-  std::string kind;  // "pp" or "tg"
+  std::string kind;  // "pp", "tg" or "spec"
   int n_prompt = 0;
   int n_gen = 0;
   int depth = 0;
   int batch = 1;
+  int spec_k = 0;
   std::vector<double> seconds;  // per rep
   std::vector<double> tok_s;    // per rep
   double median_tok_s = 0;
@@ -127,6 +132,24 @@ class Bench {
     return Now() - t0;
   }
 
+  // One verification rep: n timed steps of sequence 0, each feeding 1 + k
+  // consecutive positions with logits for every row (what the engine runs to
+  // verify k draft tokens); the window advances one position per step, as when
+  // every draft is rejected.
+  Result<double> Verify(KvStore& kv, int p, int n, int k, uint32_t rep) {
+    const double t0 = Now();
+    for (int step = 0; step < n; ++step) {
+      batch_.clear();
+      for (int i = 0; i <= k; ++i) {
+        const int pos = p + step + i;
+        batch_.push_back({TokenAt(rep, 0, pos, n_vocab()), pos, 0, true});
+      }
+      logits_.clear();
+      STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+    }
+    return Now() - t0;
+  }
+
   const HParams& hp() const { return model_.hparams(); }
   DType kv_type() const { return kv_type_; }
 
@@ -156,6 +179,31 @@ PagedKvCache PagedFor(const HParams& hp, int n_seq, int n_ctx, DType type) {
 
 std::string TestName(const std::string& base, int depth) {
   return depth > 0 ? base + "@d" + std::to_string(depth) : base;
+}
+
+// tgNvK for each --spec-k K: steps per second of one sequence verifying K drafts.
+Status RunVerifyTests(const BenchArgs& a, Bench& bench, int n, int d,
+                      std::vector<TestResult>* out) {
+  for (int k : a.spec_k) {
+    TestResult r;
+    r.name = TestName("tg" + std::to_string(n) + "v" + std::to_string(k), d);
+    r.kind = "spec";
+    r.n_prompt = a.tg_prompt;
+    r.n_gen = n;
+    r.depth = d;
+    r.spec_k = k;
+    const int p = d + a.tg_prompt;
+    PagedKvCache kv = PagedFor(bench.hp(), 1, p + n + k, bench.kv_type());
+    STET_RETURN_IF_ERROR(bench.Fill(kv, 1, p));
+    if (auto warm_up = bench.Verify(kv, p, 1, k, 1000); !warm_up.ok()) return warm_up.status();
+    for (int rep = 0; rep < a.reps; ++rep) {
+      STET_ASSIGN_OR_RETURN(double s, bench.Verify(kv, p, n, k, rep));
+      r.seconds.push_back(s);
+      r.tok_s.push_back(n / s);
+    }
+    out->push_back(std::move(r));
+  }
+  return Status::Ok();
 }
 
 Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) {
@@ -200,6 +248,7 @@ Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) 
         }
         out->push_back(std::move(r));
       }
+      STET_RETURN_IF_ERROR(RunVerifyTests(a, bench, n, d, out));
     }
   }
   for (TestResult& r : *out) r.median_tok_s = Median(r.tok_s);
@@ -345,7 +394,8 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
     o += std::string(i ? "," : "") + "\n    {\"test\": " + JsonString(t.name) +
          ", \"kind\": " + JsonString(t.kind) + ", \"n_prompt\": " + ints(t.n_prompt) +
          ", \"n_gen\": " + ints(t.n_gen) + ", \"batch\": " + ints(t.batch) +
-         ", \"depth\": " + ints(t.depth) + ", \"median_tok_s\": " + JsonNumber(t.median_tok_s) +
+         ", \"spec_k\": " + ints(t.spec_k) + ", \"depth\": " + ints(t.depth) +
+         ", \"median_tok_s\": " + JsonNumber(t.median_tok_s) +
          ", \"tok_s\": " + JsonArray(t.tok_s, JsonNumber) +
          ", \"seconds\": " + JsonArray(t.seconds, JsonNumber) + "}";
   }
@@ -400,6 +450,8 @@ int RunBench(const BenchArgs& a) {
     if (v < 1) return usage("--batch values must be >= 1");
   for (int v : a.depth)
     if (v < 0) return usage("-d values must be >= 0");
+  for (int v : a.spec_k)
+    if (v < 1 || v > kMaxSpecK) return usage("--spec-k values must be in [1, 32]");
 
   auto model = Model::Load(a.model, /*progress=*/!a.json);
   if (!model.ok()) return ReportError(model.status());
@@ -407,7 +459,9 @@ int RunBench(const BenchArgs& a) {
   int max_ctx = 1;
   for (int d : a.depth) {
     for (int p : a.n_prompt) max_ctx = std::max(max_ctx, d + p);
-    for (int n : a.n_gen) max_ctx = std::max(max_ctx, d + a.tg_prompt + n);
+    int most_k = 0;
+    for (int k : a.spec_k) most_k = std::max(most_k, k);
+    for (int n : a.n_gen) max_ctx = std::max(max_ctx, d + a.tg_prompt + n + most_k);
   }
   if (max_ctx > m.hparams().n_ctx_train) {
     return ReportError(InvalidArgument("the tests need " + std::to_string(max_ctx) +
@@ -440,7 +494,9 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       "KV each rep); tgN = N single-token decode steps from an empty cache (or after "
       "--tg-prompt tokens); with --batch B > 1, tgNxB = B sequences decoding N tokens each, "
       "one forward call of B tokens per step (aggregate tokens/s); with -d D, every test runs "
-      "after D untimed context tokens (ppN@dD, tgN@dD, as llama-bench -d). The KV cache is "
+      "after D untimed context tokens (ppN@dD, tgN@dD, as llama-bench -d); with --spec-k K, "
+      "tgNvK = N speculative verification steps of K+1 rows each (t/s counts steps: the "
+      "decode speed if every draft were rejected). The KV cache is "
       "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
       "comma-separated (-p 128,512).");
   cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
@@ -456,6 +512,9 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-d,--n-depth", a->depth, "Untimed context tokens before each test")
       ->delimiter(',')
       ->capture_default_str();
+  cmd->add_option("--spec-k", a->spec_k,
+                  "Draft tokens verified per step for tgNvK tests (speculative decoding cost)")
+      ->delimiter(',');
   cmd->add_option("--tg-prompt", a->tg_prompt,
                   "Untimed prompt tokens per sequence before the timed decode steps")
       ->capture_default_str();

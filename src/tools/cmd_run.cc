@@ -37,6 +37,8 @@ struct RunArgs {
   bool no_bos = false;
   bool no_parse_special = false;
   bool quiet = false;
+  std::string spec = "off";
+  int spec_k = 4;
 };
 
 int RunRun(const RunArgs& a) {
@@ -69,6 +71,10 @@ int RunRun(const RunArgs& a) {
   eo.max_batch_tokens = eo.chunk_size;
   eo.max_seqs = 1;
   eo.prefix_cache = false;
+  auto spec = ParseSpecMode(a.spec);
+  if (!spec.ok()) return ReportError(spec.status());
+  eo.spec.mode = *spec;
+  eo.spec.k = a.spec_k;
   auto opened = Engine::Open(a.model, eo, !a.quiet);
   if (!opened.ok()) return ReportError(opened.status());
   Engine& engine = **opened;
@@ -91,9 +97,10 @@ int RunRun(const RunArgs& a) {
   if (!a.quiet) {
     std::fprintf(
         stderr,
-        "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens, fingerprint %s\n",
+        "stet: %s, %d layers, isa %s, %d threads, seed %llu, prompt %zu tokens, speculation %s, "
+        "fingerprint %s\n",
         model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), eo.n_threads,
-        static_cast<unsigned long long>(*rp.sampling.seed), ids.size(),
+        static_cast<unsigned long long>(*rp.sampling.seed), ids.size(), SpecModeName(eo.spec.mode),
         engine.fingerprint().c_str());
   }
   if (a.echo) {
@@ -156,6 +163,17 @@ int RunRun(const RunArgs& a) {
                  "(%.1f tok/s)\n",
                  ids.size(), prefill, ids.size() / std::max(1e-9, prefill), decoded, decode,
                  decoded / std::max(1e-9, decode));
+    EngineStats st = engine.stats();  // published between steps: wait for the last one
+    for (int i = 0; i < 200 && st.running > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      st = engine.stats();
+    }
+    if (st.spec_draft_tokens > 0) {
+      std::fprintf(stderr, "stet: speculation: %lld of %lld draft tokens accepted (%.1f%%)\n",
+                   static_cast<long long>(st.spec_accepted_tokens),
+                   static_cast<long long>(st.spec_draft_tokens),
+                   100.0 * st.spec_accepted_tokens / st.spec_draft_tokens);
+    }
   }
   if (a.logits_hash && pr.generated > 0) {
     std::fprintf(stderr, "logits-hash: fnv1a64:%016llx\n",
@@ -203,6 +221,13 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-parse-special", a->no_parse_special,
                 "Treat special-token text in the prompt as plain text");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress or speed report on stderr");
+  cmd->add_option("--spec", a->spec,
+                  "Speculative decoding: off or lookup (prompt lookup); never changes the output")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"off", "lookup"}));
+  cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per step (adaptive below)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxSpecK));
   cmd->callback([a, exit_code] { *exit_code = RunRun(*a); });
   return cmd;
 }

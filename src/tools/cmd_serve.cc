@@ -56,6 +56,8 @@ struct ServeArgs {
   bool no_log = false;
   std::string record;  // --record FILE.db
   std::string chat_template_file;  // replaces the GGUF's tokenizer.chat_template
+  std::string spec = "off";
+  int spec_k = 4;
   TemplateLimits template_limits;
 };
 
@@ -173,6 +175,8 @@ int RunServe(const ServeArgs& a) {
   eo.max_seqs = a.max_seqs;
   eo.max_batch_tokens = a.batch_tokens;
   eo.chunk_size = a.chunk;
+  eo.spec.mode = a.spec == "lookup" ? SpecMode::kLookup : SpecMode::kOff;  // checked at parse
+  eo.spec.k = a.spec_k;
   auto engine = Engine::Open(a.model, eo, /*progress=*/true);
   if (!engine.ok()) return ReportError(engine.status());
   const gguf::GgufFile& file = (*engine)->model().file();
@@ -288,6 +292,14 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--chunk", a->chunk, "Prefill chunk per sequence per step; never changes results")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
+  cmd->add_option("--spec", a->spec,
+                  "Speculative decoding for requests that do not set 'speculative': off or lookup "
+                  "(prompt lookup); never changes results")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"off", "lookup"}));
+  cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per sequence per step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxSpecK));
   cmd->add_option(
          "--http-threads", a->http_threads,
          "Requests served at once besides GET/HEAD (reading bodies, generating, streaming) "

@@ -4,9 +4,12 @@
 // arriving at random times, prompt lengths 1..80 with shared prefixes (cold,
 // warm and partial prefix-cache hits), chunk sizes 1/7/64/whole, KV caches small
 // enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
-// temperature sampling — every choice's tokens, logprobs, top-logprobs and the
+// temperature sampling, stop strings, end-of-generation tokens, and speculative
+// decoding (prompt lookup, k 3..8, on prompts that quote themselves) as one
+// more engine axis — every choice's tokens, logprobs, top-logprobs and the
 // hash of every step's full logits are bitwise equal to the same request run
-// alone on a cold engine. Scoring parity is asserted on the same runs.
+// alone, without speculation, on a cold engine. Scoring parity is asserted on
+// the same runs.
 // STET_INVARIANCE_SEED=S reruns one scenario; STET_INVARIANCE_SCENARIOS=N scales.
 #include <gtest/gtest.h>
 
@@ -31,12 +34,13 @@ struct Config {
   int n_kv_blocks;  // 0: default
   int max_batch_tokens;
   bool prefix_cache;
+  int spec_k = 0;  // speculative decoding (prompt lookup) with this k; 0: off
   std::string Describe() const {
     return "threads=" + std::to_string(threads) + " isa=" + IsaName(isa) +
            " chunk=" + std::to_string(chunk) + " block=" + std::to_string(block_size) +
            " kv_blocks=" + std::to_string(n_kv_blocks) +
            " batch_tokens=" + std::to_string(max_batch_tokens) +
-           " prefix_cache=" + (prefix_cache ? "on" : "off");
+           " prefix_cache=" + (prefix_cache ? "on" : "off") + " spec_k=" + std::to_string(spec_k);
   }
 };
 
@@ -56,6 +60,12 @@ std::unique_ptr<Engine> MakeEngine(const std::string& path, const Config& c) {
   o.n_kv_blocks = c.n_kv_blocks;
   o.max_batch_tokens = c.max_batch_tokens;
   o.prefix_cache = c.prefix_cache;
+  if (c.spec_k > 0) {
+    o.spec.mode = SpecMode::kLookup;
+    o.spec.k = c.spec_k;
+    o.spec.ngram_min = 1;  // draft eagerly: many accepted and many rejected drafts
+    o.spec.ngram_max = 3;
+  }
   auto e = Engine::Create(std::move(*m), std::move(*t), o);
   return e.ok() ? std::move(*e) : nullptr;
 }
@@ -69,8 +79,11 @@ struct Outcome {
 std::string Key(const RequestParams& p) {
   std::string k;
   for (int32_t t : p.prompt) k += std::to_string(t) + ",";
-  return k + "|" + std::to_string(p.max_tokens) + "|" + std::to_string(p.n) + "|" +
-         std::to_string(p.sampling.temperature) + "|" + std::to_string(p.sampling.seed.value_or(0));
+  k += "|" + std::to_string(p.max_tokens) + "|" + std::to_string(p.n) + "|" +
+       std::to_string(p.sampling.temperature) + "|" + std::to_string(p.sampling.seed.value_or(0)) +
+       "|" + std::to_string(p.ignore_eos) + "|";
+  for (const std::string& s : p.stop) k += std::to_string(s.size()) + ":" + s;
+  return k;
 }
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -108,10 +121,18 @@ class Fixture {
   explicit Fixture(std::string path) : path_(std::move(path)) {
     solo_ = MakeEngine(path_, {1, BestIsa(), 4096, 16, 0, 4096, false});
     const std::vector<Config> configs = {
-        {1, Isa::kScalar, 1, 4, 0, 64, true},   {2, BestIsa(), 7, 16, 0, 512, true},
-        {3, BestIsa(), 64, 16, 24, 96, true},   {2, Isa::kScalar, 4096, 8, 0, 4096, false},
-        {3, Avx2OrScalar(), 7, 4, 0, 16, true}, {1, Avx2OrScalar(), 64, 16, 14, 512, true},
+        {1, Isa::kScalar, 1, 4, 0, 64, true},
+        {2, BestIsa(), 7, 16, 0, 512, true},
+        {3, BestIsa(), 64, 16, 24, 96, true},
+        {2, Isa::kScalar, 4096, 8, 0, 4096, false},
+        {3, Avx2OrScalar(), 7, 4, 0, 16, true},
+        {1, Avx2OrScalar(), 64, 16, 14, 512, true},
         {2, BestIsa(), 1, 8, 40, 32, true},
+        // Speculation: small pools (preemption), tiny chunks beside verification rows.
+        {2, BestIsa(), 7, 4, 48, 64, true, 4},
+        {1, Avx2OrScalar(), 64, 16, 0, 512, true, 8},
+        {3, BestIsa(), 1, 8, 40, 32, true, 3},
+        {2, Isa::kScalar, 4096, 16, 14, 4096, false, 6},
     };
     for (const Config& c : configs) engines_.push_back({c, MakeEngine(path_, c)});
   }
@@ -122,6 +143,19 @@ class Fixture {
     return true;
   }
   const Engine& solo() const { return *solo_; }
+  int spec_scenarios() const { return spec_scenarios_; }
+  // Speculation counters summed over the speculating engines.
+  EngineStats SpecStats() const {
+    EngineStats sum;
+    for (const auto& [cfg, eng] : engines_) {
+      if (cfg.spec_k == 0) continue;
+      const EngineStats st = eng->stats();
+      sum.spec_draft_tokens += st.spec_draft_tokens;
+      sum.spec_accepted_tokens += st.spec_accepted_tokens;
+      sum.preemptions += st.preemptions;
+    }
+    return sum;
+  }
 
   const Outcome& Solo(const RequestParams& p) {
     const std::string k = Key(p);
@@ -137,6 +171,7 @@ class Fixture {
   void Run(uint64_t seed, int max_requests, int* scenarios_run) {
     std::mt19937_64 rng(seed);
     auto& [cfg, eng] = engines_[rng() % engines_.size()];
+    if (cfg.spec_k > 0) ++spec_scenarios_;
     const int n_vocab = eng->model().hparams().n_vocab;
     const int n_req = 1 + static_cast<int>(rng() % max_requests);
     // A pool of shared prefixes makes prefix-cache hits (warm, partial) likely.
@@ -152,12 +187,19 @@ class Fixture {
       const int extra = static_cast<int>(rng() % 40);
       for (int i = 0; i < extra || r.prompt.empty(); ++i)
         r.prompt.push_back(1 + static_cast<int32_t>(rng() % (n_vocab - 1)));
+      if (rng() % 2) {  // the prompt quotes a stretch of itself (prompt lookup finds it)
+        const size_t from = rng() % r.prompt.size();
+        const size_t len = 1 + rng() % std::min<size_t>(12, r.prompt.size() - from);
+        for (size_t i = 0; i < len; ++i) r.prompt.push_back(r.prompt[from + i]);
+      }
       r.max_tokens = 1 + static_cast<int>(rng() % 24);
       r.n = rng() % 4 == 0 ? 2 : 1;
       r.sampling.temperature = rng() % 2 ? 0.0f : 0.8f;
       r.sampling.seed = rng() % 1000;
       r.top_logprobs = 3;
-      r.ignore_eos = true;
+      r.ignore_eos = rng() % 4 != 0;
+      if (rng() % 4 == 0)  // a stop string: the text of a prompt token (copies reach it)
+        r.stop = {eng->tokenizer().TokenToPiece(r.prompt[rng() % r.prompt.size()])};
       r.logits_hash = true;
     }
     std::vector<Outcome> got(n_req);
@@ -219,6 +261,7 @@ class Fixture {
   std::unique_ptr<Engine> solo_;
   std::vector<std::pair<Config, std::unique_ptr<Engine>>> engines_;
   std::map<std::string, Outcome> solo_cache_;
+  int spec_scenarios_ = 0;
 };
 
 int Scenarios(int dflt) {
@@ -237,7 +280,17 @@ void RunSuite(const std::string& path, int n, int max_requests, uint64_t salt) {
   }
   for (int i = 0; i < n && !::testing::Test::HasFailure(); ++i)
     f.Run(salt * 1000003 + i, max_requests, &run);
-  std::printf("[ invariance ] %s: %d scenarios\n", path.substr(path.rfind('/') + 1).c_str(), run);
+  const EngineStats spec = f.SpecStats();
+  std::printf(
+      "[ invariance ] %s: %d scenarios (%d speculative: %lld of %lld drafts accepted, "
+      "%lld preemptions)\n",
+      path.substr(path.rfind('/') + 1).c_str(), run, f.spec_scenarios(),
+      static_cast<long long>(spec.spec_accepted_tokens),
+      static_cast<long long>(spec.spec_draft_tokens), static_cast<long long>(spec.preemptions));
+  if (f.spec_scenarios() >= 8) {  // the axis must not be empty: drafts accepted and rejected
+    EXPECT_GT(spec.spec_accepted_tokens, 0);
+    EXPECT_LT(spec.spec_accepted_tokens, spec.spec_draft_tokens);
+  }
 }
 
 TEST(Invariance, Stories260K) {

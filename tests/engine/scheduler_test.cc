@@ -134,5 +134,58 @@ TEST(Scheduler, PublishesFullBlocksAndAdmissionsTakeTheCachedPrefix) {
   EXPECT_EQ(c->cached_prompt_tokens, 0);
 }
 
+// Speculative drafts ride on the decode row with what budget and blocks are
+// left; only verified positions count as computed or reach the prefix cache,
+// and blocks that held only rejected drafts go back.
+TEST(Scheduler, DraftsAreVerifiedBeforeTheyCountOrArePublished) {
+  Harness h({/*block_size=*/4, /*max_batch_tokens=*/6, 64, /*prefix_cache=*/true}, 8, 4);
+  Sequence* a = h.Add(7, 500);
+  h.Step();  // positions 0..5 (the budget)
+  h.Step();  // position 6, then a sampled token: 8 tokens, 7 computed
+  ASSERT_EQ(a->tokens.size(), 8u);
+  a->draft = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<StepPlan> plans;
+  ASSERT_TRUE(h.sched.PlanStep(&plans));
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].start, 7);
+  EXPECT_EQ(plans[0].n_draft, 5);  // the budget: 6 positions, one of them the decode row
+  EXPECT_EQ(plans[0].count, 6);
+  EXPECT_EQ(a->blocks.size(), 4u);  // positions 0..12
+  h.sched.Computed(plans[0]);
+  EXPECT_EQ(a->n_computed, 8);      // the drafts do not count yet
+  EXPECT_EQ(a->hashes.size(), 2u);  // blocks 0 and 1 hold verified positions only
+  // Verification: drafts 1 and 2 accepted, then a correction (99).
+  for (int32_t t : {1, 2, 99}) a->tokens.push_back(t);
+  h.sched.Accept(a, 10);
+  EXPECT_EQ(a->n_computed, 10);
+  EXPECT_EQ(a->hashes.size(), 2u);  // block 2 is not full of verified positions
+  EXPECT_EQ(a->blocks.size(), 3u);  // block 3 held rejected drafts only
+  EXPECT_EQ(h.tables[a->slot].size(), 3u);
+  EXPECT_EQ(h.sched.blocks().used(), 3);
+  a->draft.clear();
+  auto next = h.Step();  // a plain decode of position 10 (token 99)
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].start, 10);
+  EXPECT_EQ(next[0].count, 1);
+  EXPECT_EQ(next[0].n_draft, 0);
+}
+
+TEST(Scheduler, DraftsNeverPreemptAndTakeOnlyFreeBlocks) {
+  Harness h({2, 64, 64, false}, 6, 4);  // 6 blocks of 2
+  Sequence* a = h.Add(4);
+  Sequence* b = h.Add(4);
+  h.Step();  // both prefilled (2 blocks each) and sampled
+  a->draft = {1, 2, 3, 4, 5, 6};
+  b->draft = {1, 2, 3};
+  std::vector<StepPlan> plans;
+  ASSERT_TRUE(h.sched.PlanStep(&plans));
+  ASSERT_EQ(plans.size(), 2u);
+  // Each decode row takes one of the two free blocks; a draft fits the other slot in it.
+  EXPECT_EQ(plans[0].n_draft, 1);
+  EXPECT_EQ(plans[1].n_draft, 1);
+  EXPECT_EQ(h.sched.preemptions(), 0);
+  EXPECT_EQ(h.sched.blocks().available(), 0);
+}
+
 }  // namespace
 }  // namespace stet::engine_internal

@@ -3,7 +3,9 @@ completions and chat (ChatML fallback), streaming equal to non-streaming,
 logprobs in both shapes, seeds, n and multiple prompts, stop, echo and
 max_tokens 0 scoring (equal to the generating logprobs), token-id prompts,
 penalties and logit_bias, the prefix cache, /v1/models, /metrics (strict
-format check, and promtool when present) and the request log."""
+format check, and promtool when present) and the request log; and a server
+with speculative decoding (--spec lookup) answering byte for byte what it
+answers with the per-request 'speculative' extension off."""
 import json
 import math
 import subprocess
@@ -357,6 +359,52 @@ class ApiTest(unittest.TestCase):
             self.chat(messages=[{"role": "user", "content": "word " * 3000}])
         self.assertEqual(cm.exception.code, "context_length_exceeded")
         self.assertTrue(self.srv.healthy())
+
+
+
+class SpeculativeApiTest(unittest.TestCase):
+    """`stet serve --spec lookup`: the same bytes, logprobs and fingerprint with
+    speculation on (the server's default here) and off ('speculative': false)."""
+
+    PROMPT = ("Once upon a time, there was a little girl named Lily. She liked to play with her ball "
+              "in the park. Once upon a time, there was a little girl named Lily. She liked")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = S.StetServer(STORIES, "--threads", "2", "--spec", "lookup", "--spec-k", "6")
+        cls.model = cls.srv.client().models.list().data[0].id
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        assert rc == 0, rc
+
+    def body(self, **kw):
+        b = {"model": self.model, "prompt": self.PROMPT, "max_tokens": 60, "logprobs": 5, "seed": 11}
+        b.update(kw)
+        return b
+
+    def test_same_bytes_on_and_off(self):
+        for sampling in ({"temperature": 0}, {"temperature": 0.9, "n": 2}, {"temperature": 0, "stop": ["park"]}):
+            st_on, on = self.srv.post("/v1/completions", self.body(**sampling))
+            st_off, off = self.srv.post("/v1/completions", self.body(speculative=False, **sampling))
+            self.assertEqual((st_on, st_off), (200, 200), (on, off))
+            self.assertEqual(json.dumps(on["choices"], sort_keys=True),
+                             json.dumps(off["choices"], sort_keys=True), sampling)
+            self.assertEqual(on["system_fingerprint"], off["system_fingerprint"])
+        fp = subprocess.run([S.stet_binary(), "fingerprint", "-m", STORIES], capture_output=True, text=True)
+        self.assertEqual(fp.stdout.strip(), on["system_fingerprint"])  # not changed by --spec
+        m = self.srv.metrics()
+        drafted = m[("stet_spec_draft_tokens_total", frozenset())]
+        accepted = m[("stet_spec_accepted_tokens_total", frozenset())]
+        self.assertGreater(drafted, 0)
+        self.assertGreater(accepted, 0)
+        self.assertAlmostEqual(m[("stet_spec_acceptance_rate", frozenset())], accepted / drafted)
+
+    def test_speculative_must_be_a_boolean(self):
+        status, err = self.srv.post("/v1/completions", self.body(speculative="yes"))
+        self.assertEqual(status, 400)
+        self.assertEqual(err["error"]["param"], "speculative")
 
 
 if __name__ == "__main__":
