@@ -351,16 +351,7 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
       return BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
     r.s.params.top_logprobs = r.top_logprobs;
   }
-  r.tools = nullptr;
-  auto tools = body.find("tools");
-  if (tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array())
-      return BadRequest(std::string("'tools' must be an array, not ") + TypeName(*tools), "tools");
-    for (const Json& t : *tools) {
-      if (!t.is_object()) return BadRequest("'tools' entries must be objects", "tools");
-    }
-    if (!tools->empty()) r.tools = *tools;
-  }
+  STET_API_TRY(ParseTools(body, &r.tools));
   auto choice = body.find("tool_choice");
   if (choice != body.end() && !choice->is_null()) {
     if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
@@ -377,6 +368,34 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
     }
   }
   return r;
+}
+
+std::optional<ApiError> ParseMessages(const Json& body, Json* out) {
+  return ReadMessages(body, out);
+}
+
+std::optional<ApiError> ParseTools(const Json& body, Json* out) {
+  *out = nullptr;
+  auto tools = body.find("tools");
+  if (tools == body.end() || tools->is_null()) return std::nullopt;
+  if (!tools->is_array())
+    return BadRequest(std::string("'tools' must be an array, not ") + TypeName(*tools), "tools");
+  for (const Json& t : *tools) {
+    if (!t.is_object()) return BadRequest("'tools' entries must be objects", "tools");
+  }
+  if (!tools->empty()) *out = *tools;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseSampling(const Json& body, SamplingParams* sp) {
+  return ReadSampling(body, sp);
+}
+
+std::optional<ApiError> ParseTokenIds(const Json& arr, const char* param,
+                                      std::vector<int32_t>* out) {
+  if (!arr.is_array())
+    return BadRequest(std::string("'") + param + "' must be an array of token ids", param);
+  return ReadTokenArray(arr, param, out);
 }
 
 ApiOr<RequestParams> BuildParams(const CommonFields& s, std::vector<int32_t> prompt,

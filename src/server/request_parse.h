@@ -67,6 +67,17 @@ struct ChatRequest {
   int top_logprobs = 0;
 };
 
+// The chat parser's parts that /tokenize, /apply-template and /v1/responses share.
+// "messages" normalized for the template (required, non-empty).
+std::optional<ApiError> ParseMessages(const Json& body, Json* out);
+// "tools" (null when absent or empty).
+std::optional<ApiError> ParseTools(const Json& body, Json* out);
+// temperature, top_p, top_k, min_p, the penalties, logit_bias and seed.
+std::optional<ApiError> ParseSampling(const Json& body, SamplingParams* sp);
+// An array of 32-bit token ids (their range is the engine's or the tokenizer's to check).
+std::optional<ApiError> ParseTokenIds(const Json& arr, const char* param,
+                                      std::vector<int32_t>* out);
+
 ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedModel& model);
 ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model);
 

@@ -1,5 +1,5 @@
 // Internals shared by server.cc (plumbing, lifecycle, streaming) and
-// endpoints.cc (the endpoint handlers): the per-request
+// endpoints.cc / endpoints_api.cc (the endpoint handlers): the per-request
 // record behind the log line, and Server::Impl. Not part of the server's API.
 #pragma once
 
@@ -118,6 +118,12 @@ struct Server::Impl {
   Json ModelJson() const;
   ResponseMeta Meta(uint64_t seed) const;
   PieceFn Piece() const;
+
+  // endpoints_api.cc
+  void HandleTokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
+  void HandleTokenizerInfo(const httplib::Request& req, httplib::Response& res);
 };
 
 }  // namespace stet::server
