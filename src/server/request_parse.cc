@@ -322,6 +322,15 @@ ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedMo
     r.s.params.top_logprobs = v;
     r.s.params.prompt_logprobs = r.echo;  // echo with logprobs scores the prompt
   }
+  auto plp = body.find("prompt_logprobs");
+  if (plp != body.end() && !plp->is_null()) {
+    int k = 0;
+    STET_API_TRY(ReadInt(body, "prompt_logprobs", 0, kMaxTopLogprobs, &k));
+    r.prompt_logprobs = k;
+    r.s.params.prompt_logprobs = true;
+    // One top-k serves both lists; each response trims to what it asked.
+    r.s.params.top_logprobs = std::max(r.s.params.top_logprobs, k);
+  }
   std::string suffix;
   STET_API_TRY(ReadString(body, "suffix", &suffix));
   if (!suffix.empty()) return BadRequest("'suffix' is not supported", "suffix");
@@ -338,7 +347,23 @@ ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedMo
 ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) {
   ChatRequest r;
   STET_API_TRY(ReadModel(body, model, &r.model));
-  STET_API_TRY(ReadMessages(body, &r.messages));
+  auto ids = body.find("prompt_token_ids");
+  if (ids != body.end() && !ids->is_null()) {
+    if (!ids->is_array() || ids->empty())
+      return BadRequest("'prompt_token_ids' must be a non-empty array of token ids",
+                        "prompt_token_ids");
+    auto m = body.find("messages");
+    if (m != body.end() && !m->is_null() && !(m->is_array() && m->empty())) {
+      return BadRequest(
+          "Give either 'messages' or 'prompt_token_ids' (the prompt as token ids, no template), "
+          "not both",
+          "prompt_token_ids");
+    }
+    r.prompt_ids.emplace();
+    STET_API_TRY(ReadTokenArray(*ids, "prompt_token_ids", &*r.prompt_ids));
+  } else {
+    STET_API_TRY(ReadMessages(body, &r.messages));
+  }
   STET_API_TRY(ReadCommon(body, &r.s));
   // OpenAI's chat API asks for at least one token (the engine would score the prompt on 0).
   STET_API_TRY(ReadMaxTokens(body, "max_tokens", 1, &r.s.max_tokens));

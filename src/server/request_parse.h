@@ -55,6 +55,8 @@ struct CompletionRequest {
   CommonFields s;
   bool echo = false;
   std::optional<int> logprobs;  // 0..5: tokens + that many alternatives per token
+  // vLLM's prompt_logprobs: every prompt token's logprob and this many alternatives (0..20).
+  std::optional<int> prompt_logprobs;
 };
 
 struct ChatRequest {
@@ -62,6 +64,9 @@ struct ChatRequest {
   // Normalized for the template: [{role, content (string), name?, tool_calls?, tool_call_id?}].
   Json messages;
   Json tools;  // null when none
+  // stet's token-in extension: the prompt as token ids, no template rendered
+  // ("messages" then absent or empty).
+  std::optional<std::vector<int32_t>> prompt_ids;
   CommonFields s;
   bool logprobs = false;
   int top_logprobs = 0;
