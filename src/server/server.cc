@@ -77,7 +77,7 @@ bool IsTokenizerRoute(const std::string& path) {
 }
 
 std::string EndpointLabel(const std::string& path) {
-  if (path == "/v1/completions" || path == "/v1/chat/completions" ||
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
       path == "/v1/models" || path == "/health" || path == "/metrics" || IsTokenizerRoute(path)) {
     return path;
   }
@@ -86,7 +86,7 @@ std::string EndpointLabel(const std::string& path) {
 }
 
 bool IsGeneration(const std::string& label) {
-  return label == "/v1/completions" || label == "/v1/chat/completions";
+  return label == "/v1/completions" || label == "/v1/chat/completions" || label == "/v1/responses";
 }
 
 bool IsPostRoute(const std::string& path) {
@@ -397,7 +397,7 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
             alive = false;  // no [DONE]: an unrecorded answer must not look complete
           }
         }
-        if (alive) alive = write(st.usage(st.coll->usage())) && write(SseDone());
+        if (alive) alive = write(st.usage(st.coll->usage())) && (!st.done_marker || write(SseDone()));
         FinishStream(st);  // cancels in the engine when the client went away
         if (!alive) return false;
         sink.done();
@@ -446,6 +446,7 @@ void Server::Impl::Routes() {
     r.endpoint = EndpointLabel(req.path);
     r.id = (r.endpoint == "/v1/chat/completions" ? "chatcmpl-"
             : r.endpoint == "/v1/completions"    ? "cmpl-"
+            : r.endpoint == "/v1/responses"      ? "resp_"
                                                  : "req-") +
            RandomHex(24);
     res.set_header("X-Request-Id", r.id);
@@ -519,6 +520,9 @@ void Server::Impl::Routes() {
             [this](const Request& q, Response& r, const httplib::ContentReader& read) {
               WithBody(q, r, read, &Impl::HandleChat);
             });
+  http.Post("/v1/responses", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
+    WithBody(q, r, read, &Impl::HandleResponses);
+  });
   http.Post("/tokenize", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
     WithBody(q, r, read, &Impl::HandleTokenize);
   });
@@ -536,7 +540,7 @@ void Server::Impl::Routes() {
   };
   http.Get("/v1/completions", not_allowed);
   http.Get("/v1/chat/completions", not_allowed);
-  for (const char* path : {"/tokenize", "/detokenize", "/apply-template"}) http.Get(path, not_allowed);
+  for (const char* path : {"/v1/responses", "/tokenize", "/detokenize", "/apply-template"}) http.Get(path, not_allowed);
   http.Get("/v1/models", [this](const Request& q, Response& r) { HandleModels(q, r); });
   http.Get(R"(/v1/models/(.+))", [this](const Request& q, Response& r) { HandleModels(q, r); });
   http.Get("/health", [this](const Request& q, Response& r) { HandleHealth(q, r); });

@@ -1,5 +1,5 @@
 // The OpenAI-compatible HTTP server behind `stet serve`: /v1/completions,
-// /v1/chat/completions (SSE streaming), /v1/models, the
+// /v1/chat/completions, /v1/responses (SSE streaming), /v1/models, the
 // tokenizer endpoints (/tokenize, /detokenize, /tokenizer_info,
 // /apply-template), /health, /metrics.
 // Invariants: the engine thread is never blocked by HTTP (its callback only

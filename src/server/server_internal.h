@@ -85,6 +85,7 @@ struct Server::Impl {
     std::function<std::string(int, const Job::Item&, bool)> event;          // chunk for an event
     std::function<std::string(const UsageCounts&)> usage;                  // usage chunk or ""
     RecordFn record;                                                        // --record; null: off
+    bool done_marker = true;  // ends with "data: [DONE]" (the Responses API has none)
     bool finalized = false;
   };
   using BuildFn = std::function<Json(std::vector<ChoiceResult>&, const UsageCounts&)>;
@@ -120,6 +121,7 @@ struct Server::Impl {
   PieceFn Piece() const;
 
   // endpoints_api.cc
+  void HandleResponses(const httplib::Request& req, httplib::Response& res);
   void HandleTokenize(const httplib::Request& req, httplib::Response& res);
   void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
   void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
