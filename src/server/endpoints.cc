@@ -212,11 +212,24 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   const int n = s.params.n;
   const ResponseMeta meta = Meta(seed);
   const PieceFn piece = Piece();
+  ToolParseFn tool_parse;
+  if (r->parse_tool_calls) {
+    // Parsed from the tokens with special tokens written out: markers such as
+    // <|python_tag|> and [TOOL_CALLS] are control tokens the text leaves out.
+    const Tokenizer* tok = &engine->tokenizer();
+    tool_parse = [tok, fmt = tool_format, tools = r->tools, seed](int index,
+                                                                  const ChoiceResult& c) {
+      std::string raw;
+      for (const TokenOut& t : c.tokens) raw += tok->TokenToPiece(t.id, /*render_special=*/true);
+      return ParseToolCalls(fmt, raw, c.text, tools, seed, index);
+    };
+  }
   std::shared_ptr<Stream> hooks;
   if (s.stream) {
     hooks = std::make_shared<Stream>();
     auto cs = std::make_shared<ChatStream>(meta, logprobs, top, s.include_usage, piece);
     if (return_token_ids) cs->SetTokenIds(prompt_ids[0]);
+    if (tool_parse) cs->SetToolParsing(tool_parse);
     hooks->start = [cs, n] {
       std::string out;
       for (int c = 0; c < n; ++c) out += cs->Start(c);
@@ -235,9 +248,9 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
     };
     hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
   }
-  auto build = [meta, logprobs, top, piece, prompt_ids, return_token_ids, n](
+  auto build = [meta, logprobs, top, piece, prompt_ids, return_token_ids, n, tool_parse](
                    std::vector<ChoiceResult>& choices, const UsageCounts& u) {
-    Json j = ChatResponse(meta, choices, logprobs, top, u, piece);
+    Json j = ChatResponse(meta, choices, logprobs, top, u, piece, tool_parse);
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/true);
     return j;
   };

@@ -378,14 +378,19 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
   }
   STET_API_TRY(ParseTools(body, &r.tools));
   auto choice = body.find("tool_choice");
+  bool choice_none = false;
   if (choice != body.end() && !choice->is_null()) {
     if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
       return BadRequest(
-          "'tool_choice' supports only \"none\" and \"auto\" (tool calls are not parsed from the "
-          "output)",
+          "'tool_choice' supports only \"none\" and \"auto\" (\"required\" and a named function "
+          "need constrained decoding, which this server does not do yet)",
           "tool_choice");
     }
+    choice_none = *choice == "none";
   }
+  bool parallel = true;  // accepted; the model decides how many calls it writes
+  STET_API_TRY(ReadBool(body, "parallel_tool_calls", &parallel));
+  r.parse_tool_calls = !r.tools.is_null() && !choice_none;
   auto rf = body.find("response_format");
   if (rf != body.end() && !rf->is_null()) {
     if (!rf->is_object() || rf->value("type", Json()) != "text") {

@@ -67,6 +67,7 @@ struct ChatRequest {
   // stet's token-in extension: the prompt as token ids, no template rendered
   // ("messages" then absent or empty).
   std::optional<std::vector<int32_t>> prompt_ids;
+  bool parse_tool_calls = false;  // tools given and tool_choice "auto" (the default)
   CommonFields s;
   bool logprobs = false;
   int top_logprobs = 0;

@@ -165,7 +165,8 @@ Json CompletionResponse(const ResponseMeta& meta, const std::vector<ChoiceResult
 }
 
 Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, bool logprobs,
-                  int top_logprobs, const UsageCounts& usage, const PieceFn& piece) {
+                  int top_logprobs, const UsageCounts& usage, const PieceFn& piece,
+                  const ToolParseFn& tools) {
   Json j = Header(meta, "chat.completion");
   Json arr = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -177,6 +178,14 @@ Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
     msg["content"] = c.text;
     msg["refusal"] = nullptr;
     Json finish = FinishReasonText(c.finish);
+    if (tools) {
+      ParsedAnswer p = tools(static_cast<int>(i), c);
+      if (!p.calls.empty()) {
+        msg["content"] = p.content.empty() ? Json(nullptr) : Json(p.content);
+        msg["tool_calls"] = ToolCallsJson(p.calls, /*indexed=*/false);
+        finish = "tool_calls";
+      }
+    }
     ch["message"] = std::move(msg);
     ch["logprobs"] = logprobs ? ChatLogprobs(c.tokens, top_logprobs, piece) : Json(nullptr);
     ch["finish_reason"] = std::move(finish);
@@ -302,6 +311,12 @@ std::string ChatStream::Start(int index) {
 }
 
 std::string ChatStream::Token(int index, const std::string& text_delta, const TokenOut* tok) {
+  if (parse_) {
+    ChoiceResult& h = held_[index];
+    h.text += text_delta;
+    if (tok) h.tokens.push_back(*tok);
+    return "";
+  }
   Json lp = nullptr;
   if (logprobs_ && tok) lp = ChatLogprobs({*tok}, top_logprobs_, piece_);
   if (text_delta.empty() && lp.is_null() && !(token_ids_ && tok)) return "";
@@ -312,7 +327,33 @@ std::string ChatStream::Token(int index, const std::string& text_delta, const To
   return SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr, toks));
 }
 
+std::string ChatStream::FinishHeld(int index, const std::string& text_delta, FinishReason why) {
+  ChoiceResult& h = held_[index];
+  h.text += text_delta;
+  h.finish = why;
+  const ParsedAnswer p = parse_(index, h);
+  std::string out;
+  if (p.calls.empty()) {
+    Json delta = Json::object();
+    delta["content"] = h.text;
+    Json lp = logprobs_ ? ChatLogprobs(h.tokens, top_logprobs_, piece_) : Json(nullptr);
+    out = SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr, h.tokens));
+    return out + SseEvent(Chunk(index, Json::object(), nullptr, FinishReasonText(why)));
+  }
+  const Json calls = ToolCallsJson(p.calls, /*indexed=*/true);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    Json delta = Json::object();
+    if (k == 0 && !p.content.empty()) delta["content"] = p.content;
+    delta["tool_calls"] = Json::array({calls[k]});
+    Json lp = k == 0 && logprobs_ ? ChatLogprobs(h.tokens, top_logprobs_, piece_) : Json(nullptr);
+    out += SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr,
+                          k == 0 ? h.tokens : std::vector<TokenOut>{}));
+  }
+  return out + SseEvent(Chunk(index, Json::object(), nullptr, "tool_calls"));
+}
+
 std::string ChatStream::Finish(int index, const std::string& text_delta, FinishReason why) {
+  if (parse_) return FinishHeld(index, text_delta, why);
   Json delta = Json::object();
   if (!text_delta.empty()) delta["content"] = text_delta;
   return SseEvent(Chunk(index, std::move(delta), nullptr, FinishReasonText(why)));

@@ -8,12 +8,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
 #include "server/api_error.h"
+#include "server/tool_calls.h"
 
 namespace stet::server {
 
@@ -61,9 +63,15 @@ Json PromptLogprobsJson(const std::vector<TokenOut>& prompt_tokens, int k, const
 Json CompletionResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                         const std::vector<std::string>& echo, std::optional<int> logprobs,
                         const UsageCounts& usage, const PieceFn& piece);
-// /v1/chat/completions, non-streamed.
+// The tool calls in choice `index`'s answer (none: its text stays the content).
+using ToolParseFn = std::function<ParsedAnswer(int index, const ChoiceResult& choice)>;
+
+// /v1/chat/completions, non-streamed. With `tools`, an answer holding tool
+// calls has them in message.tool_calls, what precedes them as content (null
+// when nothing does) and finish_reason "tool_calls".
 Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, bool logprobs,
-                  int top_logprobs, const UsageCounts& usage, const PieceFn& piece);
+                  int top_logprobs, const UsageCounts& usage, const PieceFn& piece,
+                  const ToolParseFn& tools = nullptr);
 
 // "data: <json>\n\n"
 std::string SseEvent(const Json& j);
@@ -119,10 +127,15 @@ class ChatStream {
     token_ids_ = true;
     prompt_ = std::move(prompt);
   }
+  // Tool calls: a choice's text is held back until it is finished and parsed;
+  // then its calls go out as tool_calls deltas (one chunk per call, by
+  // "index"), or its text as one content chunk when it holds none.
+  void SetToolParsing(ToolParseFn parse) { parse_ = std::move(parse); }
 
  private:
   Json Chunk(int index, Json delta, Json logprobs, Json finish,
              const std::vector<TokenOut>& toks = {}) const;
+  std::string FinishHeld(int index, const std::string& text_delta, FinishReason why);
   ResponseMeta meta_;
   bool logprobs_;
   int top_logprobs_;
@@ -130,6 +143,8 @@ class ChatStream {
   PieceFn piece_;
   bool token_ids_ = false;
   std::vector<int32_t> prompt_;
+  ToolParseFn parse_;
+  std::map<int, ChoiceResult> held_;  // with parse_: per choice, what is held back
 };
 
 }  // namespace stet::server

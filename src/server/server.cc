@@ -624,6 +624,7 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer(),
                                                             info.template_limits));
   I.chat_template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
+  I.tool_format = DetectToolCallFormat(chat.source());
   I.chat.emplace(std::move(chat));
   I.info = std::move(info);
   I.engine = std::move(engine);

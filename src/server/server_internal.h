@@ -64,6 +64,7 @@ struct Server::Impl {
   ModelInfo info;
   std::optional<ChatPrompt> chat;
   std::string chat_template_sha256;  // of chat->source(), for records
+  ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // from the template, at Attach
   int64_t created = 0;
   Metrics metrics;
   std::mutex jobs_mu;
