@@ -20,12 +20,12 @@ namespace {
 
 // The context a chat request renders with (add_generation_prompt: true).
 Json RenderContext(const Json& messages, const Json& tools, const std::string& bos,
-                   const std::string& eos) {
+                   const std::string& eos, bool add_generation_prompt = true) {
   Json context = Json::object();
   context["messages"] = messages;
   context["tools"] = tools;
   context["documents"] = nullptr;
-  context["add_generation_prompt"] = true;
+  context["add_generation_prompt"] = add_generation_prompt;
   context["bos_token"] = bos;
   context["eos_token"] = eos;
   return context;
@@ -94,13 +94,14 @@ Result<ChatPrompt> ChatPrompt::Create(const std::string& source, const Tokenizer
   return p;
 }
 
-ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& tools,
-                                              std::string* rendered,
-                                              std::optional<int64_t> now_unix) const {
+ApiOr<std::string> ChatPrompt::Render(const Json& messages, const Json& tools,
+                                      std::optional<int64_t> now_unix,
+                                      bool add_generation_prompt) const {
   ChatTemplateOptions options;
   options.limits = limits_;
   if (now_unix) options.now_unix = *now_unix;
-  auto text = tmpl_.Render(RenderContext(messages, tools, bos_text_, eos_text_), options);
+  auto text = tmpl_.Render(
+      RenderContext(messages, tools, bos_text_, eos_text_, add_generation_prompt), options);
   if (!text.ok()) {
     // Past the load check, a limit is reached because of what these messages
     // hold (their size, or a shape the template loops on): the request's doing.
@@ -112,12 +113,23 @@ ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& 
     return BadRequest("The chat template rejected the messages: " + text.status().message(),
                       "messages");
   }
-  const std::string& s = *text;
+  return std::move(*text);
+}
+
+std::vector<int32_t> ChatPrompt::Tokenize(const std::string& s) const {
   // The template wrote BOS itself: tokenize without adding another.
   const bool has_bos =
       tok_->bos() >= 0 && !bos_text_.empty() && s.compare(0, bos_text_.size(), bos_text_) == 0;
-  std::vector<int32_t> ids = tok_->Encode(s, /*add_special=*/!has_bos, /*parse_special=*/true);
-  if (rendered) *rendered = s;
+  return tok_->Encode(s, /*add_special=*/!has_bos, /*parse_special=*/true);
+}
+
+ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& tools,
+                                              std::string* rendered,
+                                              std::optional<int64_t> now_unix) const {
+  auto text = Render(messages, tools, now_unix);
+  if (!text.ok()) return text.error();
+  std::vector<int32_t> ids = Tokenize(*text);
+  if (rendered) *rendered = std::move(*text);
   return ids;
 }
 

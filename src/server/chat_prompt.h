@@ -40,6 +40,13 @@ class ChatPrompt {
   ApiOr<std::vector<int32_t>> Build(const Json& messages, const Json& tools,
                                     std::string* rendered = nullptr,
                                     std::optional<int64_t> now_unix = std::nullopt) const;
+  // Build's two halves, for /apply-template and /tokenize: the rendered text
+  // (add_generation_prompt false leaves the conversation open for a prefill),
+  // and its tokens exactly as Build makes them.
+  ApiOr<std::string> Render(const Json& messages, const Json& tools,
+                            std::optional<int64_t> now_unix = std::nullopt,
+                            bool add_generation_prompt = true) const;
+  std::vector<int32_t> Tokenize(const std::string& rendered) const;
   // The template text rendered (the model's, or the ChatML fallback).
   const std::string& source() const { return tmpl_.source(); }
 

@@ -98,6 +98,7 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   }
   const int n = s.params.n;
   const std::optional<int> logprobs = r->logprobs;
+  const std::optional<int> prompt_lp = r->prompt_logprobs;
   const bool echo = r->echo;
   const ResponseMeta meta = Meta(seed);
   const PieceFn piece = Piece();
@@ -107,6 +108,8 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     hooks = std::make_shared<Stream>();
     auto cs = std::make_shared<CompletionStream>(meta, static_cast<int>(params.size()) * n,
                                                  logprobs, s.include_usage, piece);
+    if (return_token_ids) cs->SetTokenIds(prompt_ids, n);
+    if (prompt_lp) cs->SetPromptLogprobs(*prompt_lp);
     hooks->start = [cs, echo, echo_text, logprobs, n] {
       std::string out;
       if (echo && !logprobs) {  // with logprobs the echo waits for the prompt's scores
@@ -117,10 +120,13 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
       }
       return out;
     };
-    hooks->event = [cs, echo_text](int idx, const Job::Item& it, bool shown) -> std::string {
+    hooks->event = [cs, echo_text, logprobs, prompt_lp](int idx, const Job::Item& it,
+                                                        bool shown) -> std::string {
       switch (it.ev.kind) {
         case RequestEvent::Kind::kPromptScored:
-          return echo_text.empty() ? "" : cs->Echo(idx, echo_text[it.prompt], it.ev.prompt_tokens);
+          if (!echo_text.empty() && logprobs)  // the echo waited for these scores
+            return cs->Echo(idx, echo_text[it.prompt], it.ev.prompt_tokens);
+          return prompt_lp ? cs->PromptScores(idx, it.ev.prompt_tokens) : "";
         case RequestEvent::Kind::kToken:
           return cs->Token(idx, it.ev.text_delta, shown ? &it.ev.token : nullptr);
         case RequestEvent::Kind::kFinished:
@@ -130,13 +136,18 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     };
     hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
   }
-  auto build = [meta, echo_text, n, logprobs, piece, prompt_ids, return_token_ids](
+  auto build = [meta, echo_text, n, logprobs, prompt_lp, piece, prompt_ids, return_token_ids](
                    std::vector<ChoiceResult>& choices, const UsageCounts& u) {
     std::vector<std::string> per_choice;
     if (!echo_text.empty()) {
       for (size_t i = 0; i < choices.size(); ++i) per_choice.push_back(echo_text[i / n]);
     }
     Json j = CompletionResponse(meta, choices, per_choice, logprobs, u, piece);
+    if (prompt_lp) {
+      for (size_t i = 0; i < choices.size(); ++i)
+        j["choices"][i]["prompt_logprobs"] =
+            PromptLogprobsJson(choices[i].prompt_tokens, *prompt_lp, piece);
+    }
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/false);
     return j;
   };
@@ -165,9 +176,16 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   rec.seed = seed;
 
   std::string rendered;
-  auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix);
-  if (!ids.ok()) return SendError(res, ids.error());
-  auto rp = BuildParams(s, std::move(*ids), limits, limits.n_ctx, "messages");
+  std::vector<int32_t> prompt;
+  if (r->prompt_ids) {  // token in: the client rendered the prompt itself
+    prompt = std::move(*r->prompt_ids);
+  } else {
+    auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix);
+    if (!ids.ok()) return SendError(res, ids.error());
+    prompt = std::move(*ids);
+  }
+  auto rp = BuildParams(s, std::move(prompt), limits, limits.n_ctx,
+                        r->prompt_ids ? "prompt_token_ids" : "messages");
   if (!rp.ok()) return SendError(res, rp.error());
   std::vector<RequestParams> params;
   params.push_back(std::move(*rp));
@@ -194,10 +212,24 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   const int n = s.params.n;
   const ResponseMeta meta = Meta(seed);
   const PieceFn piece = Piece();
+  ToolParseFn tool_parse;
+  if (r->parse_tool_calls) {
+    // Parsed from the tokens with special tokens written out: markers such as
+    // <|python_tag|> and [TOOL_CALLS] are control tokens the text leaves out.
+    const Tokenizer* tok = &engine->tokenizer();
+    tool_parse = [tok, fmt = tool_format, tools = r->tools, seed](int index,
+                                                                  const ChoiceResult& c) {
+      std::string raw;
+      for (const TokenOut& t : c.tokens) raw += tok->TokenToPiece(t.id, /*render_special=*/true);
+      return ParseToolCalls(fmt, raw, c.text, tools, seed, index);
+    };
+  }
   std::shared_ptr<Stream> hooks;
   if (s.stream) {
     hooks = std::make_shared<Stream>();
     auto cs = std::make_shared<ChatStream>(meta, logprobs, top, s.include_usage, piece);
+    if (return_token_ids) cs->SetTokenIds(prompt_ids[0]);
+    if (tool_parse) cs->SetToolParsing(tool_parse);
     hooks->start = [cs, n] {
       std::string out;
       for (int c = 0; c < n; ++c) out += cs->Start(c);
@@ -216,13 +248,14 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
     };
     hooks->usage = [cs](const UsageCounts& u) { return cs->Usage(u); };
   }
-  auto build = [meta, logprobs, top, piece, prompt_ids, return_token_ids, n](
+  auto build = [meta, logprobs, top, piece, prompt_ids, return_token_ids, n, tool_parse](
                    std::vector<ChoiceResult>& choices, const UsageCounts& u) {
-    Json j = ChatResponse(meta, choices, logprobs, top, u, piece);
+    Json j = ChatResponse(meta, choices, logprobs, top, u, piece, tool_parse);
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/true);
     return j;
   };
-  Run(std::move(params), s.stream, hooks, build, "messages", res, std::move(record));
+  Run(std::move(params), s.stream, hooks, build, r->prompt_ids ? "prompt_token_ids" : "messages",
+      res, std::move(record));
 }
 
 Json Server::Impl::ModelJson() const {

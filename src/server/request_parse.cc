@@ -328,6 +328,15 @@ ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedMo
     r.s.params.top_logprobs = v;
     r.s.params.prompt_logprobs = r.echo;  // echo with logprobs scores the prompt
   }
+  auto plp = body.find("prompt_logprobs");
+  if (plp != body.end() && !plp->is_null()) {
+    int k = 0;
+    STET_API_TRY(ReadInt(body, "prompt_logprobs", 0, kMaxTopLogprobs, &k));
+    r.prompt_logprobs = k;
+    r.s.params.prompt_logprobs = true;
+    // One top-k serves both lists; each response trims to what it asked.
+    r.s.params.top_logprobs = std::max(r.s.params.top_logprobs, k);
+  }
   std::string suffix;
   STET_API_TRY(ReadString(body, "suffix", &suffix));
   if (!suffix.empty()) return BadRequest("'suffix' is not supported", "suffix");
@@ -344,7 +353,23 @@ ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedMo
 ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) {
   ChatRequest r;
   STET_API_TRY(ReadModel(body, model, &r.model));
-  STET_API_TRY(ReadMessages(body, &r.messages));
+  auto ids = body.find("prompt_token_ids");
+  if (ids != body.end() && !ids->is_null()) {
+    if (!ids->is_array() || ids->empty())
+      return BadRequest("'prompt_token_ids' must be a non-empty array of token ids",
+                        "prompt_token_ids");
+    auto m = body.find("messages");
+    if (m != body.end() && !m->is_null() && !(m->is_array() && m->empty())) {
+      return BadRequest(
+          "Give either 'messages' or 'prompt_token_ids' (the prompt as token ids, no template), "
+          "not both",
+          "prompt_token_ids");
+    }
+    r.prompt_ids.emplace();
+    STET_API_TRY(ReadTokenArray(*ids, "prompt_token_ids", &*r.prompt_ids));
+  } else {
+    STET_API_TRY(ReadMessages(body, &r.messages));
+  }
   STET_API_TRY(ReadCommon(body, &r.s));
   // OpenAI's chat API asks for at least one token (the engine would score the prompt on 0).
   STET_API_TRY(ReadMaxTokens(body, "max_tokens", 1, &r.s.max_tokens));
@@ -357,25 +382,21 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
       return BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
     r.s.params.top_logprobs = r.top_logprobs;
   }
-  r.tools = nullptr;
-  auto tools = body.find("tools");
-  if (tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array())
-      return BadRequest(std::string("'tools' must be an array, not ") + TypeName(*tools), "tools");
-    for (const Json& t : *tools) {
-      if (!t.is_object()) return BadRequest("'tools' entries must be objects", "tools");
-    }
-    if (!tools->empty()) r.tools = *tools;
-  }
+  STET_API_TRY(ParseTools(body, &r.tools));
   auto choice = body.find("tool_choice");
+  bool choice_none = false;
   if (choice != body.end() && !choice->is_null()) {
     if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
       return BadRequest(
-          "'tool_choice' supports only \"none\" and \"auto\" (tool calls are not parsed from the "
-          "output)",
+          "'tool_choice' supports only \"none\" and \"auto\" (\"required\" and a named function "
+          "need constrained decoding, which this server does not do yet)",
           "tool_choice");
     }
+    choice_none = *choice == "none";
   }
+  bool parallel = true;  // accepted; the model decides how many calls it writes
+  STET_API_TRY(ReadBool(body, "parallel_tool_calls", &parallel));
+  r.parse_tool_calls = !r.tools.is_null() && !choice_none;
   auto rf = body.find("response_format");
   if (rf != body.end() && !rf->is_null()) {
     if (!rf->is_object() || rf->value("type", Json()) != "text") {
@@ -383,6 +404,34 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
     }
   }
   return r;
+}
+
+std::optional<ApiError> ParseMessages(const Json& body, Json* out) {
+  return ReadMessages(body, out);
+}
+
+std::optional<ApiError> ParseTools(const Json& body, Json* out) {
+  *out = nullptr;
+  auto tools = body.find("tools");
+  if (tools == body.end() || tools->is_null()) return std::nullopt;
+  if (!tools->is_array())
+    return BadRequest(std::string("'tools' must be an array, not ") + TypeName(*tools), "tools");
+  for (const Json& t : *tools) {
+    if (!t.is_object()) return BadRequest("'tools' entries must be objects", "tools");
+  }
+  if (!tools->empty()) *out = *tools;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseSampling(const Json& body, SamplingParams* sp) {
+  return ReadSampling(body, sp);
+}
+
+std::optional<ApiError> ParseTokenIds(const Json& arr, const char* param,
+                                      std::vector<int32_t>* out) {
+  if (!arr.is_array())
+    return BadRequest(std::string("'") + param + "' must be an array of token ids", param);
+  return ReadTokenArray(arr, param, out);
 }
 
 ApiOr<RequestParams> BuildParams(const CommonFields& s, std::vector<int32_t> prompt,

@@ -55,6 +55,8 @@ struct CompletionRequest {
   CommonFields s;
   bool echo = false;
   std::optional<int> logprobs;  // 0..5: tokens + that many alternatives per token
+  // vLLM's prompt_logprobs: every prompt token's logprob and this many alternatives (0..20).
+  std::optional<int> prompt_logprobs;
 };
 
 struct ChatRequest {
@@ -62,10 +64,25 @@ struct ChatRequest {
   // Normalized for the template: [{role, content (string), name?, tool_calls?, tool_call_id?}].
   Json messages;
   Json tools;  // null when none
+  // stet's token-in extension: the prompt as token ids, no template rendered
+  // ("messages" then absent or empty).
+  std::optional<std::vector<int32_t>> prompt_ids;
+  bool parse_tool_calls = false;  // tools given and tool_choice "auto" (the default)
   CommonFields s;
   bool logprobs = false;
   int top_logprobs = 0;
 };
+
+// The chat parser's parts that /tokenize, /apply-template and /v1/responses share.
+// "messages" normalized for the template (required, non-empty).
+std::optional<ApiError> ParseMessages(const Json& body, Json* out);
+// "tools" (null when absent or empty).
+std::optional<ApiError> ParseTools(const Json& body, Json* out);
+// temperature, top_p, top_k, min_p, the penalties, logit_bias and seed.
+std::optional<ApiError> ParseSampling(const Json& body, SamplingParams* sp);
+// An array of 32-bit token ids (their range is the engine's or the tokenizer's to check).
+std::optional<ApiError> ParseTokenIds(const Json& arr, const char* param,
+                                      std::vector<int32_t>* out);
 
 ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedModel& model);
 ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model);

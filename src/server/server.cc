@@ -1,4 +1,5 @@
-// HTTP plumbing of `stet serve` on cpp-httplib: routes, authentication,
+// HTTP plumbing of `stet serve` on cpp-httplib: routes (the /v1 API and the
+// tokenizer endpoints at the root), authentication,
 // admission (--max-queue), request logs and metrics, streaming with
 // cancellation on disconnect, and the drain on shutdown. The endpoint bodies
 // (parsing, prompts, response shapes) live in endpoints.cc and the modules it
@@ -68,9 +69,16 @@ std::string NowIso8601() {
   return buf;
 }
 
+// The tokenizer and template endpoints: served at the root, as vLLM and
+// llama.cpp serve them, behind the same key, readiness and body checks as /v1/*.
+bool IsTokenizerRoute(const std::string& path) {
+  return path == "/tokenize" || path == "/detokenize" || path == "/apply-template" ||
+         path == "/tokenizer_info";
+}
+
 std::string EndpointLabel(const std::string& path) {
-  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/models" || path == "/health" ||
-      path == "/metrics") {
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
+      path == "/v1/models" || path == "/health" || path == "/metrics" || IsTokenizerRoute(path)) {
     return path;
   }
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
@@ -78,7 +86,11 @@ std::string EndpointLabel(const std::string& path) {
 }
 
 bool IsGeneration(const std::string& label) {
-  return label == "/v1/completions" || label == "/v1/chat/completions";
+  return label == "/v1/completions" || label == "/v1/chat/completions" || label == "/v1/responses";
+}
+
+bool IsPostRoute(const std::string& path) {
+  return IsGeneration(path) || (IsTokenizerRoute(path) && path != "/tokenizer_info");
 }
 
 }  // namespace
@@ -147,7 +159,7 @@ void CloseAfter(Response& res) {
 
 bool IsGetRoute(const std::string& path) {
   return path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 || path == "/health" ||
-         path == "/metrics";
+         path == "/metrics" || path == "/tokenizer_info";
 }
 
 }  // namespace
@@ -158,15 +170,15 @@ std::optional<ApiError> Server::Impl::Gate(const Request& req) const {
     return MakeError(405, "invalid_request_error", "method_not_allowed",
                      "Method " + SanitizeUtf8(req.method) + " is not supported (GET, HEAD, POST).");
   }
-  const bool needs_key =
-      req.path.rfind("/v1/", 0) == 0 || (req.path == "/metrics" && !opts.metrics_public);
+  const bool needs_key = req.path.rfind("/v1/", 0) == 0 || IsTokenizerRoute(req.path) ||
+                         (req.path == "/metrics" && !opts.metrics_public);
   if (needs_key && !Authorized(req)) {
     return MakeError(401, "invalid_request_error", "invalid_api_key",
                      "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
   }
   if (auto e = CheckFraming(req, opts.max_body_bytes)) return e;
   if (req.method == "POST") {
-    if (!IsGeneration(req.path)) {
+    if (!IsPostRoute(req.path)) {
       if (IsGetRoute(req.path)) {
         return MakeError(405, "invalid_request_error", "method_not_allowed",
                          "Use GET for " + req.path + ".");
@@ -385,7 +397,7 @@ void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shar
             alive = false;  // no [DONE]: an unrecorded answer must not look complete
           }
         }
-        if (alive) alive = write(st.usage(st.coll->usage())) && write(SseDone());
+        if (alive) alive = write(st.usage(st.coll->usage())) && (!st.done_marker || write(SseDone()));
         FinishStream(st);  // cancels in the engine when the client went away
         if (!alive) return false;
         sink.done();
@@ -411,7 +423,7 @@ void Server::Impl::Routes() {
   const auto refuse = [](const Request& req, Response& res, const ApiError& e) {
     if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
     if (e.status == 405) {
-      res.set_header("Allow", IsGeneration(req.path) ? "POST"
+      res.set_header("Allow", IsPostRoute(req.path) ? "POST"
                               : IsGetRoute(req.path) ? "GET, HEAD"
                                                      : "GET, HEAD, POST");
     }
@@ -432,14 +444,17 @@ void Server::Impl::Routes() {
     r.active = true;
     r.start = Clock::now();
     r.endpoint = EndpointLabel(req.path);
-    r.id = (r.endpoint == "/v1/chat/completions" ? "chatcmpl-" : r.endpoint == "/v1/completions" ? "cmpl-" : "req-") +
+    r.id = (r.endpoint == "/v1/chat/completions" ? "chatcmpl-"
+            : r.endpoint == "/v1/completions"    ? "cmpl-"
+            : r.endpoint == "/v1/responses"      ? "resp_"
+                                                 : "req-") +
            RandomHex(24);
     res.set_header("X-Request-Id", r.id);
     if (auto e = Gate(req)) {
       refuse(req, res, *e);
       return HandlerResponse::Handled;
     }
-    if (req.path.rfind("/v1/", 0) != 0) return HandlerResponse::Unhandled;
+    if (req.path.rfind("/v1/", 0) != 0 && !IsTokenizerRoute(req.path)) return HandlerResponse::Unhandled;
     if (draining) {
       CloseAfter(res);
       SendError(res, MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
@@ -505,6 +520,19 @@ void Server::Impl::Routes() {
             [this](const Request& q, Response& r, const httplib::ContentReader& read) {
               WithBody(q, r, read, &Impl::HandleChat);
             });
+  http.Post("/v1/responses", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
+    WithBody(q, r, read, &Impl::HandleResponses);
+  });
+  http.Post("/tokenize", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
+    WithBody(q, r, read, &Impl::HandleTokenize);
+  });
+  http.Post("/detokenize", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
+    WithBody(q, r, read, &Impl::HandleDetokenize);
+  });
+  http.Post("/apply-template", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
+    WithBody(q, r, read, &Impl::HandleApplyTemplate);
+  });
+  http.Get("/tokenizer_info", [this](const Request& q, Response& r) { HandleTokenizerInfo(q, r); });
   const auto not_allowed = [](const Request& q, Response& r) {
     r.set_header("Allow", "POST");
     SendError(r, MakeError(405, "invalid_request_error", "method_not_allowed",
@@ -512,6 +540,7 @@ void Server::Impl::Routes() {
   };
   http.Get("/v1/completions", not_allowed);
   http.Get("/v1/chat/completions", not_allowed);
+  for (const char* path : {"/v1/responses", "/tokenize", "/detokenize", "/apply-template"}) http.Get(path, not_allowed);
   http.Get("/v1/models", [this](const Request& q, Response& r) { HandleModels(q, r); });
   http.Get(R"(/v1/models/(.+))", [this](const Request& q, Response& r) { HandleModels(q, r); });
   http.Get("/health", [this](const Request& q, Response& r) { HandleHealth(q, r); });
@@ -595,6 +624,7 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer(),
                                                             info.template_limits));
   I.chat_template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
+  I.tool_format = DetectToolCallFormat(chat.source());
   I.chat.emplace(std::move(chat));
   I.info = std::move(info);
   I.engine = std::move(engine);

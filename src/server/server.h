@@ -1,5 +1,7 @@
 // The OpenAI-compatible HTTP server behind `stet serve`: /v1/completions,
-// /v1/chat/completions (SSE streaming), /v1/models, /health, /metrics.
+// /v1/chat/completions, /v1/responses (SSE streaming), /v1/models, the
+// tokenizer endpoints (/tokenize, /detokenize, /tokenizer_info,
+// /apply-template), /health, /metrics.
 // Invariants: the engine thread is never blocked by HTTP (its callback only
 // appends to a per-request queue that an HTTP worker drains); every admitted
 // request is either answered or cancelled in the engine (a client that goes

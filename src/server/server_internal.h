@@ -1,5 +1,5 @@
 // Internals shared by server.cc (plumbing, lifecycle, streaming) and
-// endpoints.cc (the endpoint handlers): the per-request
+// endpoints.cc / endpoints_api.cc (the endpoint handlers): the per-request
 // record behind the log line, and Server::Impl. Not part of the server's API.
 #pragma once
 
@@ -64,6 +64,7 @@ struct Server::Impl {
   ModelInfo info;
   std::optional<ChatPrompt> chat;
   std::string chat_template_sha256;  // of chat->source(), for records
+  ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // from the template, at Attach
   int64_t created = 0;
   Metrics metrics;
   std::mutex jobs_mu;
@@ -85,6 +86,7 @@ struct Server::Impl {
     std::function<std::string(int, const Job::Item&, bool)> event;          // chunk for an event
     std::function<std::string(const UsageCounts&)> usage;                  // usage chunk or ""
     RecordFn record;                                                        // --record; null: off
+    bool done_marker = true;  // ends with "data: [DONE]" (the Responses API has none)
     bool finalized = false;
   };
   using BuildFn = std::function<Json(std::vector<ChoiceResult>&, const UsageCounts&)>;
@@ -118,6 +120,13 @@ struct Server::Impl {
   Json ModelJson() const;
   ResponseMeta Meta(uint64_t seed) const;
   PieceFn Piece() const;
+
+  // endpoints_api.cc
+  void HandleResponses(const httplib::Request& req, httplib::Response& res);
+  void HandleTokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
+  void HandleTokenizerInfo(const httplib::Request& req, httplib::Response& res);
 };
 
 }  // namespace stet::server

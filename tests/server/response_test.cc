@@ -1,5 +1,6 @@
 // Response building without a network: OpenAI's shapes for completions and
 // chat (fingerprint and seed on every object), legacy and chat logprobs,
+// vLLM's prompt_logprobs and streamed token ids,
 // stream chunks whose texts concatenate to the non-streamed text, the
 // Prometheus exposition, and the chat prompt (ChatML fallback, BOS once) on
 // stories260K's real vocabulary.
@@ -73,6 +74,51 @@ TEST(Response, CompletionShapeWithEchoAndLogprobs) {
   EXPECT_EQ(lp["text_offset"], Json({0, 2, 4, 6}));
   EXPECT_EQ(j["usage"]["total_tokens"], 4);
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+}
+
+TEST(Response, PromptLogprobsInVllmsShape) {
+  // The second prompt token (3) is the best; the third (4) is outside the top 2.
+  const std::vector<TokenOut> prompt = {Tok(1, 0),
+                                        Tok(3, -0.25f, {{3, -0.25f}, {6, -2.0f}, {7, -3.0f}}),
+                                        Tok(4, -5.0f, {{5, -0.5f}, {6, -1.0f}})};
+  const Json j = PromptLogprobsJson(prompt, 2, FakePiece);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_TRUE(j[0].is_null());
+  EXPECT_EQ(j[1], Json::parse(R"({"3": {"logprob": -0.25, "rank": 1, "decoded_token": "t3"},
+                                  "6": {"logprob": -2.0, "rank": 2, "decoded_token": "t6"}})"));
+  EXPECT_EQ(j[2]["4"]["logprob"], -5.0f);
+  EXPECT_TRUE(j[2]["4"]["rank"].is_null());
+  EXPECT_EQ(j[2]["5"]["rank"], 1);
+  EXPECT_EQ(j[2].size(), 3u);
+  EXPECT_EQ(PromptLogprobsJson(prompt, 0, FakePiece)[2].size(), 1u);  // k = 0: the token alone
+  // Without echo, prompt scores stay out of the legacy logprobs.
+  ChoiceResult c;
+  c.text = "t3";
+  c.prompt_tokens = prompt;
+  c.tokens = {Tok(3, -0.25f, {{3, -0.25f}})};
+  const Json r = CompletionResponse(Meta(), {c}, {}, 1, UsageCounts{3, 1, 0}, FakePiece);
+  EXPECT_EQ(r["choices"][0]["logprobs"]["tokens"], Json({"t3"}));
+  EXPECT_EQ(r["choices"][0]["logprobs"]["text_offset"], Json({0}));
+}
+
+TEST(Response, StreamedTokenIds) {
+  CompletionStream cs(Meta(), 2, std::nullopt, false, FakePiece);
+  cs.SetTokenIds({{1, 2}}, 2);
+  TokenOut t = Tok(3, -0.5f);
+  // A token whose text is held back still has its chunk; the first chunk of a choice has the
+  // prompt.
+  Json a = ParseSse(cs.Token(1, "", &t));
+  EXPECT_EQ(a["choices"][0]["token_ids"], Json({3}));
+  EXPECT_EQ(a["choices"][0]["prompt_token_ids"], Json({1, 2}));
+  Json b = ParseSse(cs.Finish(1, "t3", FinishReason::kStop));
+  EXPECT_EQ(b["choices"][0]["token_ids"], Json::array());
+  EXPECT_FALSE(b["choices"][0].contains("prompt_token_ids"));
+  EXPECT_EQ(ParseSse(cs.Finish(0, "", FinishReason::kStop))["choices"][0]["prompt_token_ids"],
+            Json({1, 2}));
+  ChatStream chat(Meta(), false, 0, false, FakePiece);
+  chat.SetTokenIds({1, 2});
+  EXPECT_EQ(ParseSse(chat.Start(0))["prompt_token_ids"], Json({1, 2}));
+  EXPECT_EQ(ParseSse(chat.Token(0, "", &t))["choices"][0]["token_ids"], Json({3}));
 }
 
 TEST(Response, ChatShapeAndBytesOfPartialCharacters) {

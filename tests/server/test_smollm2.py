@@ -4,7 +4,8 @@ Jinja2 renders from the same template (as transformers would) tokenized with
 special tokens — checked by sending that text to /v1/completions and getting
 the same prompt length and the same answer — generation stops at <|im_end|>
 without leaking it, streaming equals non-streaming, and chat logprobs carry
-the exact bytes of byte-level BPE tokens."""
+the exact bytes of byte-level BPE tokens; /apply-template gives that same
+text and /tokenize the chat prompt's ids."""
 import json
 import struct
 import unittest
@@ -110,6 +111,25 @@ class SmolLM2ChatTest(unittest.TestCase):
             for c in chunk.choices:
                 streamed += c.delta.content or ""
         self.assertEqual(streamed, full.choices[0].message.content)
+
+    def test_apply_template_and_tokenize_match_jinja2(self):
+        msgs = [{"role": "user", "content": "Hi!"},
+                {"role": "assistant", "content": "Hello! How can I help?"},
+                {"role": "user", "content": "Say yes."}]
+        status, r = self.srv.post("/apply-template", {"messages": msgs})
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["prompt"], render_with_jinja2(self.template, msgs))
+        status, t = self.srv.post("/tokenize", {"model": self.model, "messages": msgs})
+        self.assertEqual(status, 200, t)
+        chat = self.client.chat.completions.create(model=self.model, messages=msgs, max_tokens=1, temperature=0,
+                                                   extra_body={"return_token_ids": True})
+        self.assertEqual(t["tokens"], chat.model_extra["prompt_token_ids"])
+        # The byte-level BPE pieces are the prompt's exact bytes.
+        status, p = self.srv.post("/tokenize", {"content": r["prompt"], "with_pieces": True})
+        self.assertEqual(status, 200, p)
+        self.assertEqual("".join(x["piece"] for x in p["tokens"]), r["prompt"])
+        status, d = self.srv.post("/detokenize", {"tokens": t["tokens"]})
+        self.assertEqual(d["prompt"], r["prompt"])
 
     def test_multi_turn(self):
         msgs = [{"role": "user", "content": "Hi!"},

@@ -1,0 +1,112 @@
+// Handlers of the endpoints beyond Completions and Chat: /v1/responses
+// (shapes in responses_api.cc) and the tokenizer and template endpoints
+// (bodies in tokenize_api.cc). They run behind the same gate as /v1/* (key,
+// body limit, readiness) and render chat templates under the same budget, on
+// the request's own worker; /v1/responses generates through the same Run.
+#include "server/json_fields.h"
+#include "server/record_builder.h"
+#include "server/responses_api.h"
+#include "server/server_internal.h"
+#include "server/tokenize_api.h"
+
+namespace stet::server {
+
+using httplib::Request;
+using httplib::Response;
+
+namespace {
+
+using BodyFn = std::function<ApiOr<Json>(const Json& body, std::optional<int64_t> now_unix)>;
+
+// Parses the body and the template clock, answers what `fn` makes of them.
+void Answer(const Request& req, Response& res, const BodyFn& fn) {
+  auto body = ParseBody(req.body);
+  if (!body.ok()) return SendError(res, body.error());
+  auto clock = ReadStetClock(*body);
+  if (!clock.ok()) return SendError(res, clock.error());
+  auto out = fn(*body, *clock);
+  if (!out.ok()) return SendError(res, out.error());
+  SendJson(res, 200, *out);
+}
+
+}  // namespace
+
+void Server::Impl::HandleResponses(const Request& req, Response& res) {
+  auto body = ParseBody(req.body);
+  if (!body.ok()) return SendError(res, body.error());
+  auto r = ParseResponsesRequest(*body, info.names);
+  if (!r.ok()) return SendError(res, r.error());
+  auto clock = ReadStetClock(*body);
+  if (!clock.ok()) return SendError(res, clock.error());
+  const RequestLimits limits = engine->limits();
+  CommonFields& s = r->s;
+  if (!s.params.sampling.seed) s.params.sampling.seed = NewSeed();
+  const uint64_t seed = *s.params.sampling.seed;
+  for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
+  RequestRecord& rec = CurrentRecord();
+  rec.stream = s.stream;
+  rec.seed = seed;
+
+  auto ids =
+      chat->Build(r->messages, nullptr, nullptr, clock->value_or(ChatTemplateOptions{}.now_unix));
+  if (!ids.ok()) {
+    ApiError e = ids.error();
+    if (e.param == "messages") e.param = "input";
+    return SendError(res, e);
+  }
+  auto rp = BuildParams(s, std::move(*ids), limits, limits.n_ctx, "input");
+  if (!rp.ok()) return SendError(res, rp.error());
+  std::vector<RequestParams> params;
+  params.push_back(std::move(*rp));
+
+  ResponsesShape shape = r->shape;
+  shape.meta = Meta(seed);
+  const PieceFn piece = Piece();
+  std::shared_ptr<Stream> hooks;
+  if (s.stream) {
+    hooks = std::make_shared<Stream>();
+    hooks->done_marker = false;  // the Responses API ends with response.completed
+    auto rs = std::make_shared<ResponsesStream>(shape, piece);
+    hooks->start = [rs] { return rs->Start(); };
+    hooks->event = [rs](int, const Job::Item& it, bool shown) -> std::string {
+      switch (it.ev.kind) {
+        case RequestEvent::Kind::kPromptScored:
+          return "";
+        case RequestEvent::Kind::kToken:
+          return rs->Token(it.ev.text_delta, shown ? &it.ev.token : nullptr);
+        case RequestEvent::Kind::kFinished:
+          return rs->Finish(it.ev.text_delta, it.ev.finish);
+      }
+      return "";
+    };
+    hooks->usage = [rs](const UsageCounts& u) { return rs->Done(u); };
+  }
+  auto build = [shape, piece](std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+    return ResponsesBody(shape, choices.at(0), u, piece);
+  };
+  Run(std::move(params), s.stream, hooks, build, "input", res);
+}
+
+void Server::Impl::HandleTokenize(const Request& req, Response& res) {
+  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  Answer(req, res,
+         [&v](const Json& b, std::optional<int64_t> now) { return TokenizeBody(b, v, now); });
+}
+
+void Server::Impl::HandleDetokenize(const Request& req, Response& res) {
+  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  Answer(req, res, [&v](const Json& b, std::optional<int64_t>) { return DetokenizeBody(b, v); });
+}
+
+void Server::Impl::HandleApplyTemplate(const Request& req, Response& res) {
+  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  Answer(req, res,
+         [&v](const Json& b, std::optional<int64_t> now) { return ApplyTemplateBody(b, v, now); });
+}
+
+void Server::Impl::HandleTokenizerInfo(const Request&, Response& res) {
+  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  SendJson(res, 200, TokenizerInfo(v, chat_template_sha256));
+}
+
+}  // namespace stet::server

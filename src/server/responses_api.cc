@@ -1,0 +1,355 @@
+// The Responses API's request parsing, response object and stream events.
+// Input items become chat messages (the same normalization as
+// /v1/chat/completions), so a Responses request and the equivalent chat
+// request render the same prompt and, with the same seed, give the same text.
+#include "server/responses_api.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "server/json_fields.h"
+
+namespace stet::server {
+
+namespace {
+
+#define STET_API_TRY(expr)                      \
+  do {                                          \
+    if (auto stet_e_ = (expr)) return *stet_e_; \
+  } while (0)
+
+constexpr const char* kLogprobsInclude = "message.output_text.logprobs";
+
+bool Present(const Json& body, const char* key) {
+  auto it = body.find(key);
+  return it != body.end() && !it->is_null();
+}
+
+// One input item's text: a string, or input_text / output_text parts joined by "\n".
+std::optional<ApiError> ItemContent(const Json& content, const std::string& param,
+                                    std::string* out) {
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array())
+    return BadRequest("'" + param + "' must be a string or an array of content parts", param);
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const Json& part = content[i];
+    const std::string pp = param + "[" + std::to_string(i) + "]";
+    const Json type = part.is_object() ? part.value("type", Json()) : Json();
+    if (type != "input_text" && type != "output_text" && type != "text") {
+      return BadRequest(
+          "'" + pp + ".type' must be input_text or output_text (this server takes text only)",
+          pp + ".type");
+    }
+    auto t = part.find("text");
+    if (t == part.end() || !t->is_string())
+      return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
+    if (i > 0) text += "\n";
+    text += t->get<std::string>();
+  }
+  *out = std::move(text);
+  return std::nullopt;
+}
+
+// input: a string (one user message) or message items -> chat messages.
+std::optional<ApiError> ReadInput(const Json& body, Json* messages) {
+  auto in = body.find("input");
+  if (in == body.end() || in->is_null())
+    return BadRequest("You must provide an input parameter.", "input");
+  if (in->is_string()) {
+    messages->push_back(Json{{"role", "user"}, {"content", in->get<std::string>()}});
+    return std::nullopt;
+  }
+  if (!in->is_array() || in->empty())
+    return BadRequest("'input' must be a string or a non-empty array of message items", "input");
+  for (size_t i = 0; i < in->size(); ++i) {
+    const Json& item = (*in)[i];
+    const std::string ip = "input[" + std::to_string(i) + "]";
+    if (!item.is_object()) return BadRequest("'" + ip + "' must be an object", ip);
+    const Json type = item.value("type", Json("message"));
+    if (type != "message") {
+      return BadRequest(
+          "'" + ip + ".type' is " + Dump(type) +
+              "; this server takes message items only (function calls are not supported yet)",
+          ip + ".type");
+    }
+    const Json role = item.value("role", Json());
+    if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
+      return BadRequest("'" + ip + ".role' must be user, assistant, system or developer",
+                        ip + ".role");
+    }
+    auto c = item.find("content");
+    if (c == item.end() || c->is_null())
+      return BadRequest("'" + ip + ".content' is required", ip + ".content");
+    std::string text;
+    STET_API_TRY(ItemContent(*c, ip + ".content", &text));
+    messages->push_back(Json{{"role", role}, {"content", std::move(text)}});
+  }
+  return std::nullopt;
+}
+
+// What needs stored state or features stet lacks yet: a 400 naming the field.
+std::optional<ApiError> RefuseUnsupported(const Json& body) {
+  if (Present(body, "previous_response_id"))
+    return BadRequest(
+        "'previous_response_id' is not supported: this server stores no responses (send the "
+        "whole conversation as input)",
+        "previous_response_id");
+  if (Present(body, "conversation"))
+    return BadRequest("'conversation' is not supported: this server stores no conversations",
+                      "conversation");
+  for (const char* key : {"store", "background"}) {
+    bool v = false;
+    STET_API_TRY(ReadBool(body, key, &v));
+    if (v)
+      return BadRequest(
+          std::string("'") + key + "': true is not supported: this server stores no responses",
+          key);
+  }
+  auto tools = body.find("tools");
+  if (tools != body.end() && !tools->is_null() && !(tools->is_array() && tools->empty()))
+    return BadRequest("'tools' is not supported on /v1/responses yet (tool calls are not parsed)",
+                      "tools");
+  auto choice = body.find("tool_choice");
+  if (choice != body.end() && !choice->is_null() && *choice != "none" && *choice != "auto")
+    return BadRequest("'tool_choice' supports only \"none\" and \"auto\"", "tool_choice");
+  auto text = body.find("text");
+  if (text != body.end() && !text->is_null()) {
+    if (!text->is_object()) return BadRequest("'text' must be an object", "text");
+    auto fmt = text->find("format");
+    if (fmt != text->end() && !fmt->is_null() &&
+        (!fmt->is_object() || fmt->value("type", Json()) != "text"))
+      return BadRequest(
+          "'text.format' supports only {\"type\": \"text\"} (structured outputs are not supported "
+          "yet)",
+          "text.format");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadInclude(const Json& body, ResponsesShape* shape) {
+  auto inc = body.find("include");
+  if (inc == body.end() || inc->is_null()) return std::nullopt;
+  if (!inc->is_array()) return BadRequest("'include' must be an array of strings", "include");
+  for (const Json& v : *inc) {
+    if (v != kLogprobsInclude)
+      return BadRequest("'include' supports only \"message.output_text.logprobs\", not " + Dump(v),
+                        "include");
+    shape->logprobs = true;
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadModelName(const Json& body, const ServedModel& served) {
+  auto it = body.find("model");
+  if (it == body.end() || it->is_null())
+    return BadRequest("You must provide a model parameter.", "model");
+  if (!it->is_string())
+    return BadRequest(std::string("'model' must be a string, not ") + TypeName(*it), "model");
+  if (!served.Matches(it->get<std::string>())) return ModelNotFound(it->get<std::string>());
+  return std::nullopt;
+}
+
+Json UsageObject(const UsageCounts& u) {
+  Json j = Json::object();
+  j["input_tokens"] = u.prompt_tokens;
+  j["input_tokens_details"] = Json{{"cached_tokens", u.cached_tokens}};
+  j["output_tokens"] = u.completion_tokens;
+  j["output_tokens_details"] = Json{{"reasoning_tokens", 0}};
+  j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
+  return j;
+}
+
+std::string MessageId(const ResponseMeta& meta) {
+  const std::string& id = meta.id;
+  return "msg_" + (id.rfind("resp_", 0) == 0 ? id.substr(5) : id);
+}
+
+Json TextPart(const ResponsesShape& s, const ChoiceResult& c, const PieceFn& piece) {
+  Json part = Json::object();
+  part["type"] = "output_text";
+  part["text"] = c.text;
+  part["annotations"] = Json::array();
+  if (s.logprobs) part["logprobs"] = ChatLogprobs(c.tokens, s.top_logprobs, piece)["content"];
+  return part;
+}
+
+Json MessageItem(const ResponsesShape& s, const ChoiceResult& c, const char* status,
+                 const PieceFn& piece, bool with_part) {
+  Json item = Json::object();
+  item["id"] = MessageId(s.meta);
+  item["type"] = "message";
+  item["status"] = status;
+  item["role"] = "assistant";
+  item["content"] = with_part ? Json::array({TextPart(s, c, piece)}) : Json::array();
+  return item;
+}
+
+// The response object; `output` and `usage` as far as they are known.
+Json ResponseObject(const ResponsesShape& s, const char* status, Json output, Json usage,
+                    Json incomplete) {
+  Json j = Json::object();
+  j["id"] = s.meta.id;
+  j["object"] = "response";
+  j["created_at"] = s.meta.created;
+  j["status"] = status;
+  j["background"] = false;
+  j["error"] = nullptr;
+  j["incomplete_details"] = std::move(incomplete);
+  j["instructions"] = s.instructions;
+  j["max_output_tokens"] = s.max_output_tokens;
+  j["model"] = s.meta.model;
+  j["output"] = std::move(output);
+  j["parallel_tool_calls"] = true;
+  j["previous_response_id"] = nullptr;
+  j["reasoning"] = Json{{"effort", nullptr}, {"summary", nullptr}};
+  j["store"] = false;
+  j["temperature"] = s.temperature;
+  j["text"] = Json{{"format", Json{{"type", "text"}}}};
+  j["tool_choice"] = s.tool_choice;
+  j["tools"] = Json::array();
+  j["top_logprobs"] = s.top_logprobs;
+  j["top_p"] = s.top_p;
+  j["truncation"] = "disabled";
+  j["usage"] = std::move(usage);
+  j["metadata"] = s.metadata;
+  j["system_fingerprint"] = s.meta.fingerprint;
+  j["seed"] = s.meta.seed;
+  return j;
+}
+
+bool Incomplete(FinishReason why) { return why == FinishReason::kLength; }
+
+Json FinalResponse(const ResponsesShape& s, const ChoiceResult& c, const UsageCounts& u,
+                   const PieceFn& piece) {
+  const bool incomplete = Incomplete(c.finish);
+  Json details = incomplete ? Json{{"reason", "max_output_tokens"}} : Json(nullptr);
+  Json output =
+      Json::array({MessageItem(s, c, incomplete ? "incomplete" : "completed", piece, true)});
+  return ResponseObject(s, incomplete ? "incomplete" : "completed", std::move(output),
+                        UsageObject(u), std::move(details));
+}
+
+}  // namespace
+
+ApiOr<ResponsesRequest> ParseResponsesRequest(const Json& body, const ServedModel& model) {
+  ResponsesRequest r;
+  STET_API_TRY(ReadModelName(body, model));
+  STET_API_TRY(RefuseUnsupported(body));
+  Json messages = Json::array();
+  auto instr = body.find("instructions");
+  if (instr != body.end() && !instr->is_null()) {
+    if (!instr->is_string()) return BadRequest("'instructions' must be a string", "instructions");
+    messages.push_back(Json{{"role", "system"}, {"content", *instr}});
+    r.shape.instructions = *instr;
+  }
+  STET_API_TRY(ReadInput(body, &messages));
+  // The chat parser's normalization (and its checks) on the messages built from the input.
+  STET_API_TRY(ParseMessages(Json{{"messages", std::move(messages)}}, &r.messages));
+  STET_API_TRY(ParseSampling(body, &r.s.params.sampling));
+  STET_API_TRY(ReadBool(body, "ignore_eos", &r.s.params.ignore_eos));
+  STET_API_TRY(ReadBool(body, "stream", &r.s.stream));
+  if (Present(body, "max_output_tokens")) {
+    int v = 0;
+    STET_API_TRY(ReadInt(body, "max_output_tokens", 1, std::numeric_limits<int32_t>::max(), &v));
+    r.s.max_tokens = v;
+    r.shape.max_output_tokens = v;
+  }
+  STET_API_TRY(ReadInclude(body, &r.shape));
+  STET_API_TRY(ReadInt(body, "top_logprobs", &r.shape.top_logprobs));  // 0..20: the engine's check
+  if (r.shape.logprobs) r.s.params.top_logprobs = r.shape.top_logprobs;
+  if (Present(body, "temperature")) r.shape.temperature = body["temperature"];
+  if (Present(body, "top_p")) r.shape.top_p = body["top_p"];
+  if (Present(body, "tool_choice")) r.shape.tool_choice = body["tool_choice"];
+  auto md = body.find("metadata");
+  r.shape.metadata = md != body.end() && md->is_object() ? *md : Json::object();
+  return r;
+}
+
+Json ResponsesBody(const ResponsesShape& shape, const ChoiceResult& choice,
+                   const UsageCounts& usage, const PieceFn& piece) {
+  return FinalResponse(shape, choice, usage, piece);
+}
+
+// ---------------------------------------------------------------------------
+
+ResponsesStream::ResponsesStream(ResponsesShape shape, PieceFn piece)
+    : shape_(std::move(shape)), piece_(std::move(piece)) {}
+
+std::string ResponsesStream::Event(const char* type, Json data) {
+  Json j = Json::object();
+  j["type"] = type;
+  j["sequence_number"] = seq_++;
+  for (auto it = data.begin(); it != data.end(); ++it) j[it.key()] = std::move(it.value());
+  return std::string("event: ") + type + "\ndata: " + Dump(j) + "\n\n";
+}
+
+Json ResponsesStream::TextEvent() const {
+  Json j = Json::object();
+  j["item_id"] = MessageId(shape_.meta);
+  j["output_index"] = 0;
+  j["content_index"] = 0;
+  return j;
+}
+
+std::string ResponsesStream::Start() {
+  const Json pending = ResponseObject(shape_, "in_progress", Json::array(), nullptr, nullptr);
+  std::string out = Event("response.created", Json{{"response", pending}});
+  out += Event("response.in_progress", Json{{"response", pending}});
+  out += Event(
+      "response.output_item.added",
+      Json{{"output_index", 0}, {"item", MessageItem(shape_, acc_, "in_progress", piece_, false)}});
+  Json part = TextEvent();
+  Json empty = Json::object();
+  empty["type"] = "output_text";
+  empty["text"] = "";
+  empty["annotations"] = Json::array();
+  part["part"] = std::move(empty);
+  out += Event("response.content_part.added", std::move(part));
+  return out;
+}
+
+std::string ResponsesStream::Token(const std::string& text_delta, const TokenOut* tok) {
+  Json lps = Json::array();
+  if (shape_.logprobs && tok) {
+    lps = ChatLogprobs({*tok}, shape_.top_logprobs, piece_)["content"];
+    acc_.tokens.push_back(*tok);
+  }
+  acc_.text += text_delta;
+  if (text_delta.empty() && lps.empty()) return "";
+  Json d = TextEvent();
+  d["delta"] = text_delta;
+  d["logprobs"] = std::move(lps);
+  return Event("response.output_text.delta", std::move(d));
+}
+
+std::string ResponsesStream::Finish(const std::string& text_delta, FinishReason why) {
+  acc_.finish = why;
+  return text_delta.empty() ? "" : Token(text_delta, nullptr);
+}
+
+std::string ResponsesStream::Done(const UsageCounts& usage) {
+  const bool incomplete = Incomplete(acc_.finish);
+  Json text_done = TextEvent();
+  text_done["text"] = acc_.text;
+  text_done["logprobs"] = shape_.logprobs
+                              ? ChatLogprobs(acc_.tokens, shape_.top_logprobs, piece_)["content"]
+                              : Json::array();
+  std::string out = Event("response.output_text.done", std::move(text_done));
+  Json part_done = TextEvent();
+  part_done["part"] = TextPart(shape_, acc_, piece_);
+  out += Event("response.content_part.done", std::move(part_done));
+  out += Event("response.output_item.done",
+               Json{{"output_index", 0},
+                    {"item", MessageItem(shape_, acc_, incomplete ? "incomplete" : "completed",
+                                         piece_, true)}});
+  out += Event(incomplete ? "response.incomplete" : "response.completed",
+               Json{{"response", FinalResponse(shape_, acc_, usage, piece_)}});
+  return out;
+}
+
+}  // namespace stet::server

@@ -1,0 +1,71 @@
+// POST /v1/responses, OpenAI's Responses API over the chat template: the
+// request (input as a string or message items, instructions,
+// max_output_tokens, sampling, include message.output_text.logprobs), the
+// response object, and the typed SSE events of a stream (response.created …
+// response.output_text.delta … response.completed). Stateless: what needs
+// stored responses or features stet lacks yet (tools, structured text) is a
+// 400 naming the field. Invariant: a stream's deltas concatenate to the
+// text, and its final response object is the non-streamed one.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/request_parse.h"
+#include "server/response.h"
+
+namespace stet::server {
+
+// What the response object echoes of its request, and how it reports tokens.
+struct ResponsesShape {
+  ResponseMeta meta;  // id "resp_...", created_at, model, fingerprint, seed
+  Json instructions = nullptr;
+  Json max_output_tokens = nullptr;
+  Json metadata;  // the request's, or {}
+  Json tool_choice = "auto";
+  Json temperature = 1.0;
+  Json top_p = 1.0;
+  bool logprobs = false;  // include: ["message.output_text.logprobs"]
+  int top_logprobs = 0;
+};
+
+struct ResponsesRequest {
+  Json messages;  // chat messages for the template: instructions first (as system)
+  CommonFields s;
+  ResponsesShape shape;
+};
+
+ApiOr<ResponsesRequest> ParseResponsesRequest(const Json& body, const ServedModel& model);
+
+// The response object: status "completed", or "incomplete" (reason
+// max_output_tokens) when generation ended on its length.
+Json ResponsesBody(const ResponsesShape& shape, const ChoiceResult& choice,
+                   const UsageCounts& usage, const PieceFn& piece);
+
+// The events of one streamed response, each "event: <type>\ndata: <json>\n\n"
+// with a sequence_number counting from 0.
+class ResponsesStream {
+ public:
+  ResponsesStream(ResponsesShape shape, PieceFn piece);
+  // response.created, response.in_progress, output_item.added, content_part.added
+  std::string Start();
+  // response.output_text.delta ("" when the token releases no text and no logprobs are asked)
+  std::string Token(const std::string& text_delta, const TokenOut* tok);
+  // The last text, if any; remembers why generation ended.
+  std::string Finish(const std::string& text_delta, FinishReason why);
+  // output_text.done, content_part.done, output_item.done, then
+  // response.completed (or response.incomplete) carrying the full response.
+  std::string Done(const UsageCounts& usage);
+
+ private:
+  std::string Event(const char* type, Json data);
+  Json TextEvent() const;  // item_id, output_index, content_index
+  ResponsesShape shape_;
+  PieceFn piece_;
+  int seq_ = 0;
+  ChoiceResult acc_;
+};
+
+}  // namespace stet::server

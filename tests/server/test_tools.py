@@ -1,0 +1,81 @@
+"""Tool calls on a live server with the openai client, on stories260K (ChatML
+fallback: the generic JSON format): an answer that is not a call comes back as
+text, streamed with tools as one held-back content chunk equal to the
+non-streamed text; tool_choice none leaves the answer unparsed and streamed
+token by token; a tool round trip (call -> tool message -> answer) is
+accepted; tool_choice required / named are clear 400s. The parser itself is
+tested on the real templates' formats in tool_calls_test.cc."""
+import unittest
+
+import stet_server as S
+
+S.require_openai()
+import openai  # noqa: E402
+
+STORIES = S.stories_path()
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
+                                           "parameters": {"type": "object",
+                                                          "properties": {"location": {"type": "string"}},
+                                                          "required": ["location"]}}}]
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+class ToolsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = S.StetServer(STORIES, "--threads", "2")
+        cls.client = cls.srv.client()
+        cls.model = cls.client.models.list().data[0].id
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def chat(self, **kw):
+        kw.setdefault("model", self.model)
+        kw.setdefault("messages", ASK)
+        return self.client.chat.completions.create(**kw)
+
+    def test_text_answer_with_tools_stays_text(self):
+        r = self.chat(tools=TOOLS, max_tokens=30, temperature=0.8, seed=2, logprobs=True)
+        m = r.choices[0].message
+        self.assertIsNone(m.tool_calls)
+        self.assertTrue(m.content)
+        self.assertIn(r.choices[0].finish_reason, ("stop", "length"))
+        plain = self.chat(max_tokens=30, temperature=0.8, seed=2)
+        self.assertEqual(m.content, plain.choices[0].message.content)  # the tools are not in this template
+        chunks = list(self.chat(tools=TOOLS, max_tokens=30, temperature=0.8, seed=2, logprobs=True, stream=True))
+        content = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+        self.assertEqual(len(content), 1)  # held back, then sent whole
+        self.assertEqual(content[0], m.content)
+        streamed_lps = [e.logprob for c in chunks if c.choices and c.choices[0].logprobs
+                        for e in c.choices[0].logprobs.content]
+        self.assertEqual(streamed_lps, [e.logprob for e in r.choices[0].logprobs.content])
+        self.assertEqual(chunks[-1].choices[0].finish_reason, r.choices[0].finish_reason)
+        # tool_choice none: nothing is parsed or held back.
+        none = list(self.chat(tools=TOOLS, tool_choice="none", max_tokens=30, temperature=0.8, seed=2, stream=True))
+        pieces = [c.choices[0].delta.content for c in none if c.choices and c.choices[0].delta.content]
+        self.assertGreater(len(pieces), 1)
+        self.assertEqual("".join(pieces), m.content)
+
+    def test_tool_round_trip_is_accepted(self):
+        msgs = ASK + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "{\"temperature\": 22}"}]
+        r = self.chat(messages=msgs, tools=TOOLS, max_tokens=10, temperature=0, parallel_tool_calls=False)
+        self.assertIsNotNone(r.choices[0].message.content)
+
+    def test_required_and_named_need_constrained_decoding(self):
+        for choice in ("required", {"type": "function", "function": {"name": "get_weather"}}):
+            with self.assertRaises(openai.BadRequestError) as cm:
+                self.chat(tools=TOOLS, tool_choice=choice, max_tokens=4)
+            self.assertEqual(cm.exception.param, "tool_choice")
+            self.assertIn("constrained decoding", str(cm.exception))
+        with self.assertRaises(openai.BadRequestError):
+            self.chat(tools=TOOLS, parallel_tool_calls="yes", max_tokens=4)
+
+
+if __name__ == "__main__":
+    unittest.main()
