@@ -116,6 +116,7 @@ void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 float Dot(const float* a, const float* b, int64_t n);
 void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+void GeGlu(const float* gate, const float* up, int64_t n, float* out);
 void Add(const float* a, const float* b, int64_t n, float* out);
 void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
           RopeStyle style);
@@ -134,6 +135,7 @@ void MatMulQKLowBitRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q2_k, 
 float Dot(const float* a, const float* b, int64_t n);
 void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+void GeGlu(const float* gate, const float* up, int64_t n, float* out);
 void Add(const float* a, const float* b, int64_t n, float* out);
 void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
           RopeStyle style);

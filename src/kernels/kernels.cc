@@ -357,6 +357,10 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa) 
   STET_PATH(UseAvx2(isa), SwiGlu)(gate, up, n, out);
 }
 
+void GeGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa) {
+  STET_PATH(UseAvx2(isa), GeGlu)(gate, up, n, out);
+}
+
 void Add(const float* a, const float* b, int64_t n, float* out, Isa isa) {
   STET_PATH(UseAvx2(isa), Add)(a, b, n, out);
 }

@@ -75,6 +75,10 @@ void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, fl
 // out[i] = SiluF(gate[i]) * up[i]. out may alias gate or up.
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa);
 
+// out[i] = GeluTanhF(gate[i]) * up[i] (GELU, tanh form, gating up: Gemma's FFN).
+// out may alias gate or up.
+void GeGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa);
+
 // out[i] = a[i] + b[i]. out may alias a or b.
 void Add(const float* a, const float* b, int64_t n, float* out, Isa isa);
 

@@ -3,7 +3,7 @@
 namespace stet {
 
 const ArchSpec* FindArch(std::string_view name) {
-  for (const ArchSpec* a : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch()}) {
+  for (const ArchSpec* a : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch()}) {
     if (name == a->name) return a;
   }
   return nullptr;
@@ -11,7 +11,7 @@ const ArchSpec* FindArch(std::string_view name) {
 
 std::string SupportedArchList() {
   std::string s;
-  for (const ArchSpec* a : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch()}) {
+  for (const ArchSpec* a : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch()}) {
     if (!s.empty()) s += ", ";
     s += a->name;
   }

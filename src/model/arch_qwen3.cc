@@ -5,8 +5,15 @@
 namespace stet {
 
 const ArchSpec& Qwen3Arch() {
-  static const ArchSpec spec{"qwen3", kernels::RopeStyle::kNeox, /*qkv_bias=*/false,
-                             /*qk_norm=*/true, /*default_rope_base=*/1000000.0f};
+  static const ArchSpec spec{"qwen3",
+                             kernels::RopeStyle::kNeox,
+                             /*qkv_bias=*/false,
+                             /*qk_norm=*/true,
+                             /*default_rope_base=*/1000000.0f,
+                             FfnActivation::kSilu,
+                             /*post_norms=*/false,
+                             /*scale_embd=*/false,
+                             /*swa_pattern=*/0};
   return spec;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/check.h"
 #include "numerics/dequant.h"
@@ -11,8 +12,28 @@ namespace stet {
 
 namespace {
 
-void Grow(std::vector<float>& v, size_t n) {
+template <typename T>
+void Grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
+}
+
+// First key position a query at `pos` attends to: 0, or on a windowed layer
+// (window > 0) the start of its window. Depends on pos alone (R2).
+int64_t WindowStart(int64_t pos, int window) {
+  return window > 0 && pos >= window ? pos - window + 1 : 0;
+}
+
+// Copies rows [start, start + n) of `rows` (row_bytes each) into buf and
+// returns them as one contiguous run. Bytes are copied, never converted, so
+// attention over the copy computes what it would over the cache (R3).
+kernels::KvRows GatherWindow(const kernels::KvRows& rows, int64_t start, int64_t n,
+                             int64_t row_bytes, std::vector<uint8_t>& buf) {
+  Grow(buf, static_cast<size_t>(n * row_bytes));
+  for (int64_t t = 0; t < n; ++t) std::memcpy(&buf[t * row_bytes], rows.Row(start + t), row_bytes);
+  kernels::KvRows out;
+  out.base = buf.data();
+  out.row_stride = row_bytes;
+  return out;
 }
 
 }  // namespace
@@ -28,7 +49,13 @@ Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx, Num
   const auto& ff = model.weights().rope_freq_factors;
   rope_ = std::make_unique<RopeTable>(hp.rot_dim, hp.rope_base, scaling,
                                       ff.empty() ? nullptr : ff.data(), max_ctx);
+  if (hp.n_swa > 0) {
+    rope_swa_ =
+        std::make_unique<RopeTable>(hp.rot_dim, hp.rope_base_swa, RopeScaling{}, nullptr, max_ctx);
+  }
   scratch_.resize(pool ? pool->size() : 1);
+  window_k_.resize(scratch_.size());
+  window_v_.resize(scratch_.size());
 }
 
 Forward::~Forward() = default;
@@ -61,6 +88,11 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
         static_cast<const uint8_t*>(w.token_embd.data) + batch[i].token * w.token_embd.row_bytes;
     STET_RETURN_IF_ERROR(DequantizeRow(w.token_embd.type, row, d, &x_[i * d]));
   }
+  if (hp.arch->scale_embd) {
+    // As llama.cpp: the f32 row times sqrtf(n_embd), one rounding per element.
+    const float s = std::sqrt(static_cast<float>(d));
+    for (int64_t j = 0; j < m * d; ++j) x_[j] = x_[j] * s;
+  }
 
   for (int l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = w.layers[l];
@@ -80,9 +112,10 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
       kernels::RmsNorm(k_.data(), L.k_norm.data(), m * hp.n_head_kv, hp.head_dim, hp.rms_eps,
                        k_.data(), isa_);
     }
+    const RopeTable& rope = hp.IsSwa(l) ? *rope_swa_ : *rope_;
     for (int64_t i = 0; i < m; ++i) {
-      const float* c = rope_->Cos(batch[i].pos);
-      const float* s = rope_->Sin(batch[i].pos);
+      const float* c = rope.Cos(batch[i].pos);
+      const float* s = rope.Sin(batch[i].pos);
       kernels::Rope(&q_[i * hp.q_dim()], hp.n_head, hp.head_dim, hp.rot_dim, c, s,
                     hp.arch->rope_style, isa_);
       kernels::Rope(&k_[i * hp.kv_dim()], hp.n_head_kv, hp.head_dim, hp.rot_dim, c, s,
@@ -95,13 +128,23 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
     }
     Attention(batch, l, kv);
     MatMul(L.wo, attn_.data(), m, xn_.data());
+    if (!L.attn_post_norm.empty()) {
+      kernels::RmsNorm(xn_.data(), L.attn_post_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
+    }
     kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
 
-    // Feed-forward block (SwiGLU).
+    // Feed-forward block (SwiGLU, or GeGLU for gemma3).
     kernels::RmsNorm(x_.data(), L.ffn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
     MatMuls({&L.w_gate, &L.w_up}, xn_.data(), m, {ff_gate_.data(), ff_up_.data()});
-    kernels::SwiGlu(ff_gate_.data(), ff_up_.data(), m * hp.n_ff, ff_gate_.data(), isa_);
+    if (hp.arch->ffn_act == FfnActivation::kGeluTanh) {
+      kernels::GeGlu(ff_gate_.data(), ff_up_.data(), m * hp.n_ff, ff_gate_.data(), isa_);
+    } else {
+      kernels::SwiGlu(ff_gate_.data(), ff_up_.data(), m * hp.n_ff, ff_gate_.data(), isa_);
+    }
     MatMul(L.w_down, ff_gate_.data(), m, xn_.data());
+    if (!L.ffn_post_norm.empty()) {
+      kernels::RmsNorm(xn_.data(), L.ffn_post_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
+    }
     kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
   }
 
@@ -143,15 +186,18 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   const HParams& hp = model_.hparams();
   const int64_t m = static_cast<int64_t>(batch.size());
   const int group = hp.n_head / hp.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  const float scale = hp.attn_scale;
+  const int window = hp.IsSwa(layer) ? hp.n_swa : 0;
   const int64_t elem = kv.type() == DType::kF32 ? 4 : 2;
   // Two queries over the same K/V rows per task where possible (AttendHeadPair
   // shares each K/V load; its results are those of two AttendHead calls):
   // consecutive tokens of one sequence, head by head; a lone token (decode)
-  // pairs the heads of each KV group instead.
+  // pairs the heads of each KV group instead. Tokens pair only while both
+  // windows start at 0 (a pair reads the same K/V rows).
   attn_tasks_.clear();
   for (int64_t i = 0; i < m; ++i) {
-    if (i + 1 < m && batch[i + 1].seq == batch[i].seq) {
+    if (i + 1 < m && batch[i + 1].seq == batch[i].seq &&
+        WindowStart(batch[i + 1].pos, window) == 0) {
       for (int h = 0; h < hp.n_head; ++h) attn_tasks_.push_back({i, i + 1, h, h});
       ++i;
       continue;
@@ -172,12 +218,19 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
       const AttnTask& at = attn_tasks_[task];
       const BatchToken& t = batch[at.i0];
       const int kvh = at.h0 / group;
-      const int64_t n_kv = t.pos + 1;
-      const int64_t n_kv1 = at.i1 >= 0 ? batch[at.i1].pos + 1 : 0;
+      // A pair shares its first position: the same token, or two tokens whose
+      // windows both start at 0 (see the task list above).
+      const int64_t start = WindowStart(t.pos, window);
+      const int64_t n_kv = t.pos + 1 - start;
+      const int64_t n_kv1 = at.i1 >= 0 ? batch[at.i1].pos + 1 - start : 0;
       Grow(scratch, 2 * std::max(n_kv, n_kv1) + 2 * hp.head_dim);
       const int64_t kv_head_bytes = kvh * hp.head_dim * elem;
-      const kernels::KvRows kh = kv.KRows(layer, t.seq).Offset(kv_head_bytes);
-      const kernels::KvRows vh = kv.VRows(layer, t.seq).Offset(kv_head_bytes);
+      kernels::KvRows kh = kv.KRows(layer, t.seq).Offset(kv_head_bytes);
+      kernels::KvRows vh = kv.VRows(layer, t.seq).Offset(kv_head_bytes);
+      if (start > 0) {
+        kh = GatherWindow(kh, start, n_kv, hp.head_dim * elem, window_k_[thread]);
+        vh = GatherWindow(vh, start, n_kv, hp.head_dim * elem, window_v_[thread]);
+      }
       float* out0 = &attn_[at.i0 * hp.q_dim() + at.h0 * hp.head_dim];
       const float* q0 = &q_[at.i0 * hp.q_dim() + at.h0 * hp.head_dim];
       if (at.i1 >= 0) {

@@ -50,7 +50,8 @@ class Forward {
   // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
                std::initializer_list<float*> ys);
-  // Reads K/V in place through the store's views (a paged block table: no copy).
+  // Reads K/V in place through the store's views (a paged block table: no copy);
+  // on a windowed layer a query whose window starts past 0 reads a gathered copy.
   void Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv);
 
   const Model& model_;
@@ -59,9 +60,13 @@ class Forward {
   int max_ctx_;
   NumericsMode mode_;
   std::unique_ptr<RopeTable> rope_;
+  std::unique_ptr<RopeTable> rope_swa_;  // windowed layers' table (gemma3), or null
   // Workspace, grown on demand and then reused (no allocation in steady state).
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+  // Per thread: a sliding window's K and V rows gathered into one run (their
+  // bytes unchanged), so attention sees positions window-start.. as 0..
+  std::vector<std::vector<uint8_t>> window_k_, window_v_;
   // One attention call: query rows (i0, h0) and, for a pair, (i1, h1) over the
   // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query).
   struct AttnTask {

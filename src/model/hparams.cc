@@ -1,5 +1,7 @@
 #include "model/hparams.h"
 
+#include <cmath>
+
 namespace stet {
 
 namespace {
@@ -25,6 +27,31 @@ Status ReadDouble(const gguf::GgufFile& f, const std::string& key, double* out) 
   auto d = v->AsFloat();
   if (!d) return DataLoss("model metadata '" + key + "' must be a number");
   *out = *d;
+  return Status::Ok();
+}
+
+// {arch}.attention.sliding_window and its layer pattern (a period, or one bool
+// per layer), as llama.cpp reads them for gemma3.
+Status ReadSlidingWindow(const gguf::GgufFile& f, const std::string& p, HParams* hp) {
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.sliding_window", false, &hp->n_swa));
+  if (hp->n_swa == 0) return Status::Ok();  // no window: full attention everywhere
+  hp->swa_layers.assign(hp->n_layer, 0);
+  const std::string pattern_key = p + "attention.sliding_window_pattern";
+  const gguf::MetaValue* pattern = f.Find(pattern_key);
+  if (pattern && pattern->type() == gguf::ValueType::kArray) {
+    if (pattern->array_size() != static_cast<uint64_t>(hp->n_layer)) {
+      return DataLoss("'" + pattern_key + "' has " + std::to_string(pattern->array_size()) +
+                      " entries, expected one per layer (" + std::to_string(hp->n_layer) + ")");
+    }
+    for (int l = 0; l < hp->n_layer; ++l) hp->swa_layers[l] = pattern->ArrayInt(l) != 0;
+  } else {
+    int period = hp->arch->swa_pattern;
+    STET_RETURN_IF_ERROR(ReadInt(f, pattern_key, false, &period));
+    for (int l = 0; l < hp->n_layer; ++l)
+      hp->swa_layers[l] = period == 0 || l % period < period - 1;
+  }
+  STET_RETURN_IF_ERROR(ReadDouble(f, p + "rope.freq_base_swa", &hp->rope_base_swa));
+  if (!(hp->rope_base_swa > 1.0)) return DataLoss("rope.freq_base_swa must be > 1");
   return Status::Ok();
 }
 
@@ -66,6 +93,17 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
   double eps = 1e-5;
   STET_RETURN_IF_ERROR(ReadDouble(f, p + "attention.layer_norm_rms_epsilon", &eps));
   hp.rms_eps = static_cast<float>(eps);
+
+  hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  if (hp.arch->swa_pattern > 0) {
+    STET_RETURN_IF_ERROR(ReadSlidingWindow(f, p, &hp));
+    // Gemma 3 27B scales by the model width per head, not key_length (as llama.cpp).
+    if (hp.n_layer == 62)
+      hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head));
+  }
+  double softcap = 0.0;
+  STET_RETURN_IF_ERROR(ReadDouble(f, p + "final_logit_softcapping", &softcap));
+  if (softcap != 0.0) return Unimplemented("final_logit_softcapping is not supported");
 
   if (const gguf::MetaValue* st = f.Find(p + "rope.scaling.type")) {
     auto type = st->AsString();

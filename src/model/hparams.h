@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "format/gguf.h"
@@ -25,6 +26,15 @@ struct HParams {
   double rope_base = 10000.0;
   double rope_linear_factor = 1.0;  // rope.scaling.type == linear: positions / factor
   float rms_eps = 1e-5f;
+  float attn_scale = 0.0f;  // multiplies q·k: 1 / sqrtf(head_dim)
+  // Sliding-window attention (gemma3): on a windowed layer the query at position
+  // p sees keys p - n_swa + 1 .. p (llama.cpp masks p - p_key >= n_swa). A
+  // function of p alone, so chunking, batching and caching cannot move the edge.
+  int n_swa = 0;                    // 0: every layer attends to the whole prefix
+  std::vector<uint8_t> swa_layers;  // [n_layer], 1 where windowed (empty when n_swa == 0)
+  double rope_base_swa = 10000.0;   // windowed layers' RoPE base (no scaling there)
+
+  bool IsSwa(int layer) const { return n_swa > 0 && swa_layers[layer] != 0; }
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }

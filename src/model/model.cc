@@ -107,6 +107,10 @@ Status Model::LoadWeights(bool progress) {
     const auto& ff = w_.rope_freq_factors;
     STET_RETURN_IF_ERROR(ValidateRope(hp.rot_dim, hp.rope_base, scaling,
                                       ff.empty() ? nullptr : ff.data(), hp.n_ctx_train));
+    if (hp.n_swa > 0) {
+      STET_RETURN_IF_ERROR(
+          ValidateRope(hp.rot_dim, hp.rope_base_swa, RopeScaling{}, nullptr, hp.n_ctx_train));
+    }
   }
 
   ProgressBar bar("loading", hp.n_layer);
@@ -130,6 +134,11 @@ Status Model::LoadWeights(bool progress) {
       STET_ASSIGN_OR_RETURN(L.k_norm, Vector(f, b + "attn_k_norm.weight", hp.head_dim));
     }
     STET_ASSIGN_OR_RETURN(L.ffn_norm, Vector(f, b + "ffn_norm.weight", hp.n_embd));
+    if (hp.arch->post_norms) {
+      STET_ASSIGN_OR_RETURN(L.attn_post_norm,
+                            Vector(f, b + "post_attention_norm.weight", hp.n_embd));
+      STET_ASSIGN_OR_RETURN(L.ffn_post_norm, Vector(f, b + "post_ffw_norm.weight", hp.n_embd));
+    }
     STET_ASSIGN_OR_RETURN(L.w_gate, Matrix(f, b + "ffn_gate.weight", hp.n_ff, hp.n_embd));
     STET_ASSIGN_OR_RETURN(L.w_up, Matrix(f, b + "ffn_up.weight", hp.n_ff, hp.n_embd));
     STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff));

@@ -21,6 +21,9 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;   // qwen3 per-head norms [head_dim]; else empty
   std::vector<float> ffn_norm;         // [n_embd]
   kernels::WeightView w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
+  // gemma3: RMSNorm of the attention output and of the FFN output before each
+  // residual add [n_embd]; else empty.
+  std::vector<float> attn_post_norm, ffn_post_norm;
 };
 
 struct ModelWeights {

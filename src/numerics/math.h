@@ -63,6 +63,22 @@ inline float SiluF(float x) {
   return x / (1.0f + ExpF(-x));
 }
 
+// GELU, tanh approximation (Gemma's FFN): 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+// computed as x / (1 + e^(-2u)) (the same value: 0.5 (1 + tanh u) = sigmoid(2u)), which has no
+// cancellation for negative x and no tanh. Fixed steps, no fma: x2 = x*x, x3 = x2*x,
+// s = x + kGeluA*x3, z = kGelu2C*s (= 2u), then SiLU's quotient. GeluTanhF(-inf) = -0 (its
+// limit); where x^3 overflows the value is the limit (x or -0). Bound in math_test.cc.
+inline constexpr float kGeluA = 0.044715f;
+inline constexpr float kGelu2C = 1.5957691216057308f;  // 2 * sqrt(2 / pi)
+inline float GeluTanhF(float x) {
+  if (x == -INFINITY) return -0.0f;
+  const float x2 = x * x;
+  const float x3 = x2 * x;
+  const float s = x + kGeluA * x3;
+  const float z = kGelu2C * s;
+  return x / (1.0f + ExpF(-z));
+}
+
 // Natural log for float (used for log-softmax in the sampler): evaluated in double and
 // rounded once, so <= 0.501 ulp. log(0) = -inf, log(x < 0) = nan, log(inf) = inf.
 float LogF(float x);

@@ -52,4 +52,16 @@ inline __m256 SiluF8(__m256 x) {
   return _mm256_blendv_ps(res, _mm256_set1_ps(-0.0f), is_minus_inf);
 }
 
+// Lane-for-lane GeluTanhF: the same operations in the same order.
+inline __m256 GeluTanhF8(__m256 x) {
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  const __m256 x3 = _mm256_mul_ps(x2, x);
+  const __m256 s = _mm256_add_ps(x, _mm256_mul_ps(_mm256_set1_ps(kGeluA), x3));
+  const __m256 z = _mm256_mul_ps(_mm256_set1_ps(kGelu2C), s);
+  const __m256 neg = _mm256_xor_ps(z, _mm256_set1_ps(-0.0f));
+  const __m256 res = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), ExpF8(neg)));
+  const __m256 is_minus_inf = _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+  return _mm256_blendv_ps(res, _mm256_set1_ps(-0.0f), is_minus_inf);
+}
+
 }  // namespace stet

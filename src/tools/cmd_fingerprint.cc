@@ -6,6 +6,7 @@
 #include "base/hash.h"
 #include "engine/fingerprint.h"
 #include "tools/common.h"
+#include "tools/model_catalog.h"
 
 namespace stet::tools {
 
@@ -47,11 +48,14 @@ CLI::App* AddFingerprintCommand(CLI::App& app, int* exit_code) {
       "fingerprint",
       "Print the system_fingerprint that `stet serve` reports for this model and settings: "
       "equal fingerprints and equal requests give equal bytes");
-  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")
+      ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
   cmd->add_option("--numerics", a->numerics, "invariant or adaptive")->capture_default_str();
   cmd->add_flag("-v,--verbose", a->verbose, "Also print what the fingerprint hashes");
-  cmd->callback([a, exit_code] { *exit_code = RunFingerprint(*a); });
+  cmd->callback([a, exit_code] {
+    if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunFingerprint(*a);
+  });
   return cmd;
 }
 

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "tools/common.h"
+#include "tools/model_catalog.h"
 
 namespace stet::tools {
 
@@ -191,7 +192,8 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
       app.add_subcommand("run",
                          "Generate text from a prompt. stdout carries exactly the generated text; "
                          "stderr carries progress and speed.");
-  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")
+      ->capture_default_str();
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text (empty: start from BOS)");
   cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
   cmd->add_option("-n,--n-predict", a->n_predict,
@@ -228,7 +230,9 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per step (adaptive below)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxSpecK));
-  cmd->callback([a, exit_code] { *exit_code = RunRun(*a); });
+  cmd->callback([a, exit_code] {
+    if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunRun(*a);
+  });
   return cmd;
 }
 

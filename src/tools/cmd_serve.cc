@@ -24,6 +24,7 @@
 #include "server/server.h"
 #include "tools/cmd_record.h"
 #include "tools/common.h"
+#include "tools/model_catalog.h"
 
 namespace stet::tools {
 
@@ -249,7 +250,7 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "serve", "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
                "/v1/models, /health, /metrics. See docs/api.md.");
-  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")->capture_default_str();
   cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
       ->capture_default_str()
@@ -361,7 +362,9 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
                   "stop first")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{86400000}));
-  cmd->callback([a, exit_code] { *exit_code = RunServe(*a); });
+  cmd->callback([a, exit_code] {
+    if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunServe(*a);
+  });
   return cmd;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "tools/common.h"
+#include "tools/model_catalog.h"
 
 namespace stet::tools {
 
@@ -70,7 +71,9 @@ CLI::App* AddTokenizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-bos", args->no_bos, "Do not add BOS/EOS even if the vocabulary asks for it");
   cmd->add_flag("--no-parse-special", args->no_parse_special,
                 "Treat special-token text (e.g. <|im_start|>) as plain text");
-  cmd->callback([args, exit_code] { *exit_code = RunTokenize(*args); });
+  cmd->callback([args, exit_code] {
+    if (ResolveModelOrReport(&args->model, exit_code)) *exit_code = RunTokenize(*args);
+  });
   return cmd;
 }
 

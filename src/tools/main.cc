@@ -9,6 +9,7 @@
 #include "tools/cmd_gguf_random.h"
 #include "tools/cmd_probe.h"
 #include "tools/cmd_proxy.h"
+#include "tools/cmd_pull.h"
 #include "tools/cmd_quantize.h"
 #include "tools/cmd_record.h"
 #include "tools/cmd_replay.h"
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
   stet::tools::AddRunCommand(app, &exit_code);
   stet::tools::AddTokenizeCommand(app, &exit_code);
   stet::tools::AddServeCommand(app, &exit_code);
+  stet::tools::AddPullCommand(app, &exit_code);
+  stet::tools::AddListCommand(app, &exit_code);
   stet::tools::AddFingerprintCommand(app, &exit_code);
   stet::tools::AddQuantizeCommand(app, &exit_code);
   stet::tools::AddBenchCommand(app, &exit_code);

@@ -1,6 +1,6 @@
-// The contract, tested on stories260K, three small random llama.cpp-verified
-// models (qwen2, qwen3, llama q8_0), the SmolLM2-135M shape and tiny random models of
-// the newer weight types: under randomized load — 1 to 64 concurrent requests
+// The contract, tested on stories260K, four small random llama.cpp-verified
+// models (qwen2, qwen3, llama q8_0, gemma3 with sliding windows), the SmolLM2-135M shape and tiny
+// random models of the newer weight types: under randomized load — 1 to 64 concurrent requests
 // arriving at random times, prompt lengths 1..80 with shared prefixes (cold,
 // warm and partial prefix-cache hits), chunk sizes 1/7/64/whole, KV caches small
 // enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
@@ -301,6 +301,12 @@ TEST(Invariance, Qwen2) {
 }
 TEST(Invariance, Qwen3) {
   RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen3.gguf", Scenarios(30), 32, 3);
+}
+// Gemma 3: sliding window 8 on five layers of six, so at prompt lengths up to
+// 120 the window edge falls inside chunks of 1, 7 and 64, across prefix-cache
+// hits and preemption; every request must still equal its solo run.
+TEST(Invariance, Gemma3SlidingWindow) {
+  RunSuite(testing::SourceDir() + "/tests/golden/arch/gemma3.gguf", Scenarios(30), 32, 5);
 }
 TEST(Invariance, Llama3Q8_0) {
   RunSuite(testing::SourceDir() + "/tests/golden/arch/llama-q8_0.gguf", Scenarios(30), 32, 4);

@@ -1,7 +1,8 @@
 // The forward pass is batch-invariant: a sequence's logits are bitwise equal
 // whatever the prefill chunk size, the thread count, the ISA path, and the
 // other sequences sharing its batches (numerics rules R1–R4). Run on the real
-// stories260K and SmolLM2 models, and on tiny random models of the newer weight types.
+// stories260K, SmolLM2 and Gemma 3 270M models, a random gemma3 model whose
+// sliding window is short enough to matter, and tiny random models of the newer weight types.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -117,6 +118,17 @@ TEST(ForwardInvariance, Stories260K) {
 
 TEST(ForwardInvariance, SmolLM2Q4_1) {
   ExpectInvariant(testing::ModelCacheDir() + "/SmolLM2-135M-Instruct.Q4_1.gguf", 12);
+}
+
+// Gemma 3 with a sliding window of 8 positions on layers 0-4: 40 positions put
+// the window edge inside every chunk size above, and past block boundaries of
+// the paged cache (block 5 or 16); layer 5 attends to everything.
+TEST(ForwardInvariance, Gemma3SlidingWindow) {
+  ExpectInvariant(testing::SourceDir() + "/tests/golden/arch/gemma3.gguf", 40);
+}
+
+TEST(ForwardInvariance, Gemma3_270M) {
+  ExpectInvariant(testing::ModelCacheDir() + "/gemma-3-270m-q4_k_m.gguf", 4);
 }
 
 // q5_0/q5_1/iq4_nl (32-block) and q2_k/q3_k/iq4_xs (256-superblock) weights: the tiny

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "format/gguf.h"
 #include "model/model.h"
@@ -96,6 +97,100 @@ TEST(ModelLoad, BadHeadCountsAreRejected) {
   auto r = Build(w);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("head_count_kv"), std::string::npos) << r.status().ToString();
+}
+
+// TinyLlama as gemma3, 7 layers (0-4 and 6 windowed, 5 global with the
+// default pattern), key_length 4, q/k norms and post-norms, window 16.
+gguf::GgufWriter TinyGemma3(int n_layer = 7) {
+  gguf::GgufWriter w = TinyLlama("gemma3");
+  w.SetU32("gemma3.block_count", n_layer);
+  w.SetU32("gemma3.attention.key_length", 4);
+  w.SetU32("gemma3.attention.sliding_window", 16);
+  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
+  for (int l = 0; l < n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    if (l > 0) {
+      for (const char* n : {"attn_norm", "ffn_norm"})
+        w.AddTensor(b + n + ".weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+      for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output"})
+        w.AddTensor(b + n + ".weight", DType::kF32, {8, 8}, F32Bytes(64));
+      w.AddTensor(b + "ffn_gate.weight", DType::kF32, {8, 32}, F32Bytes(256));
+      w.AddTensor(b + "ffn_up.weight", DType::kF32, {8, 32}, F32Bytes(256));
+      w.AddTensor(b + "ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
+    }
+    w.AddTensor(b + "attn_q_norm.weight", DType::kF32, {4}, F32Bytes(4, 1.0f));
+    w.AddTensor(b + "attn_k_norm.weight", DType::kF32, {4}, F32Bytes(4, 1.0f));
+    w.AddTensor(b + "post_attention_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+    w.AddTensor(b + "post_ffw_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  }
+  return w;
+}
+
+TEST(ModelLoad, Gemma3SlidingWindowLayersAndScales) {
+  auto r = Build(TinyGemma3());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const HParams& hp = (*r)->hparams();
+  EXPECT_STREQ(hp.arch->name, "gemma3");
+  EXPECT_EQ(hp.n_swa, 16);
+  EXPECT_EQ(hp.swa_layers, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0, 1}));
+  EXPECT_EQ(hp.rope_base, 1000000.0);
+  EXPECT_EQ(hp.rope_base_swa, 10000.0);
+  EXPECT_EQ(hp.attn_scale, 0.5f);  // 1 / sqrt(key_length 4)
+  EXPECT_TRUE((*r)->weights().tied_output);
+  EXPECT_EQ((*r)->weights().layers[6].ffn_post_norm.size(), 8u);
+}
+
+TEST(ModelLoad, Gemma3PatternAndSwaBaseFromMetadata) {
+  auto w = TinyGemma3(4);
+  w.SetU32("gemma3.attention.sliding_window_pattern", 2);
+  w.SetF32("gemma3.rope.freq_base_swa", 500.0f);
+  auto r = Build(w);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->hparams().swa_layers, (std::vector<uint8_t>{1, 0, 1, 0}));
+  EXPECT_EQ((*r)->hparams().rope_base_swa, 500.0);
+
+  auto w2 = TinyGemma3(3);
+  w2.SetI32Array("gemma3.attention.sliding_window_pattern", {0, 1, 1});
+  auto r2 = Build(w2);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ((*r2)->hparams().swa_layers, (std::vector<uint8_t>{0, 1, 1}));
+
+  auto w3 = TinyGemma3(3);
+  w3.SetI32Array("gemma3.attention.sliding_window_pattern", {1, 1});
+  auto r3 = Build(w3);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_NE(r3.status().message().find("one per layer"), std::string::npos)
+      << r3.status().ToString();
+}
+
+TEST(ModelLoad, Gemma3WithoutWindowAttendsEverywhere) {
+  auto w = TinyGemma3(2);
+  w.SetU32("gemma3.attention.sliding_window", 0);
+  auto r = Build(w);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->hparams().n_swa, 0);
+  EXPECT_FALSE((*r)->hparams().IsSwa(0));
+}
+
+TEST(ModelLoad, Gemma3MissingPostNormIsNamed) {
+  gguf::GgufWriter w = TinyLlama("gemma3");
+  w.SetU32("gemma3.attention.key_length", 4);
+  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
+  w.AddTensor("blk.0.attn_q_norm.weight", DType::kF32, {4}, F32Bytes(4, 1.0f));
+  w.AddTensor("blk.0.attn_k_norm.weight", DType::kF32, {4}, F32Bytes(4, 1.0f));
+  auto r = Build(w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("blk.0.post_attention_norm.weight"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(ModelLoad, Gemma3SoftcappingIsRefusedClearly) {
+  auto w = TinyGemma3(1);
+  w.SetF32("gemma3.final_logit_softcapping", 30.0f);
+  auto r = Build(w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("softcapping"), std::string::npos);
 }
 
 TEST(ModelLoad, MissingFileIsIoError) {

