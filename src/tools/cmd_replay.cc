@@ -14,6 +14,7 @@
 #include "forensics/replay_proxy.h"
 #include "tools/common.h"
 #include "tools/local_server.h"
+#include "tools/model_catalog.h"
 
 namespace stet::tools {
 
@@ -132,8 +133,10 @@ int RunReplayCmd(ReplayArgs a) {
     auto store = forensics::RecordStore::Open(a.db, forensics::RecordStore::Mode::kOpenExisting);
     if (!store.ok()) return Fail(store.status());
   }
+  auto path = ResolveModelArg(a.model.empty() ? DefaultModelPath() : a.model);  // file or name
+  if (!path.ok()) return Fail(path.status());
   LocalServerOptions lo;
-  lo.model_path = a.model.empty() ? DefaultModelPath() : a.model;
+  lo.model_path = *path;
   lo.threads = a.threads;
   lo.max_seqs = std::max(1, a.concurrency);
   auto local = LocalServer::Start(lo);
@@ -177,7 +180,8 @@ CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
   auto* endpoint = cmd->add_option("--endpoint", a->endpoint,
                                    "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)");
   cmd->add_option("--against", a->against,
-                  "'stet': answer with this machine's stet engine on the GGUF file given by -m "
+                  "'stet': answer with this machine's stet engine on the GGUF file (or pulled "
+                  "name) given by -m "
                   "(default: the setup model), started in-process as `stet serve` would be, "
                   "instead of an endpoint: what would this model have said")
       ->check(CLI::IsMember({"stet"}))
