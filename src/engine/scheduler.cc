@@ -100,7 +100,8 @@ void Scheduler::Admit(int* budget, std::vector<StepPlan>* plans) {
   const int B = opts_.block_size;
   while (*budget > 0 && !waiting_.empty() && !free_slots_.empty()) {
     Sequence* s = waiting_.front();
-    if (opts_.prefix_cache && !s->req->params.prompt_logprobs) {
+    // A prompt being scored needs every position's logits: no cache hits for it.
+    if (opts_.prefix_cache && !(s->req->params.prompt_logprobs && !s->prompt_scored)) {
       const int max_blocks = (static_cast<int>(s->tokens.size()) - 1) / B;
       s->blocks = blocks_.AcquirePrefix(s->tokens, max_blocks, &s->hashes);
       s->n_computed = static_cast<int>(s->blocks.size()) * B;

@@ -96,7 +96,8 @@ Result<ChatPrompt> ChatPrompt::Create(const std::string& source, const Tokenizer
 
 ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& tools,
                                               std::string* rendered,
-                                              std::optional<int64_t> now_unix) const {
+                                              std::optional<int64_t> now_unix,
+                                              size_t max_bytes) const {
   ChatTemplateOptions options;
   options.limits = limits_;
   if (now_unix) options.now_unix = *now_unix;
@@ -113,6 +114,12 @@ ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& 
                       "messages");
   }
   const std::string& s = *text;
+  if (s.size() > max_bytes) {
+    return ContextLengthExceeded("The rendered conversation is " + std::to_string(s.size()) +
+                                     " bytes, more than any prompt that fits this model's context "
+                                     "can hold; it was refused without tokenizing it.",
+                                 "messages");
+  }
   // The template wrote BOS itself: tokenize without adding another.
   const bool has_bos =
       tok_->bos() >= 0 && !bos_text_.empty() && s.compare(0, bos_text_.size(), bos_text_) == 0;

@@ -73,6 +73,16 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   rec.stream = s.stream;
   rec.seed = seed;
 
+  // Cheap checks before expensive work: a prompt text too long for any
+  // tokenization to fit the context is refused by its size, and a request
+  // takes its place in the queue before it is tokenized.
+  for (const PromptInput& p : r->prompts) {
+    if (!p.is_text) continue;
+    if (auto e = CheckPromptBytes(p.text.size(), "prompt")) return SendError(res, *e);
+  }
+  Slot slot = AdmitOrRefuse(res);
+  if (!slot) return;
+
   std::vector<RequestParams> params;
   std::vector<std::string> echo_text;  // per prompt
   for (const PromptInput& p : r->prompts) {
@@ -140,7 +150,7 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/false);
     return j;
   };
-  Run(std::move(params), s.stream, hooks, build, "prompt", res, std::move(record));
+  Run(std::move(slot), std::move(params), s.stream, hooks, build, "prompt", res, std::move(record));
 }
 
 void Server::Impl::HandleChat(const Request& req, Response& res) {
@@ -164,8 +174,11 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   rec.stream = s.stream;
   rec.seed = seed;
 
+  Slot slot = AdmitOrRefuse(res);  // before the render and the tokenization
+  if (!slot) return;
   std::string rendered;
-  auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix);
+  auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix,
+                         max_prompt_bytes);
   if (!ids.ok()) return SendError(res, ids.error());
   auto rp = BuildParams(s, std::move(*ids), limits, limits.n_ctx, "messages");
   if (!rp.ok()) return SendError(res, rp.error());
@@ -222,7 +235,8 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/true);
     return j;
   };
-  Run(std::move(params), s.stream, hooks, build, "messages", res, std::move(record));
+  Run(std::move(slot), std::move(params), s.stream, hooks, build, "messages", res,
+      std::move(record));
 }
 
 Json Server::Impl::ModelJson() const {

@@ -19,6 +19,8 @@
 namespace stet::server {
 
 constexpr int kMaxStop = 4;
+constexpr size_t kMaxStopBytes = 4096;  // per stop string (stet's bound; OpenAI names none)
+constexpr int kMaxLogitBias = 1024;     // logit_bias entries (stet's bound)
 constexpr int kMaxPrompts = 128;
 constexpr int kMaxChoicesPerRequest = 256;  // prompts x n
 constexpr int kMaxCompletionLogprobs = 5;   // /v1/completions' logprobs (the engine allows 20)

@@ -80,6 +80,26 @@ TEST(ParseBody, RejectsNonObjectsBadJsonBadUtf8AndDeepNesting) {
   EXPECT_TRUE(ParseBody("{\"a\": 1}").ok());
 }
 
+TEST(ParseCompletion, StopAndLogitBiasAreBounded) {
+  const std::string head = R"({"model": "SmolLM2", "prompt": "x", )";
+  const std::string ok_stop(kMaxStopBytes, 's'), long_stop(kMaxStopBytes + 1, 's');
+  EXPECT_TRUE(Completion(head + R"("stop": ")" + ok_stop + "\"}").ok());
+  for (const std::string& field :
+       {R"("stop": ")" + long_stop + "\"", R"("stop": ["a", ")" + long_stop + "\"]"}) {
+    auto r = Completion(head + field + "}");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().param, "stop");
+    EXPECT_NE(r.error().message.find("4096 bytes"), std::string::npos) << r.error().message;
+  }
+  std::string bias = R"("logit_bias": {)";
+  for (int i = 0; i <= kMaxLogitBias; ++i)
+    bias += (i ? "," : "") + ("\"" + std::to_string(i) + "\":1");
+  auto r = Completion(head + bias + "}}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().param, "logit_bias");
+  EXPECT_NE(r.error().message.find("at most 1024"), std::string::npos) << r.error().message;
+}
+
 TEST(ParseCompletion, DefaultsAndAllFields) {
   auto r = Completion(R"({"model": "SmolLM2", "prompt": "hi"})");
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -1,0 +1,285 @@
+"""Hostile request bodies against `stet serve` (issue 12): cheap checks before
+expensive work (a prompt too long for the context refused by its byte length
+before it is tokenized, admission under --max-queue before tokenizing), stop
+strings and logit_bias bounded, records without per-choice copies, and
+echo + logprobs scored once per prompt for all n choices.
+Every case asserts its status and time and, where the server runs on, its
+peak RSS (VmHWM); each prints a "CASE" line."""
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+import time
+import unittest
+
+import stet_server as S
+
+STORIES = S.stories_path()
+SMOL = S.smollm2_path()
+MIB = 1 << 20
+
+
+def vm_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"{field} missing for {pid}")
+
+
+def report(name, status, secs, srv=None):
+    rss = f", VmHWM {vm_kib(srv.proc.pid, 'VmHWM') / 1024:.1f} MiB" if srv else ""
+    print(f"CASE {name}: {status} in {secs:.2f} s{rss}", flush=True)
+
+
+def timed_post(srv, path, body, headers=None):
+    t0 = time.time()
+    status, _, data = srv.http("POST", path, body, headers=headers, timeout=120)
+    secs = time.time() - t0
+    try:
+        data = json.loads(data)
+    except ValueError:
+        pass
+    return status, data, secs
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def metric(srv, name):
+    for (n, labels), v in srv.metrics().items():
+        if n == name and not labels:
+            return v
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def settled_metric(srv, name):
+    """An engine counter once the engine has published it (it does when it next waits)."""
+    last = metric(srv, name)
+    for _ in range(50):
+        time.sleep(0.05)
+        now = metric(srv, name)
+        if now == last and metric(srv, "stet_running_sequences") == 0:
+            return now
+        last = now
+    return last
+
+
+class CheapChecksFirst(unittest.TestCase):
+    """SmolLM2 at -c 2048 with --max-queue 1 and a 64 MiB body limit: the
+    issue's numbers (8 x 15 MiB prompts: 3.9 GB and 16 s; 8 MiB of spaces:
+    12.7 s and 1 GB) become fast 400s with flat memory."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = S.StetServer(SMOL, "-c", "2048", "--max-queue", "1", "--max-body-bytes",
+                               str(64 * MIB), "--http-threads", "12", "--threads", "2")
+        cls.model = cls.model_id()
+        status, data, _ = timed_post(cls.srv, "/v1/completions",
+                                     {"model": cls.model, "prompt": "Hi", "max_tokens": 1})
+        assert status == 200, (status, data)
+        cls.base_hwm = vm_kib(cls.srv.proc.pid, "VmHWM")
+        print(f"CASE baseline: VmHWM {cls.base_hwm / 1024:.1f} MiB", flush=True)
+
+    @classmethod
+    def model_id(cls):
+        status, _, data = cls.srv.http("GET", "/v1/models")
+        assert status == 200, status
+        return json.loads(data)["data"][0]["id"]
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def setUp(self):
+        # Each case's own peak: reset VmHWM to the current RSS (Linux clear_refs 5).
+        pid = self.srv.proc.pid
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+            self.base = vm_kib(pid, "VmRSS")
+        except OSError:
+            self.base = self.base_hwm
+
+    def growth_mib(self):
+        return (vm_kib(self.srv.proc.pid, "VmHWM") - self.base) / 1024
+
+    def test_8_concurrent_15_mib_prompts_with_max_queue_1(self):
+        prompt = ("a " * (15 * MIB // 2))[: 15 * MIB]
+        body = json.dumps({"model": self.model, "prompt": prompt, "max_tokens": 1}).encode()
+        results = [None] * 8
+
+        def one(i):
+            results[i] = timed_post(self.srv, "/v1/completions", body)
+
+        t0 = time.time()
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        secs = time.time() - t0
+        report("8 x 15 MiB prompts, --max-queue 1", [r[0] for r in results], secs, self.srv)
+        for status, data, _ in results:
+            self.assertEqual(status, 400, str(data)[:300])
+            self.assertEqual(data["error"]["code"], "context_length_exceeded")
+            self.assertEqual(data["error"]["param"], "prompt")
+            self.assertIn("without tokenizing", data["error"]["message"])
+        self.assertLess(secs, 20)
+        # Each request holds its body, the parser's buffer (then the DOM's string) and its
+        # prompt, ~4 x 15 MiB at most, and never tokens (~40 bytes per byte: 4.8 GB).
+        self.assertLess(self.growth_mib(), 8 * 75)
+        self.assertTrue(self.srv.healthy())
+
+    def test_8_mib_of_spaces(self):
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": " " * (8 * MIB),
+                                         "max_tokens": 1})
+        report("8 MiB of spaces", status, secs, self.srv)
+        self.assertEqual(status, 400, str(data)[:300])
+        self.assertEqual(data["error"]["code"], "context_length_exceeded")
+        self.assertLess(secs, 3)
+        self.assertLess(self.growth_mib(), 64)  # body, DOM and prompt: 3 x 8 MiB, no tokens
+
+    def test_chat_of_8_mib_refused_before_tokenizing(self):
+        status, data, secs = timed_post(
+            self.srv, "/v1/chat/completions",
+            {"model": self.model, "messages": [{"role": "user", "content": " " * (8 * MIB)}]})
+        report("chat message of 8 MiB", status, secs, self.srv)
+        self.assertEqual(status, 400, str(data)[:300])
+        self.assertEqual(data["error"]["param"], "messages")
+        self.assertEqual(data["error"]["code"], "context_length_exceeded")
+        self.assertLess(secs, 5)
+
+    def test_a_long_prompt_within_the_byte_bound_is_still_judged_by_tokens(self):
+        # 2200 words (13 KB): under the byte bound, over 2048 tokens: tokenized, then refused.
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": "hello " * 2200,
+                                         "max_tokens": 1})
+        report("2200 words", status, secs, self.srv)
+        self.assertEqual(status, 400, str(data)[:300])
+        self.assertEqual(data["error"]["code"], "context_length_exceeded")
+        self.assertNotIn("without tokenizing", data["error"]["message"])
+
+    def test_admission_before_tokenizing(self):
+        # One request in flight holds --max-queue 1; a second is refused with 429 at once,
+        # before its prompt is tokenized.
+        hold = threading.Thread(target=timed_post, args=(
+            self.srv, "/v1/completions",
+            {"model": self.model, "prompt": "Once upon a time", "max_tokens": 200,
+             "ignore_eos": True}))
+        hold.start()
+        self.assertTrue(S_poll(lambda: metric(self.srv, "stet_requests_in_flight") >= 1))
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": "word " * 2000,
+                                         "max_tokens": 1})
+        report("second request while one is in flight", status, secs, self.srv)
+        hold.join()
+        self.assertEqual(status, 429, str(data)[:300])
+        self.assertLess(secs, 1.0)
+
+    def test_stop_strings_and_logit_bias_are_bounded(self):
+        # The issue's 4 MiB stop string x 2 prompts x n=128 (1 GB RSS): a 400 naming the field.
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": ["a", "b"], "n": 128,
+                                         "stop": ["s" * (4 * MIB)], "max_tokens": 1})
+        report("4 MiB stop x 2 prompts x n=128", status, secs, self.srv)
+        self.assertEqual(status, 400)
+        self.assertEqual(data["error"]["param"], "stop")
+        self.assertIn("4096 bytes", data["error"]["message"])
+        self.assertLess(secs, 3)
+        self.assertLess(self.growth_mib(), 32)
+        # At the bound (4 x 4 KiB), shared by the 256 choices: served, memory flat.
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": ["a", "b"], "n": 128,
+                                         "stop": [c * 4096 for c in "wxyz"], "max_tokens": 1})
+        report("4 x 4 KiB stops x 2 prompts x n=128", status, secs, self.srv)
+        self.assertEqual(status, 200, str(data)[:300])
+        self.assertEqual(len(data["choices"]), 256)
+        # 256 sequences' first KV blocks are touched for the first time (~100 MiB); the stop
+        # lists are one per request (4 x 4 KiB), not one per choice.
+        self.assertLess(self.growth_mib(), 300)
+        bias = {str(i): -1 for i in range(1025)}
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": "a", "logit_bias": bias})
+        report("logit_bias of 1025 entries", status, secs, self.srv)
+        self.assertEqual(status, 400)
+        self.assertEqual(data["error"]["param"], "logit_bias")
+
+    def test_echo_logprobs_scores_the_prompt_once_for_all_choices(self):
+        prompt = "The quick brown fox jumps over the lazy dog. " * 40
+        req = {"model": self.model, "prompt": prompt, "echo": True, "logprobs": 2,
+               "max_tokens": 2, "seed": 7, "temperature": 0.8}
+        before = settled_metric(self.srv, "stet_engine_prompt_tokens_total")
+        status, one, secs1 = timed_post(self.srv, "/v1/completions", dict(req, n=1))
+        self.assertEqual(status, 200, str(one)[:300])
+        mid = settled_metric(self.srv, "stet_engine_prompt_tokens_total")
+        status, four, secs4 = timed_post(self.srv, "/v1/completions", dict(req, n=4))
+        report(f"echo + logprobs n=4 (n=1: {secs1:.2f} s)", status, secs4, self.srv)
+        self.assertEqual(status, 200, str(four)[:300])
+        after = settled_metric(self.srv, "stet_engine_prompt_tokens_total")
+        n_prompt = one["usage"]["prompt_tokens"]
+        self.assertGreater(n_prompt, 300)
+        # Choice 0 computes the prompt with every position's logits; choices 1-3
+        # reuse its scores and its cached blocks (at most one block each is recomputed).
+        self.assertEqual(mid - before, n_prompt)
+        self.assertLess(after - mid, n_prompt + 3 * 32)
+        self.assertLess(secs4, 2 * secs1 + 2)
+        # Every choice echoes the same prompt scores, bit for bit those of n=1, and
+        # choice 0 is the n=1 answer.
+        lp1 = one["choices"][0]["logprobs"]
+        for c in four["choices"]:
+            lp = c["logprobs"]
+            self.assertEqual(lp["token_logprobs"][:n_prompt], lp1["token_logprobs"][:n_prompt])
+            self.assertEqual(lp["top_logprobs"][:n_prompt], lp1["top_logprobs"][:n_prompt])
+            self.assertTrue(c["text"].startswith(prompt))
+        self.assertEqual(four["choices"][0]["text"], one["choices"][0]["text"])
+        self.assertEqual(four["choices"][0]["logprobs"], lp1)
+
+
+def S_poll(pred, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
+
+
+class Records(unittest.TestCase):
+    """--record on stories260K: records hold the prompt's scores once per prompt."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="stet-hostile-rec-")
+        cls.db = os.path.join(cls.dir, "rec.db")
+        cls.srv = S.StetServer(STORIES, "--record", cls.db, "--threads", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def records(self):
+        con = sqlite3.connect(self.db)
+        try:
+            return [json.loads(r[0]) for r in con.execute("SELECT record FROM records ORDER BY seq")]
+        finally:
+            con.close()
+
+    def test_echo_scores_stored_once_per_prompt(self):
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": "stories260K", "prompt": ["Once upon a time"] * 2,
+                                         "n": 8, "echo": True, "logprobs": 1, "max_tokens": 2,
+                                         "seed": 1})
+        report("record of echo + logprobs, 2 prompts x n=8", status, secs, self.srv)
+        self.assertEqual(status, 200, str(data)[:300])
+        rec = [r for r in self.records() if r["id"] == data["id"]][0]
+        with_scores = [c["index"] for c in rec["choices"] if "prompt_logprobs" in c]
+        self.assertEqual(with_scores, [0, 8])
+
+
+if __name__ == "__main__":
+    unittest.main()
