@@ -1,8 +1,9 @@
 """Hostile request bodies against `stet serve` (issue 12): cheap checks before
 expensive work (a prompt too long for the context refused by its byte length
 before it is tokenized, admission under --max-queue before tokenizing), stop
-strings and logit_bias bounded, records without per-choice copies, and
-echo + logprobs scored once per prompt for all n choices.
+strings and logit_bias bounded, records without per-choice copies,
+echo + logprobs scored once per prompt for all n choices, and request bodies
+parsed in linear time.
 Every case asserts its status and time and, where the server runs on, its
 peak RSS (VmHWM); each prints a "CASE" line."""
 import json
@@ -208,6 +209,17 @@ class CheapChecksFirst(unittest.TestCase):
         report("logit_bias of 1025 entries", status, secs, self.srv)
         self.assertEqual(status, 400)
         self.assertEqual(data["error"]["param"], "logit_bias")
+
+    def test_100k_key_unknown_object(self):
+        ignored = {f"key{i}": 1 for i in range(100000)}
+        body = json.dumps({"model": self.model, "prompt": "Hi", "max_tokens": 1,
+                           "ignored": ignored}).encode()
+        self.assertGreater(len(body), 1_300_000)
+        status, data, secs = timed_post(self.srv, "/v1/completions", body)
+        report("100k-key unknown object (1.3 MB)", status, secs, self.srv)
+        self.assertEqual(status, 200, str(data)[:300])
+        # Wall time on a shared CI machine (the parse itself: request_parse_test, CPU time < 0.5 s).
+        self.assertLess(secs, 5.0)
 
     def test_echo_logprobs_scores_the_prompt_once_for_all_choices(self):
         prompt = "The quick brown fox jumps over the lazy dog. " * 40
