@@ -2,13 +2,16 @@
 expensive work (a prompt too long for the context refused by its byte length
 before it is tokenized, admission under --max-queue before tokenizing), stop
 strings and logit_bias bounded, records without per-choice copies,
-echo + logprobs scored once per prompt for all n choices, and request bodies
-parsed in linear time.
+echo + logprobs scored once per prompt for all n choices, request bodies
+parsed in linear time, and `stet replay` surviving records the server accepted
+with null fields and refusing foreign or corrupt stores.
 Every case asserts its status and time and, where the server runs on, its
 peak RSS (VmHWM); each prints a "CASE" line."""
 import json
 import os
 import sqlite3
+import struct
+import subprocess
 import tempfile
 import threading
 import time
@@ -261,8 +264,10 @@ def S_poll(pred, timeout=15):
     return pred()
 
 
-class Records(unittest.TestCase):
-    """--record on stories260K: records hold the prompt's scores once per prompt."""
+class RecordsAndReplay(unittest.TestCase):
+    """--record on stories260K: records hold the prompt's scores once per prompt,
+    and `stet replay` replays what the server accepted ("echo": null) and refuses
+    files that are no record store with exit code 2."""
 
     @classmethod
     def setUpClass(cls):
@@ -281,6 +286,12 @@ class Records(unittest.TestCase):
         finally:
             con.close()
 
+    def replay(self, db, *args):
+        t0 = time.time()
+        p = subprocess.run([S.stet_binary(), "replay", db, "--endpoint", self.srv.url, *args],
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout + p.stderr, time.time() - t0
+
     def test_echo_scores_stored_once_per_prompt(self):
         status, data, secs = timed_post(self.srv, "/v1/completions",
                                         {"model": "stories260K", "prompt": ["Once upon a time"] * 2,
@@ -291,6 +302,63 @@ class Records(unittest.TestCase):
         rec = [r for r in self.records() if r["id"] == data["id"]][0]
         with_scores = [c["index"] for c in rec["choices"] if "prompt_logprobs" in c]
         self.assertEqual(with_scores, [0, 8])
+
+    def test_replay_of_null_fields(self):
+        body = {"model": "stories260K", "prompt": "Once", "max_tokens": 4, "echo": None,
+                "logprobs": None, "seed": 5, "stop": None, "n": None}
+        status, data, _ = timed_post(self.srv, "/v1/completions", body)
+        self.assertEqual(status, 200, str(data)[:300])
+        status, chat, _ = timed_post(self.srv, "/v1/chat/completions",
+                                     {"model": "stories260K", "max_tokens": 3, "logprobs": None,
+                                      "top_logprobs": None,
+                                      "messages": [{"role": "user", "content": "hi"}]})
+        self.assertEqual(status, 200, str(chat)[:300])
+        for rid in (data["id"], chat["id"]):
+            for extra in ([], ["--logprobs"]):
+                rc, out, secs = self.replay(self.db, "--id", rid, *extra)
+                report(f"replay of {rid[:8]} with null fields {extra}", rc, secs)
+                self.assertEqual(rc, 0, out)
+                self.assertIn("identical", out)
+
+    def test_foreign_and_corrupt_stores(self):
+        foreign = os.path.join(self.dir, "foreign.db")
+        con = sqlite3.connect(foreign)
+        con.execute("CREATE TABLE t(x)")
+        con.execute("INSERT INTO t VALUES (1)")
+        con.commit()
+        con.close()
+        before = read_bytes(foreign)
+        rc, out, secs = self.replay(foreign)
+        report("replay of a foreign SQLite file", rc, secs)
+        self.assertEqual(rc, 2, out)
+        self.assertIn("not a stet record store", out)
+        self.assertEqual(read_bytes(foreign), before)  # not switched to WAL
+        self.assertFalse(os.path.exists(foreign + "-wal"))
+        # Nor does an import (or --record) add a record store to it.
+        jsonl = os.path.join(self.dir, "records.jsonl")
+        p = subprocess.run([S.stet_binary(), "record", "export", self.db, "-o", jsonl],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = subprocess.run([S.stet_binary(), "record", "import", jsonl, foreign],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("something else", p.stderr)
+        self.assertEqual(read_bytes(foreign), before)
+        corrupt = os.path.join(self.dir, "corrupt.db")
+        with open(self.db, "rb") as f:
+            head = f.read(4096)
+        with open(corrupt, "wb") as f:  # a SQLite header over garbage pages
+            f.write(head[:100] + struct.pack(">I", 0xDEADBEEF) * 1000)
+        rc, out, secs = self.replay(corrupt)
+        report("replay of a corrupt SQLite file", rc, secs)
+        self.assertEqual(rc, 2, out)
+        self.assertNotIn("Aborted", out)
+        text = os.path.join(self.dir, "text.db")
+        with open(text, "w") as f:
+            f.write("not a database at all\n" * 100)
+        rc, out, secs = self.replay(text)
+        report("replay of a text file", rc, secs)
+        self.assertEqual(rc, 2, out)
 
 
 if __name__ == "__main__":
