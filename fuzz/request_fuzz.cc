@@ -29,6 +29,7 @@ void CheckCommon(const stet::server::CommonFields& s) {
   for (const auto& stop : s.params.stop) Require(stop.size() <= kMaxStopBytes, "stop length");
   Require(s.params.sampling.logit_bias.size() <= static_cast<size_t>(kMaxLogitBias),
           "logit_bias count");
+  Require(s.cache_salt.size() <= kMaxCacheSaltBytes, "cache_salt length");
 }
 
 }  // namespace

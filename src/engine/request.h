@@ -31,6 +31,10 @@ struct RequestParams {
   bool prompt_logprobs = false;   // logprob of every prompt token after the first (echo/scoring)
   bool logits_hash = false;    // report an FNV-1a-64 of each step's full logits (tests, forensics)
   bool return_logits = false;  // copy each step's raw logits into TokenOut::logits (n_vocab floats)
+  // Prefix-cache scope: cached blocks are shared only among requests with the same salt (0: the
+  // default scope). A server gives each tenant its own, so a hit cannot reveal another's prompt.
+  // Hits never change output bits, so the salt changes only what is cached, never the answer.
+  uint64_t cache_salt = 0;
 };
 
 // What a request is checked against: the model's vocabulary and the positions

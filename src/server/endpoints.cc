@@ -69,6 +69,7 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   const bool seed_generated = !s.params.sampling.seed;
   if (seed_generated) s.params.sampling.seed = NewSeed();
   const uint64_t seed = *s.params.sampling.seed;
+  s.params.cache_salt = CacheSalt(req, s.cache_salt);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
   rec.seed = seed;
@@ -170,6 +171,7 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (seed_generated) s.params.sampling.seed = NewSeed();
   const uint64_t seed = *s.params.sampling.seed;
   for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
+  s.params.cache_salt = CacheSalt(req, s.cache_salt);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
   rec.seed = seed;

@@ -132,6 +132,12 @@ std::optional<ApiError> ReadCommon(const Json& body, CommonFields* s) {
   STET_API_TRY(ReadBool(body, "ignore_eos", &s->params.ignore_eos));
   STET_API_TRY(ReadBool(body, "stream", &s->stream));
   STET_API_TRY(ReadString(body, "user", &s->user));
+  STET_API_TRY(ReadString(body, "cache_salt", &s->cache_salt));
+  if (s->cache_salt.size() > kMaxCacheSaltBytes) {
+    return BadRequest(
+        "'cache_salt' must be at most " + std::to_string(kMaxCacheSaltBytes) + " bytes long",
+        "cache_salt");
+  }
   auto so = body.find("stream_options");
   if (so != body.end() && !so->is_null()) {
     if (!so->is_object())

@@ -127,14 +127,32 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 // ---------------------------------------------------------------------------
 
 bool Server::Impl::Authorized(const Request& req) const {
-  if (opts.api_keys.empty()) return true;
+  return opts.api_keys.empty() || KeyIndex(req) >= 0;
+}
+
+int Server::Impl::KeyIndex(const Request& req) const {
   const std::string h = req.get_header_value("Authorization");
   const std::string prefix = "Bearer ";
-  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return false;
+  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return -1;
   const std::string key = h.substr(prefix.size());
-  bool ok = false;
-  for (const std::string& k : opts.api_keys) ok |= ConstantTimeEquals(key, k);
-  return ok;
+  int found = -1;
+  for (size_t i = 0; i < opts.api_keys.size(); ++i) {  // every key compared: constant time
+    if (ConstantTimeEquals(key, opts.api_keys[i]) && found < 0) found = static_cast<int>(i);
+  }
+  return found;
+}
+
+uint64_t Server::Impl::CacheSalt(const Request& req, const std::string& cache_salt) const {
+  uint64_t salt = 0;
+  if (opts.api_keys.size() > 1) {
+    const int k = KeyIndex(req);
+    const std::string& key = opts.api_keys[k < 0 ? 0 : k];  // Gate let only keyed requests in
+    salt = Fnv1a64(key.data(), key.size(), Fnv1a64("stet.tenant", 11));
+  }
+  if (!cache_salt.empty()) {
+    salt = Fnv1a64(cache_salt.data(), cache_salt.size(), Fnv1a64(&salt, sizeof salt));
+  }
+  return salt;
 }
 
 std::optional<ApiError> Server::Impl::CheckPromptBytes(size_t bytes, const char* param) const {

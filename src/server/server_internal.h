@@ -115,6 +115,11 @@ struct Server::Impl {
   // server.cc
   void Routes();
   bool Authorized(const httplib::Request& req) const;
+  // The index of the --api-key the request presents; -1 when none matches.
+  int KeyIndex(const httplib::Request& req) const;
+  // The engine's prefix-cache scope for a request: with several API keys, one
+  // per key; a cache_salt field narrows it further. 0 (shared) otherwise.
+  uint64_t CacheSalt(const httplib::Request& req, const std::string& cache_salt) const;
   // A 400 context_length_exceeded when a prompt text of `bytes` cannot fit.
   std::optional<ApiError> CheckPromptBytes(size_t bytes, const char* param) const;
   // A slot under --max-queue, or an empty one after answering 429 (or 503 when draining).

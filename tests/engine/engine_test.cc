@@ -269,6 +269,39 @@ TEST(Engine, CancellingAnEchoRequestEndsItsWaitingChoices) {
   for (FinishReason r : why) EXPECT_EQ(r, FinishReason::kCancelled);
 }
 
+// Issue 12 (tenants): cached blocks are shared only under the same cache_salt,
+// and a hit never changes a bit.
+TEST(Engine, CacheSaltScopesPrefixHits) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 70; ++i) prompt.push_back(300 + (i * 11) % 170);
+  RequestParams p = Greedy(prompt, 6);
+  p.sampling.temperature = 0.7f;
+  p.sampling.seed = 4;
+  p.top_logprobs = 2;
+  auto run = [&](uint64_t salt) {
+    RequestParams q = p;
+    q.cache_salt = salt;
+    auto c = e->Generate(q);
+    EXPECT_TRUE(c.ok());
+    return *c;
+  };
+  const auto first = run(0);
+  EXPECT_EQ(first.cached_prompt_tokens, 0);
+  const auto hit = run(0);
+  EXPECT_EQ(hit.cached_prompt_tokens, 64);
+  const auto other = run(0x5eed);
+  EXPECT_EQ(other.cached_prompt_tokens, 0);
+  const auto other_hit = run(0x5eed);
+  EXPECT_EQ(other_hit.cached_prompt_tokens, 64);
+  for (const auto* c : {&hit, &other, &other_hit}) {
+    ASSERT_EQ(c->tokens[0].size(), first.tokens[0].size());
+    for (size_t i = 0; i < first.tokens[0].size(); ++i)
+      EXPECT_TRUE(SameBits(c->tokens[0][i], first.tokens[0][i])) << "token " << i;
+  }
+}
+
 TEST(Engine, RejectsBadRequestsClearly) {
   STET_REQUIRE_FILE(Stories());
   EngineOptions o;

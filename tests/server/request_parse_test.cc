@@ -116,7 +116,7 @@ TEST(ParseBody, RepeatedKeysKeepTheLastValueInTheFirstPlace) {
   EXPECT_FALSE(ParseBody(R"({"a": 1,})").ok());
 }
 
-TEST(ParseCompletion, StopAndLogitBiasAreBounded) {
+TEST(ParseCompletion, StopLogitBiasAndCacheSaltAreBounded) {
   const std::string head = R"({"model": "SmolLM2", "prompt": "x", )";
   const std::string ok_stop(kMaxStopBytes, 's'), long_stop(kMaxStopBytes + 1, 's');
   EXPECT_TRUE(Completion(head + R"("stop": ")" + ok_stop + "\"}").ok());
@@ -134,6 +134,14 @@ TEST(ParseCompletion, StopAndLogitBiasAreBounded) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().param, "logit_bias");
   EXPECT_NE(r.error().message.find("at most 1024"), std::string::npos) << r.error().message;
+  auto salt =
+      Completion(head + R"("cache_salt": ")" + std::string(kMaxCacheSaltBytes + 1, 'x') + "\"}");
+  ASSERT_FALSE(salt.ok());
+  EXPECT_EQ(salt.error().param, "cache_salt");
+  auto good = Completion(head + R"("cache_salt": "tenant-7"})");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->s.cache_salt, "tenant-7");
+  EXPECT_EQ(Completion(head + R"("cache_salt": 7})").error().param, "cache_salt");
 }
 
 TEST(ParseCompletion, DefaultsAndAllFields) {

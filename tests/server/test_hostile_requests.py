@@ -1,10 +1,12 @@
 """Hostile request bodies against `stet serve` (issue 12): cheap checks before
 expensive work (a prompt too long for the context refused by its byte length
 before it is tokenized, admission under --max-queue before tokenizing), stop
-strings and logit_bias bounded, records without per-choice copies,
+strings, logit_bias and cache_salt bounded, records without per-choice copies,
 echo + logprobs scored once per prompt for all n choices, request bodies
-parsed in linear time, and `stet replay` surviving records the server accepted
-with null fields and refusing foreign or corrupt stores.
+parsed in linear time, `stet replay` surviving records the server accepted
+with null fields and refusing foreign or corrupt stores, and prefix-cache hits
+scoped per API key (and per cache_salt) so cached_tokens reveals nothing of
+another tenant's prompts.
 Every case asserts its status and time and, where the server runs on, its
 peak RSS (VmHWM); each prints a "CASE" line."""
 import json
@@ -359,6 +361,57 @@ class RecordsAndReplay(unittest.TestCase):
         rc, out, secs = self.replay(text)
         report("replay of a text file", rc, secs)
         self.assertEqual(rc, 2, out)
+
+
+class TenantIsolation(unittest.TestCase):
+    """Two API keys: a prefix one tenant cached never shows in the other's
+    cached_tokens, a cache_salt scopes further, and the answers' bits are the
+    same whatever was cached."""
+
+    KEYS = ("key-tenant-a", "key-tenant-b")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = S.StetServer(STORIES, "--api-key", cls.KEYS[0], "--api-key", cls.KEYS[1],
+                               "--threads", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def ask(self, key, prompt, **extra):
+        body = {"model": "stories260K", "prompt": prompt, "max_tokens": 4, "seed": 3,
+                "logprobs": 1, **extra}
+        status, data, _ = timed_post(self.srv, "/v1/completions", body,
+                                     headers={"Authorization": f"Bearer {key}"})
+        self.assertEqual(status, 200, str(data)[:300])
+        return data
+
+    def test_prefix_cache_scoped_per_key_and_salt(self):
+        a, b = self.KEYS
+        secret = "Once upon a time there was a girl named Lily who had a secret garden. " * 3
+        first = self.ask(a, secret + "She")
+        cached = lambda d: d["usage"]["prompt_tokens_details"]["cached_tokens"]  # noqa: E731
+        self.assertGreaterEqual(first["usage"]["prompt_tokens"], 64)
+        # The same tenant hits its own prefix (so the test can tell a hit from a miss)...
+        again = self.ask(a, secret + "He")
+        self.assertGreaterEqual(cached(again), 48)
+        # ...the other tenant, guessing the prefix right, learns nothing.
+        guess = self.ask(b, secret + "He")
+        self.assertEqual(cached(guess), 0)
+        wrong = self.ask(b, "Once upon a time there was a boy named Tom. " * 3 + "He")
+        self.assertEqual(cached(wrong), 0)
+        # A cache_salt is a scope of its own, even within one key.
+        salted = self.ask(a, secret + "He", cache_salt="project-1")
+        self.assertEqual(cached(salted), 0)
+        salted2 = self.ask(a, secret + "He", cache_salt="project-1")
+        self.assertGreaterEqual(cached(salted2), 48)
+        # Hits never change bits: every answer to the same prompt is the same.
+        for d in (guess, salted, salted2):
+            self.assertEqual(d["choices"][0]["text"], again["choices"][0]["text"])
+            self.assertEqual(d["choices"][0]["logprobs"], again["choices"][0]["logprobs"])
+        print(f"CASE tenant isolation: own hit {cached(again)}, other tenant {cached(guess)}, "
+              f"salted {cached(salted)} then {cached(salted2)}", flush=True)
 
 
 if __name__ == "__main__":
