@@ -22,9 +22,9 @@ uint64_t BlockManager::ChainHash(uint64_t parent, const int32_t* tokens, int n) 
 }
 
 std::vector<int32_t> BlockManager::AcquirePrefix(const std::vector<int32_t>& tokens, int max_blocks,
-                                                 std::vector<uint64_t>* hashes) {
+                                                 std::vector<uint64_t>* hashes, uint64_t root) {
   std::vector<int32_t> out;
-  uint64_t parent = 0;
+  uint64_t parent = root;
   lookup_tokens_ += static_cast<int64_t>(max_blocks) * block_size_;
   for (int b = 0; b < max_blocks; ++b) {
     const int32_t* t = tokens.data() + static_cast<size_t>(b) * block_size_;

@@ -28,8 +28,10 @@ class BlockManager {
 
   // The longest chain of cached full blocks matching tokens[0 .. max_blocks*block_size),
   // each referenced once more. hashes receives the chain hashes of those blocks.
+  // `root` is the first block's parent hash: chains under different roots (the
+  // requests' cache_salt) never share a block.
   std::vector<int32_t> AcquirePrefix(const std::vector<int32_t>& tokens, int max_blocks,
-                                     std::vector<uint64_t>* hashes);
+                                     std::vector<uint64_t>* hashes, uint64_t root = 0);
   // A block for new content, evicting the least recently used cached block if
   // no free block is left; nullopt when every block is referenced.
   std::optional<int32_t> Allocate();

@@ -76,6 +76,7 @@ struct Engine::Impl {
   void Finish(Sequence* s, FinishReason why, const std::string& error = "");
   void PublishStats();  // with mu held
   void ScorePrompt(StepPlan& pl, size_t row);
+  void ReleaseParked(RequestState& r, const RequestEvent& scored);
   void SampleOne(Sequence* s, size_t row);
   void SampleSpeculative(const StepPlan& pl);
 };
@@ -252,9 +253,13 @@ bool Engine::Impl::Intake(std::vector<uint64_t>* cancels_out) {
       s->tokens = r->params.prompt;
       s->n_prompt = static_cast<int>(s->tokens.size());
       s->max_new = std::min(r->params.max_tokens, n_ctx - s->n_prompt);
-      s->text = std::make_unique<TextStream>(engine.tokenizer(), r->params.stop);
+      s->text = std::make_unique<TextStream>(engine.tokenizer(), &r->params.stop);
       if (r->params.speculative.value_or(spec.mode != SpecMode::kOff)) s->spec_k = spec.k;
-      sched.Enqueue(s.get());
+      if (c > 0 && r->params.prompt_logprobs) {
+        r->parked.push_back(s.get());  // scored once, by choice 0 (ReleaseParked)
+      } else {
+        sched.Enqueue(s.get());
+      }
       all.push_back(std::move(s));
     }
   }
@@ -303,6 +308,26 @@ void Engine::Impl::Finish(Sequence* s, FinishReason why, const std::string& erro
   sched.Remove(s);
   ++finished;
   if (s->req->callback) s->req->callback(ev);
+  if (s->choice == 0 && !s->req->parked.empty()) {  // ended before it scored the prompt
+    std::vector<Sequence*> parked;
+    parked.swap(s->req->parked);
+    for (Sequence* p : parked) Finish(p, why, error);
+  }
+}
+
+// Choice 0 scored the prompt: the choices waiting on it get the same scores
+// (and, through the prefix cache, its prompt's KV) and join the queue.
+void Engine::Impl::ReleaseParked(RequestState& r, const RequestEvent& scored) {
+  std::vector<Sequence*> parked;
+  parked.swap(r.parked);
+  for (Sequence* p : parked) {
+    if (p->finished) continue;
+    p->prompt_scored = true;
+    RequestEvent ev = scored;
+    ev.choice = p->choice;
+    if (r.callback) r.callback(ev);
+    sched.Enqueue(p);
+  }
 }
 
 void Engine::Impl::PublishStats() {
@@ -398,6 +423,7 @@ void Engine::Impl::ConsumeLogits() {
       for (auto& t : s->prompt_scores) ev.prompt_tokens.push_back(std::move(t));
       s->prompt_scores.clear();
       if (s->req->callback) s->req->callback(ev);
+      if (!s->req->parked.empty()) ReleaseParked(*s->req, ev);
     }
   }
 }

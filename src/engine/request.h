@@ -35,6 +35,10 @@ struct RequestParams {
   // (EngineOptions::spec.mode); false, off; true, prompt lookup with the
   // engine's k. Never changes a result, only the speed.
   std::optional<bool> speculative;
+  // Prefix-cache scope: cached blocks are shared only among requests with the same salt (0: the
+  // default scope). A server gives each tenant its own, so a hit cannot reveal another's prompt.
+  // Hits never change output bits, so the salt changes only what is cached, never the answer.
+  uint64_t cache_salt = 0;
 };
 
 // What a request is checked against: the model's vocabulary and the positions

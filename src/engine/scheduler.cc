@@ -118,9 +118,11 @@ void Scheduler::Admit(int* budget, std::vector<StepPlan>* plans) {
   const int B = opts_.block_size;
   while (*budget > 0 && !waiting_.empty() && !free_slots_.empty()) {
     Sequence* s = waiting_.front();
-    if (opts_.prefix_cache && !s->req->params.prompt_logprobs) {
+    // A prompt being scored needs every position's logits: no cache hits for it.
+    if (opts_.prefix_cache && !(s->req->params.prompt_logprobs && !s->prompt_scored)) {
       const int max_blocks = (static_cast<int>(s->tokens.size()) - 1) / B;
-      s->blocks = blocks_.AcquirePrefix(s->tokens, max_blocks, &s->hashes);
+      s->blocks =
+          blocks_.AcquirePrefix(s->tokens, max_blocks, &s->hashes, s->req->params.cache_salt);
       s->n_computed = static_cast<int>(s->blocks.size()) * B;
     }
     if (!s->admitted_once) s->cached_prompt_tokens = std::min(s->n_computed, s->n_prompt);
@@ -180,7 +182,7 @@ void Scheduler::Publish(Sequence* s) {
   const int B = opts_.block_size;
   while (static_cast<int>(s->hashes.size()) < s->n_computed / B) {
     const size_t j = s->hashes.size();
-    const uint64_t parent = j == 0 ? 0 : s->hashes[j - 1];
+    const uint64_t parent = j == 0 ? s->req->params.cache_salt : s->hashes[j - 1];
     const uint64_t h = BlockManager::ChainHash(parent, &s->tokens[j * B], B);
     blocks_.Register(s->blocks[j], h, &s->tokens[j * B]);
     s->hashes.push_back(h);

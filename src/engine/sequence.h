@@ -14,12 +14,18 @@
 
 namespace stet::engine_internal {
 
+struct Sequence;
+
 struct RequestState {
   uint64_t id = 0;
   RequestParams params;  // validated; params.sampling.seed is always set
   Engine::Callback callback;
   std::atomic<bool> cancelled{false};
   uint64_t arrival = 0;  // FCFS order
+  // With prompt_logprobs and n > 1, choices 1..n-1 wait here (owned by the
+  // engine's list) until choice 0 has scored the prompt: the prompt is scored
+  // once and they reuse its scores and its cached prefix.
+  std::vector<Sequence*> parked;
 };
 
 struct Sequence {
@@ -35,7 +41,7 @@ struct Sequence {
   std::vector<uint64_t> hashes;  // chain hashes of the leading full blocks published/acquired
   int cached_prompt_tokens = 0;  // prompt positions served by the prefix cache (first admission)
   bool admitted_once = false;
-  bool prompt_scored = false;  // kPromptScored sent
+  bool prompt_scored = false;  // kPromptScored sent (for a parked choice: choice 0's scores)
   std::vector<TokenOut> prompt_scores;
   std::unique_ptr<TextStream> text;
   std::unordered_map<int32_t, int> out_counts;  // generated-token counts (penalties)

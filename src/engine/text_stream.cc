@@ -4,10 +4,8 @@
 
 namespace stet {
 
-TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stops)
-    : decoder_(tok), stops_(std::move(stops)) {
-  stops_.erase(std::remove(stops_.begin(), stops_.end(), std::string()), stops_.end());
-}
+TextStream::TextStream(const Tokenizer& tok, const std::vector<std::string>* stops)
+    : decoder_(tok), stops_(stops) {}
 
 std::string TextStream::Push(int32_t id, bool* stopped) {
   held_ += decoder_.Push(id);
@@ -24,7 +22,9 @@ std::string TextStream::Release(bool final, bool* stopped) {
   *stopped = false;
   // The earliest complete stop string wins.
   size_t cut = std::string::npos;
-  for (const std::string& s : stops_) cut = std::min(cut, held_.find(s));
+  for (const std::string& s : *stops_) {
+    if (!s.empty()) cut = std::min(cut, held_.find(s));
+  }
   if (cut != std::string::npos) {
     *stopped = true;
     std::string out = held_.substr(0, cut);
@@ -34,7 +34,8 @@ std::string TextStream::Release(bool final, bool* stopped) {
   // Hold back the longest suffix that could still grow into a stop string.
   size_t keep = 0;
   if (!final) {
-    for (const std::string& s : stops_) {
+    for (const std::string& s : *stops_) {
+      if (s.empty()) continue;
       for (size_t len = std::min(s.size() - 1, held_.size()); len > keep; --len) {
         if (held_.compare(held_.size() - len, len, s, 0, len) == 0) {
           keep = len;

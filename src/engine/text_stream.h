@@ -12,7 +12,9 @@ namespace stet {
 
 class TextStream {
  public:
-  TextStream(const Tokenizer& tok, std::vector<std::string> stops);
+  // `stops` is the request's list, shared by all its choices (a stop string
+  // may be kilobytes; n copies of it would not be); it must outlive the stream.
+  TextStream(const Tokenizer& tok, const std::vector<std::string>* stops);
 
   // Adds a token; returns the text that may be released now. Sets *stopped
   // when a stop string completed (the returned text ends before it).
@@ -24,8 +26,8 @@ class TextStream {
   std::string Release(bool final, bool* stopped);
 
   StreamDecoder decoder_;
-  std::vector<std::string> stops_;
-  std::string held_;  // decoded text not yet released
+  const std::vector<std::string>* stops_;  // empty strings never match
+  std::string held_;                       // decoded text not yet released
 };
 
 }  // namespace stet

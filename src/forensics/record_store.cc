@@ -107,6 +107,53 @@ Status InsertRow(sqlite3* db, const Row& row, bool ignore_duplicates, bool* dupl
   return Status::Ok();
 }
 
+// The file is a stet record store of the schema this stet reads, with its records table.
+Status CheckStoreSchema(sqlite3* db, const std::string& path) {
+  Stmt st(db, "SELECT value FROM stet_meta WHERE key = 'schema'");
+  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) {
+    return InvalidArgument("'" + path + "' is not a stet record store (SQLite: " +
+                           sqlite3_errmsg(db) + "; no stet_meta schema entry)");
+  }
+  const unsigned char* v = sqlite3_column_text(st.get(), 0);
+  const std::string schema = v ? reinterpret_cast<const char*>(v) : "";
+  if (schema != kStoreSchema) {
+    return InvalidArgument("'" + path + "' has record store schema '" + schema +
+                           "'; this stet reads '" + kStoreSchema + "'");
+  }
+  Stmt rec(db, "SELECT seq, id, endpoint, received_at, record FROM records LIMIT 0");
+  if (!rec.ok()) {
+    return InvalidArgument(
+        "'" + path + "' is not a usable stet record store (SQLite: " + sqlite3_errmsg(db) + ")");
+  }
+  return Status::Ok();
+}
+
+// A database with tables but no stet_meta belongs to something else: nothing
+// is added to it (a file that is no database at all fails here too).
+Status CheckNotForeign(sqlite3* db, const std::string& path) {
+  Stmt st(db, "SELECT COUNT(*), SUM(name = 'stet_meta') FROM sqlite_master WHERE type = 'table'");
+  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) {
+    return InvalidArgument("'" + path +
+                           "' is not a stet record store (SQLite: " + sqlite3_errmsg(db) + ")");
+  }
+  if (sqlite3_column_int64(st.get(), 0) > 0 && sqlite3_column_int64(st.get(), 1) == 0) {
+    return InvalidArgument("'" + path +
+                           "' is a SQLite database of something else (tables, but no stet_meta); "
+                           "no record store is added to it");
+  }
+  if (sqlite3_column_int64(st.get(), 1) == 0) return Status::Ok();
+  Stmt schema(db, "SELECT value FROM stet_meta WHERE key = 'schema'");
+  if (schema.ok() && sqlite3_step(schema.get()) == SQLITE_ROW) {
+    const unsigned char* v = sqlite3_column_text(schema.get(), 0);
+    const std::string found = v ? reinterpret_cast<const char*>(v) : "";
+    if (found != kStoreSchema) {  // e.g. a `stet proxy` exchange store
+      return InvalidArgument("'" + path + "' is a stet store of schema '" + found +
+                             "', not a record store; no record store is added to it");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // Holds the connection for one thread: Insert's writer, InsertAll, ForEach and
@@ -184,6 +231,10 @@ Result<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& path, 
   }
   sqlite3_busy_timeout(s->db_, 10000);
   sqlite3* db = s->db_;
+  // An existing file is checked before anything is written to it: a foreign
+  // database (or a file that is none) is reported, not switched to WAL.
+  STET_RETURN_IF_ERROR(mode == Mode::kOpenExisting ? CheckStoreSchema(db, path)
+                                                   : CheckNotForeign(db, path));
   // journal_mode answers with the mode now in force; a file that is not a database fails here.
   {
     Stmt st(db, "PRAGMA journal_mode=WAL");
@@ -204,16 +255,7 @@ Result<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& path, 
     st.Text(1, kStoreSchema);
     if (sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db, "'" + path + "'");
   }
-  Stmt st(db, "SELECT value FROM stet_meta WHERE key = 'schema'");
-  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) {
-    return InvalidArgument("'" + path + "' is not a stet record store (no stet_meta schema entry)");
-  }
-  const unsigned char* v = sqlite3_column_text(st.get(), 0);
-  const std::string schema = v ? reinterpret_cast<const char*>(v) : "";
-  if (schema != kStoreSchema) {
-    return InvalidArgument("'" + path + "' has record store schema '" + schema +
-                           "'; this stet reads '" + kStoreSchema + "'");
-  }
+  STET_RETURN_IF_ERROR(CheckStoreSchema(db, path));
   return s;
 }
 

@@ -42,6 +42,18 @@ std::string Str(const OJson& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A flag as the server reads it: true only when it is the boolean true (null,
+// absent or another type reads as false, never as an exception).
+bool Flag(const OJson& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+int64_t IntOr(const OJson& j, const char* key, int64_t fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
 std::optional<double> Num(const OJson& v) {
   if (v.is_number()) return v.get<double>();
   return std::nullopt;
@@ -138,15 +150,15 @@ std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp,
                               const std::vector<Side>& rec) {
   std::vector<Side> out;
   const bool chat = Str(record, "endpoint") == "/v1/chat/completions";
-  const OJson& request = record["request"];
-  const bool echo = !chat && request.value("echo", false) == true;
+  const OJson& request = record["request"];  // an object: ValidateRecord
+  const bool echo = !chat && Flag(request, "echo");
   const int n = RecordN(record);
   std::vector<const OJson*> choices;
   if (resp.contains("choices") && resp["choices"].is_array()) {
     for (const auto& c : resp["choices"]) choices.push_back(&c);
   }
   std::stable_sort(choices.begin(), choices.end(), [](const OJson* a, const OJson* b) {
-    return a->value("index", 0) < b->value("index", 0);
+    return IntOr(*a, "index", 0) < IntOr(*b, "index", 0);
   });
   for (size_t i = 0; i < choices.size(); ++i) {
     const OJson& c = *choices[i];
@@ -192,8 +204,12 @@ std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp,
         s.has_tokens = s.has_logprobs = true;
         const OJson& toks = (*lp)["tokens"];
         const OJson empty = OJson::array();
-        const OJson& lps = lp->contains("token_logprobs") ? (*lp)["token_logprobs"] : empty;
-        const OJson& tops = lp->contains("top_logprobs") ? (*lp)["top_logprobs"] : empty;
+        const auto array_or_empty = [&](const char* key) -> const OJson& {
+          auto it = lp->find(key);
+          return it != lp->end() && it->is_array() ? *it : empty;
+        };
+        const OJson& lps = array_or_empty("token_logprobs");
+        const OJson& tops = array_or_empty("top_logprobs");
         for (size_t k = skip; k < toks.size(); ++k) {
           s.tokens.push_back(toks[k].is_string() ? toks[k].get<std::string>() : "");
           s.logprobs.push_back(k < lps.size() ? Num(lps[k]) : std::nullopt);
@@ -368,6 +384,44 @@ std::string TokenDesc(const std::optional<int64_t>& id, const std::string& text,
 
 }  // namespace
 
+namespace {
+
+// The outcome of one replayed request from the endpoint's answer.
+ReplayOutcome Answer(const RecordJson& rec, const std::string& url,
+                     const Result<HttpResponse>& resp, const ReplayOptions& options) {
+  ReplayOutcome o;
+  if (!resp.ok() || resp->status < 200 || resp->status >= 300) {
+    o.id = Str(rec, "id");
+    o.endpoint = Str(rec, "endpoint");
+    o.received_at = Str(rec, "received_at");
+    o.recorded_fingerprint = Str(rec, "system_fingerprint");
+    o.verdict = ReplayVerdict::kError;
+    o.message = resp.ok() ? HttpStatusError(url, *resp).ToString() : resp.status().ToString();
+    if (resp.ok() && resp->status == 404 && options.model.empty()) {
+      o.message += " (if the endpoint serves the model under another name, pass --model NAME)";
+    }
+    return o;
+  }
+  OJson body = OJson::parse(resp->body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    o.id = Str(rec, "id");
+    o.endpoint = Str(rec, "endpoint");
+    o.verdict = ReplayVerdict::kError;
+    o.message = "the answer is not a JSON object: " + resp->body.substr(0, 200);
+    return o;
+  }
+  o = CompareReplay(rec, body);
+  if (o.replayed_fingerprint != o.recorded_fingerprint && !options.allow_fingerprint_change) {
+    o.verdict = ReplayVerdict::kRefused;
+    o.divergence.reset();
+    o.message = "the answer's system_fingerprint is '" + o.replayed_fingerprint + "', recorded '" +
+                o.recorded_fingerprint + "': not compared (--allow-fingerprint-change to compare)";
+  }
+  return o;
+}
+
+}  // namespace
+
 const char* ReplayVerdictName(ReplayVerdict v) {
   switch (v) {
     case ReplayVerdict::kIdentical:
@@ -397,7 +451,7 @@ OJson ReplayRequestBody(const RecordJson& record, const ReplayOptions& options) 
     body["metadata"]["stet_clock"] = (*clock)["utc"];
   }
   if (options.force_logprobs) {
-    if (chat && body.value("logprobs", false) != true) body["logprobs"] = true;
+    if (chat && !Flag(body, "logprobs")) body["logprobs"] = true;
     if (!chat && (!body.contains("logprobs") || body["logprobs"].is_null())) body["logprobs"] = 0;
   }
   return body;
@@ -515,39 +569,18 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query,
         const std::string url =
             EndpointUrl(options.endpoint, chat ? "chat/completions" : "completions");
         const auto t0 = std::chrono::steady_clock::now();
-        auto resp = client.PostJson(
-            url,
-            ReplayRequestBody(rec, options).dump(-1, ' ', false, OJson::error_handler_t::replace));
         ReplayOutcome o;
-        if (!resp.ok() || resp->status < 200 || resp->status >= 300) {
+        try {  // a record no check foresaw ends as its own error, never as an abort
+          auto resp =
+              client.PostJson(url, ReplayRequestBody(rec, options)
+                                       .dump(-1, ' ', false, OJson::error_handler_t::replace));
+          o = Answer(rec, url, resp, options);
+        } catch (const std::exception& e) {
+          o = ReplayOutcome();
           o.id = Str(rec, "id");
           o.endpoint = Str(rec, "endpoint");
-          o.received_at = Str(rec, "received_at");
-          o.recorded_fingerprint = Str(rec, "system_fingerprint");
           o.verdict = ReplayVerdict::kError;
-          o.message = resp.ok() ? HttpStatusError(url, *resp).ToString() : resp.status().ToString();
-          if (resp.ok() && resp->status == 404 && options.model.empty()) {
-            o.message +=
-                " (if the endpoint serves the model under another name, pass --model NAME)";
-          }
-        } else {
-          OJson body = OJson::parse(resp->body, nullptr, false);
-          if (body.is_discarded() || !body.is_object()) {
-            o.id = Str(rec, "id");
-            o.endpoint = Str(rec, "endpoint");
-            o.verdict = ReplayVerdict::kError;
-            o.message = "the answer is not a JSON object: " + resp->body.substr(0, 200);
-          } else {
-            o = CompareReplay(rec, body);
-            if (o.replayed_fingerprint != o.recorded_fingerprint &&
-                !options.allow_fingerprint_change) {
-              o.verdict = ReplayVerdict::kRefused;
-              o.divergence.reset();
-              o.message = "the answer's system_fingerprint is '" + o.replayed_fingerprint +
-                          "', recorded '" + o.recorded_fingerprint +
-                          "': not compared (--allow-fingerprint-change to compare)";
-            }
-          }
+          o.message = std::string("the record could not be replayed: ") + e.what();
         }
         o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::lock_guard<std::mutex> lock(mu);

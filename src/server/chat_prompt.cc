@@ -125,9 +125,16 @@ std::vector<int32_t> ChatPrompt::Tokenize(const std::string& s) const {
 
 ApiOr<std::vector<int32_t>> ChatPrompt::Build(const Json& messages, const Json& tools,
                                               std::string* rendered,
-                                              std::optional<int64_t> now_unix) const {
+                                              std::optional<int64_t> now_unix,
+                                              size_t max_bytes) const {
   auto text = Render(messages, tools, now_unix);
   if (!text.ok()) return text.error();
+  if (text->size() > max_bytes) {
+    return ContextLengthExceeded("The rendered conversation is " + std::to_string(text->size()) +
+                                     " bytes, more than any prompt that fits this model's context "
+                                     "can hold; it was refused without tokenizing it.",
+                                 "messages");
+  }
   std::vector<int32_t> ids = Tokenize(*text);
   if (rendered) *rendered = std::move(*text);
   return ids;

@@ -7,6 +7,7 @@
 // breaks them on a small test conversation is refused at Create.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +38,12 @@ class ChatPrompt {
   // Renders and tokenizes (special-token text becomes its ids). `rendered` gets the text.
   // `now_unix`: the instant strftime_now() formats (absent: ChatTemplateOptions' fixed default).
   // A template error is a 400 (code template_limit_exceeded when it broke a limit).
+  // A rendered text over `max_bytes` is a 400 context_length_exceeded, found
+  // before it is tokenized (the caller's bound: no longer text fits the context).
   ApiOr<std::vector<int32_t>> Build(const Json& messages, const Json& tools,
                                     std::string* rendered = nullptr,
-                                    std::optional<int64_t> now_unix = std::nullopt) const;
+                                    std::optional<int64_t> now_unix = std::nullopt,
+                                    size_t max_bytes = SIZE_MAX) const;
   // Build's two halves, for /apply-template and /tokenize: the rendered text
   // (add_generation_prompt false leaves the conversation open for a prefill),
   // and its tokens exactly as Build makes them.

@@ -69,9 +69,20 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   const bool seed_generated = !s.params.sampling.seed;
   if (seed_generated) s.params.sampling.seed = NewSeed();
   const uint64_t seed = *s.params.sampling.seed;
+  s.params.cache_salt = CacheSalt(req, s.cache_salt);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
   rec.seed = seed;
+
+  // Cheap checks before expensive work: a prompt text too long for any
+  // tokenization to fit the context is refused by its size, and a request
+  // takes its place in the queue before it is tokenized.
+  for (const PromptInput& p : r->prompts) {
+    if (!p.is_text) continue;
+    if (auto e = CheckPromptBytes(p.text.size(), "prompt")) return SendError(res, *e);
+  }
+  Slot slot = AdmitOrRefuse(res);
+  if (!slot) return;
 
   std::vector<RequestParams> params;
   std::vector<std::string> echo_text;  // per prompt
@@ -151,7 +162,7 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/false);
     return j;
   };
-  Run(std::move(params), s.stream, hooks, build, "prompt", res, std::move(record));
+  Run(std::move(slot), std::move(params), s.stream, hooks, build, "prompt", res, std::move(record));
 }
 
 void Server::Impl::HandleChat(const Request& req, Response& res) {
@@ -171,16 +182,20 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (seed_generated) s.params.sampling.seed = NewSeed();
   const uint64_t seed = *s.params.sampling.seed;
   for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
+  s.params.cache_salt = CacheSalt(req, s.cache_salt);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
   rec.seed = seed;
 
+  Slot slot = AdmitOrRefuse(res);  // before the render and the tokenization
+  if (!slot) return;
   std::string rendered;
   std::vector<int32_t> prompt;
   if (r->prompt_ids) {  // token in: the client rendered the prompt itself
     prompt = std::move(*r->prompt_ids);
   } else {
-    auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix);
+    auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix,
+                           max_prompt_bytes);
     if (!ids.ok()) return SendError(res, ids.error());
     prompt = std::move(*ids);
   }
@@ -254,8 +269,8 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/true);
     return j;
   };
-  Run(std::move(params), s.stream, hooks, build, r->prompt_ids ? "prompt_token_ids" : "messages",
-      res, std::move(record));
+  Run(std::move(slot), std::move(params), s.stream, hooks, build,
+      r->prompt_ids ? "prompt_token_ids" : "messages", res, std::move(record));
 }
 
 Json Server::Impl::ModelJson() const {

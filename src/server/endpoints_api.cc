@@ -42,13 +42,16 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   CommonFields& s = r->s;
   if (!s.params.sampling.seed) s.params.sampling.seed = NewSeed();
   const uint64_t seed = *s.params.sampling.seed;
+  s.params.cache_salt = CacheSalt(req, s.cache_salt);  // the tenant's prefix-cache scope
   for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
   rec.seed = seed;
 
-  auto ids =
-      chat->Build(r->messages, nullptr, nullptr, clock->value_or(ChatTemplateOptions{}.now_unix));
+  Slot slot = AdmitOrRefuse(res);  // before the render and the tokenization
+  if (!slot) return;
+  auto ids = chat->Build(r->messages, nullptr, nullptr,
+                         clock->value_or(ChatTemplateOptions{}.now_unix), max_prompt_bytes);
   if (!ids.ok()) {
     ApiError e = ids.error();
     if (e.param == "messages") e.param = "input";
@@ -84,7 +87,7 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   auto build = [shape, piece](std::vector<ChoiceResult>& choices, const UsageCounts& u) {
     return ResponsesBody(shape, choices.at(0), u, piece);
   };
-  Run(std::move(params), s.stream, hooks, build, "input", res);
+  Run(std::move(slot), std::move(params), s.stream, hooks, build, "input", res);
 }
 
 void Server::Impl::HandleTokenize(const Request& req, Response& res) {

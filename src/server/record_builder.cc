@@ -3,6 +3,7 @@
 // replay can compare them bit for bit after narrowing back.
 #include "server/record_builder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -59,7 +60,9 @@ Json ParamsJson(const RequestParams& p) {
   return j;
 }
 
-Json ChoiceJson(size_t index, const ChoiceResult& c) {
+// `with_prompt`: the prompt's scores, stored once per prompt (its first
+// choice) rather than n times: every choice of a prompt has the same ones.
+Json ChoiceJson(size_t index, const ChoiceResult& c, bool with_prompt) {
   Json j = Json::object();
   j["index"] = index;
   j["text"] = c.text;
@@ -78,7 +81,7 @@ Json ChoiceJson(size_t index, const ChoiceResult& c) {
   j["tokens"] = std::move(texts);
   j["logprobs"] = std::move(lps);
   if (any_top) j["top_logprobs"] = std::move(tops);  // [[id, logprob], ...] per token
-  if (!c.prompt_tokens.empty()) {
+  if (with_prompt && !c.prompt_tokens.empty()) {
     Json plp = Json::array();
     for (const TokenOut& t : c.prompt_tokens) plp.push_back(FloatOrNull(t.logprob));
     j["prompt_logprobs"] = std::move(plp);
@@ -209,7 +212,8 @@ Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choice
   r["params"] = std::move(params);
   r["prompt_token_ids"] = std::move(prompts);
   Json ch = Json::array();
-  for (size_t i = 0; i < choices.size(); ++i) ch.push_back(ChoiceJson(i, choices[i]));
+  const size_t n = c.params.empty() ? 1 : static_cast<size_t>(std::max(1, c.params[0].n));
+  for (size_t i = 0; i < choices.size(); ++i) ch.push_back(ChoiceJson(i, choices[i], i % n == 0));
   r["choices"] = std::move(ch);
   r["usage"] = UsageJson(usage);
   return r;

@@ -34,7 +34,16 @@ std::optional<ApiError> ReadModel(const Json& body, const ServedModel& served, s
 std::optional<ApiError> ReadStop(const Json& body, std::vector<std::string>* out) {
   auto it = body.find("stop");
   if (it == body.end() || it->is_null()) return std::nullopt;
+  const auto too_long = [](const Json& s) {
+    return s.get_ref<const std::string&>().size() > kMaxStopBytes;
+  };
+  const auto too_long_error = [] {
+    return BadRequest(
+        "'stop' sequences must be at most " + std::to_string(kMaxStopBytes) + " bytes long",
+        "stop");
+  };
   if (it->is_string()) {
+    if (too_long(*it)) return too_long_error();
     out->push_back(it->get<std::string>());
     return std::nullopt;
   }
@@ -50,6 +59,7 @@ std::optional<ApiError> ReadStop(const Json& body, std::vector<std::string>* out
   for (const Json& s : *it) {
     if (!s.is_string())
       return BadRequest(std::string("'stop' entries must be strings, not ") + TypeName(s), "stop");
+    if (too_long(s)) return too_long_error();
     out->push_back(s.get<std::string>());
   }
   return std::nullopt;
@@ -64,6 +74,11 @@ std::optional<ApiError> ReadLogitBias(const Json& body, std::map<int32_t, float>
         std::string("'logit_bias' must be an object mapping token ids to biases, not ") +
             TypeName(*it),
         "logit_bias");
+  if (it->size() > static_cast<size_t>(kMaxLogitBias)) {
+    return BadRequest("'logit_bias' holds " + std::to_string(it->size()) + " entries; at most " +
+                          std::to_string(kMaxLogitBias) + " are allowed",
+                      "logit_bias");
+  }
   for (auto kv = it->begin(); kv != it->end(); ++kv) {
     const std::string& key = kv.key();
     int64_t id = -1;
@@ -123,6 +138,12 @@ std::optional<ApiError> ReadCommon(const Json& body, CommonFields* s) {
   }
   STET_API_TRY(ReadBool(body, "stream", &s->stream));
   STET_API_TRY(ReadString(body, "user", &s->user));
+  STET_API_TRY(ReadString(body, "cache_salt", &s->cache_salt));
+  if (s->cache_salt.size() > kMaxCacheSaltBytes) {
+    return BadRequest(
+        "'cache_salt' must be at most " + std::to_string(kMaxCacheSaltBytes) + " bytes long",
+        "cache_salt");
+  }
   auto so = body.find("stream_options");
   if (so != body.end() && !so->is_null()) {
     if (!so->is_object())

@@ -19,6 +19,9 @@
 namespace stet::server {
 
 constexpr int kMaxStop = 4;
+constexpr size_t kMaxStopBytes = 4096;      // per stop string (stet's bound; OpenAI names none)
+constexpr int kMaxLogitBias = 1024;         // logit_bias entries (stet's bound)
+constexpr size_t kMaxCacheSaltBytes = 256;  // cache_salt (vLLM's prefix-cache scope)
 constexpr int kMaxPrompts = 128;
 constexpr int kMaxChoicesPerRequest = 256;  // prompts x n
 constexpr int kMaxCompletionLogprobs = 5;   // /v1/completions' logprobs (the engine allows 20)
@@ -42,6 +45,7 @@ struct CommonFields {
   bool stream = false;
   bool include_usage = false;
   std::string user;
+  std::string cache_salt;  // empty: none; scopes prefix-cache hits to requests that send it
 };
 struct PromptInput {
   bool is_text = true;

@@ -4,6 +4,7 @@
 // cancellation on disconnect, and the drain on shutdown. The endpoint bodies
 // (parsing, prompts, response shapes) live in endpoints.cc and the modules it
 // calls; this file moves bytes and owns lifetimes.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -138,14 +139,43 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 // ---------------------------------------------------------------------------
 
 bool Server::Impl::Authorized(const Request& req) const {
-  if (opts.api_keys.empty()) return true;
+  return opts.api_keys.empty() || KeyIndex(req) >= 0;
+}
+
+int Server::Impl::KeyIndex(const Request& req) const {
   const std::string h = req.get_header_value("Authorization");
   const std::string prefix = "Bearer ";
-  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return false;
+  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return -1;
   const std::string key = h.substr(prefix.size());
-  bool ok = false;
-  for (const std::string& k : opts.api_keys) ok |= ConstantTimeEquals(key, k);
-  return ok;
+  int found = -1;
+  for (size_t i = 0; i < opts.api_keys.size(); ++i) {  // every key compared: constant time
+    if (ConstantTimeEquals(key, opts.api_keys[i]) && found < 0) found = static_cast<int>(i);
+  }
+  return found;
+}
+
+uint64_t Server::Impl::CacheSalt(const Request& req, const std::string& cache_salt) const {
+  uint64_t salt = 0;
+  if (opts.api_keys.size() > 1) {
+    const int k = KeyIndex(req);
+    const std::string& key = opts.api_keys[k < 0 ? 0 : k];  // Gate let only keyed requests in
+    salt = Fnv1a64(key.data(), key.size(), Fnv1a64("stet.tenant", 11));
+  }
+  if (!cache_salt.empty()) {
+    salt = Fnv1a64(cache_salt.data(), cache_salt.size(), Fnv1a64(&salt, sizeof salt));
+  }
+  return salt;
+}
+
+std::optional<ApiError> Server::Impl::CheckPromptBytes(size_t bytes, const char* param) const {
+  if (bytes <= max_prompt_bytes) return std::nullopt;
+  return ContextLengthExceeded(
+      "This model's maximum context length is " + std::to_string(engine->n_ctx()) +
+          " tokens, and no token of its vocabulary is longer than " +
+          std::to_string(max_prompt_bytes / std::max(1, engine->n_ctx())) +
+          " bytes, so a prompt of " + std::to_string(bytes) +
+          " bytes cannot fit; it was refused without tokenizing it.",
+      param);
 }
 
 namespace {
@@ -263,6 +293,21 @@ void Server::Impl::LogRequest(const Request& req, const Response& res) {
   t_record = RequestRecord{};
 }
 
+Server::Impl::Slot Server::Impl::AdmitOrRefuse(Response& res) {
+  auto job = std::make_shared<Job>();
+  if (Admit(job)) return Slot(this, std::move(job));
+  if (draining) {
+    SendError(res,
+              MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
+  } else {
+    res.set_header("Retry-After", "1");
+    SendError(res, MakeError(429, "rate_limit_error", "rate_limit_exceeded",
+                             "The server has " + std::to_string(opts.max_queue) +
+                                 " requests in flight (--max-queue); retry later."));
+  }
+  return Slot(this, nullptr);
+}
+
 bool Server::Impl::Admit(const std::shared_ptr<Job>& job) {
   std::lock_guard<std::mutex> lock(jobs_mu);
   // Draining: Shutdown's wait for admitted == 0 must not see newcomers.
@@ -314,19 +359,10 @@ void Server::Impl::FinishStream(Stream& st) {
   Release(st.job);
 }
 
-void Server::Impl::Run(std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks, BuildFn build,
-                       const char* prompt_param, Response& res, RecordFn record) {
-  auto job = std::make_shared<Job>();
-  if (!Admit(job)) {
-    if (draining) {
-      return SendError(
-          res, MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
-    }
-    res.set_header("Retry-After", "1");
-    return SendError(res, MakeError(429, "rate_limit_error", "rate_limit_exceeded",
-                                "The server has " + std::to_string(opts.max_queue) +
-                                    " requests in flight (--max-queue); retry later."));
-  }
+void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream,
+                       std::shared_ptr<Stream> hooks, BuildFn build, const char* prompt_param,
+                       Response& res, RecordFn record) {
+  std::shared_ptr<Job> job = slot.Take();  // released below (or by FinishStream)
   std::vector<int> lengths;
   const int n = params.empty() ? 1 : params[0].n;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -625,6 +661,15 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
                                                             info.template_limits));
   I.chat_template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
   I.tool_format = DetectToolCallFormat(chat.source());
+  // Every token stands for at most the bytes of its longest piece (specials
+  // included), and tokenizing never drops input bytes: a text longer than
+  // n_ctx such pieces has more than n_ctx tokens.
+  const Tokenizer& tok = engine->tokenizer();
+  size_t longest = 4;  // an unknown character's token stands for one UTF-8 character
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    longest = std::max(longest, tok.TokenToPiece(id, /*render_special=*/true).size());
+  }
+  I.max_prompt_bytes = static_cast<size_t>(engine->n_ctx()) * longest;
   I.chat.emplace(std::move(chat));
   I.info = std::move(info);
   I.engine = std::move(engine);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,9 @@ struct Server::Impl {
   std::optional<ChatPrompt> chat;
   std::string chat_template_sha256;  // of chat->source(), for records
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // from the template, at Attach
+  // A prompt text longer than this cannot fit the context whatever it holds
+  // (n_ctx x the longest token's bytes): it is refused before tokenizing.
+  size_t max_prompt_bytes = SIZE_MAX;
   int64_t created = 0;
   Metrics metrics;
   std::mutex jobs_mu;
@@ -91,9 +95,37 @@ struct Server::Impl {
   };
   using BuildFn = std::function<Json(std::vector<ChoiceResult>&, const UsageCounts&)>;
 
+  // A request's place under --max-queue, taken before its expensive work
+  // (tokenizing, rendering) so that refused requests cost nothing; given back
+  // when dropped, unless Run took it.
+  class Slot {
+   public:
+    Slot(Impl* impl, std::shared_ptr<Job> job) : impl_(impl), job_(std::move(job)) {}
+    Slot(Slot&& o) noexcept : impl_(o.impl_), job_(std::move(o.job_)) {}
+    Slot& operator=(Slot&&) = delete;
+    ~Slot() {
+      if (job_) impl_->Release(job_);
+    }
+    explicit operator bool() const { return job_ != nullptr; }
+    std::shared_ptr<Job> Take() { return std::move(job_); }
+
+   private:
+    Impl* impl_;
+    std::shared_ptr<Job> job_;
+  };
+
   // server.cc
   void Routes();
   bool Authorized(const httplib::Request& req) const;
+  // The index of the --api-key the request presents; -1 when none matches.
+  int KeyIndex(const httplib::Request& req) const;
+  // The engine's prefix-cache scope for a request: with several API keys, one
+  // per key; a cache_salt field narrows it further. 0 (shared) otherwise.
+  uint64_t CacheSalt(const httplib::Request& req, const std::string& cache_salt) const;
+  // A 400 context_length_exceeded when a prompt text of `bytes` cannot fit.
+  std::optional<ApiError> CheckPromptBytes(size_t bytes, const char* param) const;
+  // A slot under --max-queue, or an empty one after answering 429 (or 503 when draining).
+  Slot AdmitOrRefuse(httplib::Response& res);
   // Host, method, key, framing and Content-Type, before any body byte is read.
   std::optional<ApiError> Gate(const httplib::Request& req) const;
   // Reads the body (at most --max-body-bytes, decoded) and hands the request on.
@@ -108,8 +140,10 @@ struct Server::Impl {
   void FinishStream(Stream& st);
   // Submits one engine request per prompt and answers, streamed (hooks) or not (build).
   // `record` (with --record) is committed before the answer, or its final event, is written.
-  void Run(std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks, BuildFn build,
-           const char* prompt_param, httplib::Response& res, RecordFn record = nullptr);
+  // `slot` is the request's admission (AdmitOrRefuse); Run releases it when the answer is done.
+  void Run(Slot slot, std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks,
+           BuildFn build, const char* prompt_param, httplib::Response& res,
+           RecordFn record = nullptr);
 
   // endpoints.cc
   void HandleCompletions(const httplib::Request& req, httplib::Response& res);

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "support/test_support.h"
 
@@ -163,6 +165,140 @@ TEST(Engine, ScoringEqualsGenerationLogprobsBitwise) {
       EXPECT_EQ(scored.top[k].id, gen.top[k].id);
       EXPECT_EQ(std::memcmp(&scored.top[k].logprob, &gen.top[k].logprob, sizeof(float)), 0);
     }
+  }
+}
+
+// The engine's counters once it has nothing left to run (it publishes them when it waits).
+EngineStats Settled(const Engine& e) {
+  EngineStats st;
+  for (int i = 0; i < 2000; ++i) {
+    st = e.stats();
+    if (st.running == 0 && st.waiting == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return st;
+}
+
+bool SameBits(const TokenOut& a, const TokenOut& b) {
+  if (a.id != b.id || std::memcmp(&a.logprob, &b.logprob, sizeof(float)) != 0) return false;
+  if (a.top.size() != b.top.size()) return false;
+  for (size_t k = 0; k < a.top.size(); ++k) {
+    if (a.top[k].id != b.top[k].id ||
+        std::memcmp(&a.top[k].logprob, &b.top[k].logprob, sizeof(float)) != 0)
+      return false;
+  }
+  return true;
+}
+
+// Issue 12: echo + logprobs with n = 4 scored the same prompt 4 times. Choice
+// 0 scores it; the others get its scores before any token of theirs and start
+// from its cached prefix; every token and logprob is what it was.
+TEST(Engine, EchoScoresThePromptOnceForAllChoices) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 90; ++i) prompt.push_back(300 + (i * 7) % 150);
+  RequestParams p = Greedy(prompt, 5);
+  p.n = 4;
+  p.sampling.temperature = 0.8f;
+  p.sampling.seed = 9;
+  p.top_logprobs = 2;
+  p.prompt_logprobs = true;
+  std::mutex mu;
+  std::condition_variable cv;
+  int open = p.n;
+  std::vector<std::vector<TokenOut>> scores(p.n), tokens(p.n);
+  std::vector<bool> scored_first(p.n, true);
+  auto sub = e->Submit(p, [&](const RequestEvent& ev) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (ev.kind == RequestEvent::Kind::kPromptScored) scores[ev.choice] = ev.prompt_tokens;
+    if (ev.kind == RequestEvent::Kind::kToken) {
+      if (scores[ev.choice].empty()) scored_first[ev.choice] = false;
+      tokens[ev.choice].push_back(ev.token);
+    }
+    if (ev.kind == RequestEvent::Kind::kFinished && --open == 0) cv.notify_all();
+  });
+  ASSERT_TRUE(sub.ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open == 0; });
+  }
+  const EngineStats st = Settled(*e);
+  // Choice 0 computes the prompt; the others only what their cached prefix lacks (< a block).
+  EXPECT_GE(st.prompt_tokens, static_cast<int64_t>(prompt.size()));
+  EXPECT_LT(st.prompt_tokens, static_cast<int64_t>(prompt.size()) + 3 * 16);
+  // Without scoring, the same request samples the same tokens with the same logprobs.
+  RequestParams plain = p;
+  plain.prompt_logprobs = false;
+  auto g = e->Generate(plain);
+  ASSERT_TRUE(g.ok());
+  for (int c = 0; c < p.n; ++c) {
+    EXPECT_TRUE(scored_first[c]) << "choice " << c << " sampled before it had the scores";
+    ASSERT_EQ(scores[c].size(), prompt.size()) << "choice " << c;
+    for (size_t i = 0; i < prompt.size(); ++i)
+      EXPECT_TRUE(SameBits(scores[c][i], scores[0][i])) << "choice " << c << " position " << i;
+    ASSERT_EQ(tokens[c].size(), g->tokens[c].size());
+    for (size_t i = 0; i < tokens[c].size(); ++i)
+      EXPECT_TRUE(SameBits(tokens[c][i], g->tokens[c][i])) << "choice " << c << " token " << i;
+  }
+}
+
+// Cancelled before choice 0 scored the prompt, the waiting choices end too.
+TEST(Engine, CancellingAnEchoRequestEndsItsWaitingChoices) {
+  STET_REQUIRE_FILE(Stories());
+  EngineOptions o;
+  o.chunk_size = 4;  // a slow prefill, so the cancel lands before the scores
+  o.max_batch_tokens = 4;
+  auto e = MakeEngine(Stories(), o);
+  RequestParams p = Greedy(std::vector<int32_t>(200, 400), 4);
+  p.n = 3;
+  p.prompt_logprobs = true;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<FinishReason> why;
+  auto sub = e->Submit(p, [&](const RequestEvent& ev) {
+    if (ev.kind != RequestEvent::Kind::kFinished) return;
+    std::lock_guard<std::mutex> lock(mu);
+    why.push_back(ev.finish);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(sub.ok());
+  e->Cancel(sub->id);
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return why.size() == 3; }));
+  for (FinishReason r : why) EXPECT_EQ(r, FinishReason::kCancelled);
+}
+
+// Issue 12 (tenants): cached blocks are shared only under the same cache_salt,
+// and a hit never changes a bit.
+TEST(Engine, CacheSaltScopesPrefixHits) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 70; ++i) prompt.push_back(300 + (i * 11) % 170);
+  RequestParams p = Greedy(prompt, 6);
+  p.sampling.temperature = 0.7f;
+  p.sampling.seed = 4;
+  p.top_logprobs = 2;
+  auto run = [&](uint64_t salt) {
+    RequestParams q = p;
+    q.cache_salt = salt;
+    auto c = e->Generate(q);
+    EXPECT_TRUE(c.ok());
+    return *c;
+  };
+  const auto first = run(0);
+  EXPECT_EQ(first.cached_prompt_tokens, 0);
+  const auto hit = run(0);
+  EXPECT_EQ(hit.cached_prompt_tokens, 64);
+  const auto other = run(0x5eed);
+  EXPECT_EQ(other.cached_prompt_tokens, 0);
+  const auto other_hit = run(0x5eed);
+  EXPECT_EQ(other_hit.cached_prompt_tokens, 64);
+  for (const auto* c : {&hit, &other, &other_hit}) {
+    ASSERT_EQ(c->tokens[0].size(), first.tokens[0].size());
+    for (size_t i = 0; i < first.tokens[0].size(); ++i)
+      EXPECT_TRUE(SameBits(c->tokens[0][i], first.tokens[0][i])) << "token " << i;
   }
 }
 

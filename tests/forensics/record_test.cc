@@ -518,6 +518,30 @@ TEST(ReplayCompare, EchoedPromptIsNotPartOfTheAnswer) {
   EXPECT_EQ(o.verdict, forensics::ReplayVerdict::kIdentical) << forensics::ReplayOutcomeText(o);
 }
 
+// Issue 12: a record of a request with "echo": null (which the server reads as
+// absent) aborted the whole replay with nlohmann's type_error.302.
+TEST(ReplayCompare, NullAndWronglyTypedFieldsReadAsTheServerReadsThem) {
+  forensics::ReplayOptions force;
+  force.force_logprobs = true;
+  for (const OJson& v : {OJson(nullptr), OJson("yes"), OJson(1), OJson::array()}) {
+    OJson rec = Rec("a");
+    rec["request"]["echo"] = v;
+    rec["request"]["logprobs"] = v;
+    const auto o = forensics::CompareReplay(rec, Answer());
+    EXPECT_EQ(o.verdict, forensics::ReplayVerdict::kIdentical) << v.dump();
+    const OJson body = forensics::ReplayRequestBody(rec, force);
+    if (v.is_null()) EXPECT_EQ(body["logprobs"], 0);  // null is absent: asked for
+    OJson chat = rec;
+    chat["endpoint"] = "/v1/chat/completions";
+    EXPECT_EQ(forensics::ReplayRequestBody(chat, force)["logprobs"], true) << v.dump();
+  }
+  // An answer whose fields have other types is compared, not thrown on.
+  OJson odd = Answer();
+  odd["choices"][0]["index"] = "0";
+  odd["choices"][0]["logprobs"]["top_logprobs"] = 5;
+  EXPECT_EQ(forensics::CompareReplay(Rec("a"), odd).verdict, forensics::ReplayVerdict::kIdentical);
+}
+
 // ---------------------------------------------------------------------------
 // Probe: logprobs that move while the text does not are a divergence.
 

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "server/json_fields.h"
 
 namespace stet::server {
@@ -78,6 +80,68 @@ TEST(ParseBody, RejectsNonObjectsBadJsonBadUtf8AndDeepNesting) {
   // Brackets inside strings do not count as nesting.
   EXPECT_TRUE(ParseBody("{\"a\": \"" + std::string(200, '[') + "\"}").ok());
   EXPECT_TRUE(ParseBody("{\"a\": 1}").ok());
+}
+
+// Issue 12: an ignored field holding an object of 100k keys (1.3 MB) cost
+// 29 s with nlohmann's ordered_json builder (a linear search per key).
+TEST(ParseBody, IsLinearInAnObjectsKeys) {
+  std::string body = R"({"model": "SmolLM2", "prompt": "x", "ignored": {)";
+  for (int i = 0; i < 100000; ++i) body += (i ? "," : "") + ("\"key" + std::to_string(i) + "\":1");
+  body += "}}";
+  ASSERT_GT(body.size(), 1200000u);
+  // CPU time, not wall time: the bound must hold on a loaded machine too (it took 29 s).
+  const std::clock_t t0 = std::clock();
+  auto j = ParseBody(body);
+  const double secs = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["ignored"].size(), 100000u);
+  EXPECT_LT(secs, 0.5) << "100k keys took " << secs << " s of CPU";
+  EXPECT_TRUE(ParseCompletionRequest(*j, kModel).ok());
+}
+
+TEST(ParseBody, RepeatedKeysKeepTheLastValueInTheFirstPlace) {
+  auto j = ParseBody(R"({"a": 1, "b": {"x": 1, "x": [2]}, "a": {"c": null}, "d": -0.5})");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(Dump(*j), R"({"a":{"c":null},"b":{"x":[2]},"d":-0.5})");
+  // Numbers keep their kinds; an integer past uint64 reads as a float; overflow is refused.
+  auto n = ParseBody(R"({"u": 18446744073709551615, "i": -9223372036854775808, "f": 1e300,
+                         "g": 18446744073709551616})");
+  ASSERT_TRUE(n.ok());
+  EXPECT_TRUE((*n)["u"].is_number_unsigned());
+  EXPECT_TRUE((*n)["i"].is_number_integer());
+  EXPECT_TRUE((*n)["f"].is_number_float());
+  EXPECT_TRUE((*n)["g"].is_number_float());
+  EXPECT_FALSE(ParseBody(R"({"f": 1e400})").ok());
+  EXPECT_FALSE(ParseBody(R"({"a": 1} x)").ok());
+  EXPECT_FALSE(ParseBody(R"({"a": 1,})").ok());
+}
+
+TEST(ParseCompletion, StopLogitBiasAndCacheSaltAreBounded) {
+  const std::string head = R"({"model": "SmolLM2", "prompt": "x", )";
+  const std::string ok_stop(kMaxStopBytes, 's'), long_stop(kMaxStopBytes + 1, 's');
+  EXPECT_TRUE(Completion(head + R"("stop": ")" + ok_stop + "\"}").ok());
+  for (const std::string& field :
+       {R"("stop": ")" + long_stop + "\"", R"("stop": ["a", ")" + long_stop + "\"]"}) {
+    auto r = Completion(head + field + "}");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().param, "stop");
+    EXPECT_NE(r.error().message.find("4096 bytes"), std::string::npos) << r.error().message;
+  }
+  std::string bias = R"("logit_bias": {)";
+  for (int i = 0; i <= kMaxLogitBias; ++i)
+    bias += (i ? "," : "") + ("\"" + std::to_string(i) + "\":1");
+  auto r = Completion(head + bias + "}}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().param, "logit_bias");
+  EXPECT_NE(r.error().message.find("at most 1024"), std::string::npos) << r.error().message;
+  auto salt =
+      Completion(head + R"("cache_salt": ")" + std::string(kMaxCacheSaltBytes + 1, 'x') + "\"}");
+  ASSERT_FALSE(salt.ok());
+  EXPECT_EQ(salt.error().param, "cache_salt");
+  auto good = Completion(head + R"("cache_salt": "tenant-7"})");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->s.cache_salt, "tenant-7");
+  EXPECT_EQ(Completion(head + R"("cache_salt": 7})").error().param, "cache_salt");
 }
 
 TEST(ParseCompletion, DefaultsAndAllFields) {

@@ -1,0 +1,418 @@
+"""Hostile request bodies against `stet serve` (issue 12): cheap checks before
+expensive work (a prompt too long for the context refused by its byte length
+before it is tokenized, admission under --max-queue before tokenizing), stop
+strings, logit_bias and cache_salt bounded, records without per-choice copies,
+echo + logprobs scored once per prompt for all n choices, request bodies
+parsed in linear time, `stet replay` surviving records the server accepted
+with null fields and refusing foreign or corrupt stores, and prefix-cache hits
+scoped per API key (and per cache_salt) so cached_tokens reveals nothing of
+another tenant's prompts.
+Every case asserts its status and time and, where the server runs on, its
+peak RSS (VmHWM); each prints a "CASE" line."""
+import json
+import os
+import sqlite3
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import stet_server as S
+
+STORIES = S.stories_path()
+SMOL = S.smollm2_path()
+MIB = 1 << 20
+
+
+def vm_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"{field} missing for {pid}")
+
+
+def report(name, status, secs, srv=None):
+    rss = f", VmHWM {vm_kib(srv.proc.pid, 'VmHWM') / 1024:.1f} MiB" if srv else ""
+    print(f"CASE {name}: {status} in {secs:.2f} s{rss}", flush=True)
+
+
+def timed_post(srv, path, body, headers=None):
+    t0 = time.time()
+    status, _, data = srv.http("POST", path, body, headers=headers, timeout=120)
+    secs = time.time() - t0
+    try:
+        data = json.loads(data)
+    except ValueError:
+        pass
+    return status, data, secs
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def metric(srv, name):
+    for (n, labels), v in srv.metrics().items():
+        if n == name and not labels:
+            return v
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def settled_metric(srv, name):
+    """An engine counter once the engine has published it (it does when it next waits)."""
+    last = metric(srv, name)
+    for _ in range(50):
+        time.sleep(0.05)
+        now = metric(srv, name)
+        if now == last and metric(srv, "stet_running_sequences") == 0:
+            return now
+        last = now
+    return last
+
+
+class CheapChecksFirst(unittest.TestCase):
+    """SmolLM2 at -c 2048 with --max-queue 1 and a 64 MiB body limit: the
+    issue's numbers (8 x 15 MiB prompts: 3.9 GB and 16 s; 8 MiB of spaces:
+    12.7 s and 1 GB) become fast 400s with flat memory."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = S.StetServer(SMOL, "-c", "2048", "--max-queue", "1", "--max-body-bytes",
+                               str(64 * MIB), "--http-threads", "12", "--threads", "2")
+        cls.model = cls.model_id()
+        status, data, _ = timed_post(cls.srv, "/v1/completions",
+                                     {"model": cls.model, "prompt": "Hi", "max_tokens": 1})
+        assert status == 200, (status, data)
+        cls.base_hwm = vm_kib(cls.srv.proc.pid, "VmHWM")
+        print(f"CASE baseline: VmHWM {cls.base_hwm / 1024:.1f} MiB", flush=True)
+
+    @classmethod
+    def model_id(cls):
+        status, _, data = cls.srv.http("GET", "/v1/models")
+        assert status == 200, status
+        return json.loads(data)["data"][0]["id"]
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def setUp(self):
+        # Each case's own peak: reset VmHWM to the current RSS (Linux clear_refs 5).
+        pid = self.srv.proc.pid
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+            self.base = vm_kib(pid, "VmRSS")
+        except OSError:
+            self.base = self.base_hwm
+
+    def growth_mib(self):
+        return (vm_kib(self.srv.proc.pid, "VmHWM") - self.base) / 1024
+
+    def test_8_concurrent_15_mib_prompts_with_max_queue_1(self):
+        prompt = ("a " * (15 * MIB // 2))[: 15 * MIB]
+        body = json.dumps({"model": self.model, "prompt": prompt, "max_tokens": 1}).encode()
+        results = [None] * 8
+
+        def one(i):
+            results[i] = timed_post(self.srv, "/v1/completions", body)
+
+        t0 = time.time()
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        secs = time.time() - t0
+        report("8 x 15 MiB prompts, --max-queue 1", [r[0] for r in results], secs, self.srv)
+        for status, data, _ in results:
+            self.assertEqual(status, 400, str(data)[:300])
+            self.assertEqual(data["error"]["code"], "context_length_exceeded")
+            self.assertEqual(data["error"]["param"], "prompt")
+            self.assertIn("without tokenizing", data["error"]["message"])
+        self.assertLess(secs, 20)
+        # Each request holds its body, the parser's buffer (then the DOM's string) and its
+        # prompt, ~4 x 15 MiB at most, and never tokens (~40 bytes per byte: 4.8 GB).
+        self.assertLess(self.growth_mib(), 8 * 75)
+        self.assertTrue(self.srv.healthy())
+
+    def test_8_mib_of_spaces(self):
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": " " * (8 * MIB),
+                                         "max_tokens": 1})
+        report("8 MiB of spaces", status, secs, self.srv)
+        self.assertEqual(status, 400, str(data)[:300])
+        self.assertEqual(data["error"]["code"], "context_length_exceeded")
+        self.assertLess(secs, 3)
+        self.assertLess(self.growth_mib(), 64)  # body, DOM and prompt: 3 x 8 MiB, no tokens
+
+    def test_chat_of_8_mib_refused_before_tokenizing(self):
+        status, data, secs = timed_post(
+            self.srv, "/v1/chat/completions",
+            {"model": self.model, "messages": [{"role": "user", "content": " " * (8 * MIB)}]})
+        report("chat message of 8 MiB", status, secs, self.srv)
+        self.assertEqual(status, 400, str(data)[:300])
+        self.assertEqual(data["error"]["param"], "messages")
+        self.assertEqual(data["error"]["code"], "context_length_exceeded")
+        self.assertLess(secs, 5)
+
+    def test_a_long_prompt_within_the_byte_bound_is_still_judged_by_tokens(self):
+        # 2200 words (13 KB): under the byte bound, over 2048 tokens: tokenized, then refused.
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": "hello " * 2200,
+                                         "max_tokens": 1})
+        report("2200 words", status, secs, self.srv)
+        self.assertEqual(status, 400, str(data)[:300])
+        self.assertEqual(data["error"]["code"], "context_length_exceeded")
+        self.assertNotIn("without tokenizing", data["error"]["message"])
+
+    def test_admission_before_tokenizing(self):
+        # One request in flight holds --max-queue 1; a second is refused with 429 at once,
+        # before its prompt is tokenized.
+        hold = threading.Thread(target=timed_post, args=(
+            self.srv, "/v1/completions",
+            {"model": self.model, "prompt": "Once upon a time", "max_tokens": 200,
+             "ignore_eos": True}))
+        hold.start()
+        self.assertTrue(S_poll(lambda: metric(self.srv, "stet_requests_in_flight") >= 1))
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": "word " * 2000,
+                                         "max_tokens": 1})
+        report("second request while one is in flight", status, secs, self.srv)
+        hold.join()
+        self.assertEqual(status, 429, str(data)[:300])
+        self.assertLess(secs, 1.0)
+
+    def test_stop_strings_and_logit_bias_are_bounded(self):
+        # The issue's 4 MiB stop string x 2 prompts x n=128 (1 GB RSS): a 400 naming the field.
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": ["a", "b"], "n": 128,
+                                         "stop": ["s" * (4 * MIB)], "max_tokens": 1})
+        report("4 MiB stop x 2 prompts x n=128", status, secs, self.srv)
+        self.assertEqual(status, 400)
+        self.assertEqual(data["error"]["param"], "stop")
+        self.assertIn("4096 bytes", data["error"]["message"])
+        self.assertLess(secs, 3)
+        self.assertLess(self.growth_mib(), 32)
+        # At the bound (4 x 4 KiB), shared by the 256 choices: served, memory flat.
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": ["a", "b"], "n": 128,
+                                         "stop": [c * 4096 for c in "wxyz"], "max_tokens": 1})
+        report("4 x 4 KiB stops x 2 prompts x n=128", status, secs, self.srv)
+        self.assertEqual(status, 200, str(data)[:300])
+        self.assertEqual(len(data["choices"]), 256)
+        # 256 sequences' first KV blocks are touched for the first time (~100 MiB); the stop
+        # lists are one per request (4 x 4 KiB), not one per choice.
+        self.assertLess(self.growth_mib(), 300)
+        bias = {str(i): -1 for i in range(1025)}
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": self.model, "prompt": "a", "logit_bias": bias})
+        report("logit_bias of 1025 entries", status, secs, self.srv)
+        self.assertEqual(status, 400)
+        self.assertEqual(data["error"]["param"], "logit_bias")
+
+    def test_100k_key_unknown_object(self):
+        ignored = {f"key{i}": 1 for i in range(100000)}
+        body = json.dumps({"model": self.model, "prompt": "Hi", "max_tokens": 1,
+                           "ignored": ignored}).encode()
+        self.assertGreater(len(body), 1_300_000)
+        status, data, secs = timed_post(self.srv, "/v1/completions", body)
+        report("100k-key unknown object (1.3 MB)", status, secs, self.srv)
+        self.assertEqual(status, 200, str(data)[:300])
+        # Wall time on a shared CI machine (the parse itself: request_parse_test, CPU time < 0.5 s).
+        self.assertLess(secs, 5.0)
+
+    def test_echo_logprobs_scores_the_prompt_once_for_all_choices(self):
+        prompt = "The quick brown fox jumps over the lazy dog. " * 40
+        req = {"model": self.model, "prompt": prompt, "echo": True, "logprobs": 2,
+               "max_tokens": 2, "seed": 7, "temperature": 0.8}
+        before = settled_metric(self.srv, "stet_engine_prompt_tokens_total")
+        status, one, secs1 = timed_post(self.srv, "/v1/completions", dict(req, n=1))
+        self.assertEqual(status, 200, str(one)[:300])
+        mid = settled_metric(self.srv, "stet_engine_prompt_tokens_total")
+        status, four, secs4 = timed_post(self.srv, "/v1/completions", dict(req, n=4))
+        report(f"echo + logprobs n=4 (n=1: {secs1:.2f} s)", status, secs4, self.srv)
+        self.assertEqual(status, 200, str(four)[:300])
+        after = settled_metric(self.srv, "stet_engine_prompt_tokens_total")
+        n_prompt = one["usage"]["prompt_tokens"]
+        self.assertGreater(n_prompt, 300)
+        # Choice 0 computes the prompt with every position's logits; choices 1-3
+        # reuse its scores and its cached blocks (at most one block each is recomputed).
+        self.assertEqual(mid - before, n_prompt)
+        self.assertLess(after - mid, n_prompt + 3 * 32)
+        self.assertLess(secs4, 2 * secs1 + 2)
+        # Every choice echoes the same prompt scores, bit for bit those of n=1, and
+        # choice 0 is the n=1 answer.
+        lp1 = one["choices"][0]["logprobs"]
+        for c in four["choices"]:
+            lp = c["logprobs"]
+            self.assertEqual(lp["token_logprobs"][:n_prompt], lp1["token_logprobs"][:n_prompt])
+            self.assertEqual(lp["top_logprobs"][:n_prompt], lp1["top_logprobs"][:n_prompt])
+            self.assertTrue(c["text"].startswith(prompt))
+        self.assertEqual(four["choices"][0]["text"], one["choices"][0]["text"])
+        self.assertEqual(four["choices"][0]["logprobs"], lp1)
+
+
+def S_poll(pred, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
+
+
+class RecordsAndReplay(unittest.TestCase):
+    """--record on stories260K: records hold the prompt's scores once per prompt,
+    and `stet replay` replays what the server accepted ("echo": null) and refuses
+    files that are no record store with exit code 2."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="stet-hostile-rec-")
+        cls.db = os.path.join(cls.dir, "rec.db")
+        cls.srv = S.StetServer(STORIES, "--record", cls.db, "--threads", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def records(self):
+        con = sqlite3.connect(self.db)
+        try:
+            return [json.loads(r[0]) for r in con.execute("SELECT record FROM records ORDER BY seq")]
+        finally:
+            con.close()
+
+    def replay(self, db, *args):
+        t0 = time.time()
+        p = subprocess.run([S.stet_binary(), "replay", db, "--endpoint", self.srv.url, *args],
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout + p.stderr, time.time() - t0
+
+    def test_echo_scores_stored_once_per_prompt(self):
+        status, data, secs = timed_post(self.srv, "/v1/completions",
+                                        {"model": "stories260K", "prompt": ["Once upon a time"] * 2,
+                                         "n": 8, "echo": True, "logprobs": 1, "max_tokens": 2,
+                                         "seed": 1})
+        report("record of echo + logprobs, 2 prompts x n=8", status, secs, self.srv)
+        self.assertEqual(status, 200, str(data)[:300])
+        rec = [r for r in self.records() if r["id"] == data["id"]][0]
+        with_scores = [c["index"] for c in rec["choices"] if "prompt_logprobs" in c]
+        self.assertEqual(with_scores, [0, 8])
+
+    def test_replay_of_null_fields(self):
+        body = {"model": "stories260K", "prompt": "Once", "max_tokens": 4, "echo": None,
+                "logprobs": None, "seed": 5, "stop": None, "n": None}
+        status, data, _ = timed_post(self.srv, "/v1/completions", body)
+        self.assertEqual(status, 200, str(data)[:300])
+        status, chat, _ = timed_post(self.srv, "/v1/chat/completions",
+                                     {"model": "stories260K", "max_tokens": 3, "logprobs": None,
+                                      "top_logprobs": None,
+                                      "messages": [{"role": "user", "content": "hi"}]})
+        self.assertEqual(status, 200, str(chat)[:300])
+        for rid in (data["id"], chat["id"]):
+            for extra in ([], ["--logprobs"]):
+                rc, out, secs = self.replay(self.db, "--id", rid, *extra)
+                report(f"replay of {rid[:8]} with null fields {extra}", rc, secs)
+                self.assertEqual(rc, 0, out)
+                self.assertIn("identical", out)
+
+    def test_foreign_and_corrupt_stores(self):
+        foreign = os.path.join(self.dir, "foreign.db")
+        con = sqlite3.connect(foreign)
+        con.execute("CREATE TABLE t(x)")
+        con.execute("INSERT INTO t VALUES (1)")
+        con.commit()
+        con.close()
+        before = read_bytes(foreign)
+        rc, out, secs = self.replay(foreign)
+        report("replay of a foreign SQLite file", rc, secs)
+        self.assertEqual(rc, 2, out)
+        self.assertIn("not a stet record store", out)
+        self.assertEqual(read_bytes(foreign), before)  # not switched to WAL
+        self.assertFalse(os.path.exists(foreign + "-wal"))
+        # Nor does an import (or --record) add a record store to it.
+        jsonl = os.path.join(self.dir, "records.jsonl")
+        p = subprocess.run([S.stet_binary(), "record", "export", self.db, "-o", jsonl],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = subprocess.run([S.stet_binary(), "record", "import", jsonl, foreign],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("something else", p.stderr)
+        self.assertEqual(read_bytes(foreign), before)
+        corrupt = os.path.join(self.dir, "corrupt.db")
+        with open(self.db, "rb") as f:
+            head = f.read(4096)
+        with open(corrupt, "wb") as f:  # a SQLite header over garbage pages
+            f.write(head[:100] + struct.pack(">I", 0xDEADBEEF) * 1000)
+        rc, out, secs = self.replay(corrupt)
+        report("replay of a corrupt SQLite file", rc, secs)
+        self.assertEqual(rc, 2, out)
+        self.assertNotIn("Aborted", out)
+        text = os.path.join(self.dir, "text.db")
+        with open(text, "w") as f:
+            f.write("not a database at all\n" * 100)
+        rc, out, secs = self.replay(text)
+        report("replay of a text file", rc, secs)
+        self.assertEqual(rc, 2, out)
+
+
+class TenantIsolation(unittest.TestCase):
+    """Two API keys: a prefix one tenant cached never shows in the other's
+    cached_tokens, a cache_salt scopes further, and the answers' bits are the
+    same whatever was cached."""
+
+    KEYS = ("key-tenant-a", "key-tenant-b")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = S.StetServer(STORIES, "--api-key", cls.KEYS[0], "--api-key", cls.KEYS[1],
+                               "--threads", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def ask(self, key, prompt, **extra):
+        body = {"model": "stories260K", "prompt": prompt, "max_tokens": 4, "seed": 3,
+                "logprobs": 1, **extra}
+        status, data, _ = timed_post(self.srv, "/v1/completions", body,
+                                     headers={"Authorization": f"Bearer {key}"})
+        self.assertEqual(status, 200, str(data)[:300])
+        return data
+
+    def test_prefix_cache_scoped_per_key_and_salt(self):
+        a, b = self.KEYS
+        secret = "Once upon a time there was a girl named Lily who had a secret garden. " * 3
+        first = self.ask(a, secret + "She")
+        cached = lambda d: d["usage"]["prompt_tokens_details"]["cached_tokens"]  # noqa: E731
+        self.assertGreaterEqual(first["usage"]["prompt_tokens"], 64)
+        # The same tenant hits its own prefix (so the test can tell a hit from a miss)...
+        again = self.ask(a, secret + "He")
+        self.assertGreaterEqual(cached(again), 48)
+        # ...the other tenant, guessing the prefix right, learns nothing.
+        guess = self.ask(b, secret + "He")
+        self.assertEqual(cached(guess), 0)
+        wrong = self.ask(b, "Once upon a time there was a boy named Tom. " * 3 + "He")
+        self.assertEqual(cached(wrong), 0)
+        # A cache_salt is a scope of its own, even within one key.
+        salted = self.ask(a, secret + "He", cache_salt="project-1")
+        self.assertEqual(cached(salted), 0)
+        salted2 = self.ask(a, secret + "He", cache_salt="project-1")
+        self.assertGreaterEqual(cached(salted2), 48)
+        # Hits never change bits: every answer to the same prompt is the same.
+        for d in (guess, salted, salted2):
+            self.assertEqual(d["choices"][0]["text"], again["choices"][0]["text"])
+            self.assertEqual(d["choices"][0]["logprobs"], again["choices"][0]["logprobs"])
+        print(f"CASE tenant isolation: own hit {cached(again)}, other tenant {cached(guess)}, "
+              f"salted {cached(salted)} then {cached(salted2)}", flush=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
