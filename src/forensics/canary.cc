@@ -14,6 +14,7 @@
 #include "base/hash.h"
 #include "base/rng.h"
 #include "forensics/exchange.h"
+#include "forensics/json_field.h"
 #include "forensics/stream_fold.h"
 
 namespace stet::forensics {
@@ -21,11 +22,6 @@ namespace stet::forensics {
 namespace {
 
 using OJson = nlohmann::ordered_json;
-
-std::string Str(const OJson& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 struct Step {
   std::string token;

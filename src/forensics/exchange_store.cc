@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include "forensics/group_commit.h"
+#include "forensics/json_field.h"
 
 namespace stet::forensics {
 
@@ -30,11 +31,6 @@ const char* kSqliteSchema =
     "  sha256 TEXT PRIMARY KEY,"
     "  first_seen TEXT NOT NULL,"
     "  body TEXT NOT NULL);";
-
-std::string Str(const ExchangeJson& r, const char* key) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 Status SqlError(sqlite3* db, const std::string& what) {
   return IoError(what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));

@@ -11,6 +11,7 @@
 
 #include "forensics/exchange_store.h"
 #include "forensics/group_commit.h"
+#include "forensics/json_field.h"
 
 namespace stet::forensics {
 
@@ -36,11 +37,6 @@ const char* kPgSchema =
     "  sha256 TEXT PRIMARY KEY,"
     "  first_seen TIMESTAMPTZ NOT NULL,"
     "  body TEXT NOT NULL);";
-
-std::string Str(const ExchangeJson& r, const char* key) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "forensics/json_field.h"
+
 namespace stet::forensics {
 
 namespace {
@@ -59,11 +61,6 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
   bool ok_ = false;
 };
-
-std::string Str(const RecordJson& r, const char* key) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // The columns of a record, extracted outside the lock.
 struct Row {

@@ -15,6 +15,7 @@
 
 #include "base/progress.h"
 #include "forensics/http_client.h"
+#include "forensics/json_field.h"
 
 namespace stet::forensics {
 
@@ -36,11 +37,6 @@ struct Side {
   bool has_tops = false;
   std::string finish;
 };
-
-std::string Str(const OJson& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // A flag as the server reads it: true only when it is the boolean true (null,
 // absent or another type reads as false, never as an exception).

@@ -13,6 +13,7 @@
 
 #include "forensics/exchange.h"
 #include "forensics/http_client.h"
+#include "forensics/json_field.h"
 #include "forensics/stream_fold.h"
 
 namespace stet::forensics {
@@ -20,11 +21,6 @@ namespace stet::forensics {
 namespace {
 
 using OJson = nlohmann::ordered_json;
-
-std::string Str(const OJson& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::string Dump(const OJson& j) { return j.dump(-1, ' ', false, OJson::error_handler_t::replace); }
 
