@@ -727,4 +727,14 @@ ServedModel ModelNames(const std::string& path, const std::string& general_name)
   return m;
 }
 
+ModelInfo ModelInfoOf(const std::string& path, const Engine& engine) {
+  const gguf::GgufFile& file = engine.model().file();
+  auto general_name = file.GetString("general.name");
+  auto tmpl = file.GetString("tokenizer.chat_template");
+  ModelInfo info;
+  info.names = ModelNames(path, general_name.ok() ? *general_name : "");
+  if (tmpl.ok()) info.chat_template = *tmpl;
+  return info;
+}
+
 }  // namespace stet::server

@@ -87,5 +87,8 @@ class Server {
 // The served model's names: general.name from the GGUF (else the file stem), the file name and
 // stem.
 ServedModel ModelNames(const std::string& path, const std::string& general_name);
+// What the GGUF at `path`, loaded by `engine`, says about itself: its names and
+// tokenizer.chat_template (empty: the ChatML fallback); default template limits.
+ModelInfo ModelInfoOf(const std::string& path, const Engine& engine);
 
 }  // namespace stet::server

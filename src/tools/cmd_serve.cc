@@ -180,12 +180,7 @@ int RunServe(const ServeArgs& a) {
   eo.spec.k = a.spec_k;
   auto engine = Engine::Open(a.model, eo, /*progress=*/true);
   if (!engine.ok()) return ReportError(engine.status());
-  const gguf::GgufFile& file = (*engine)->model().file();
-  auto general_name = file.GetString("general.name");
-  auto tmpl = file.GetString("tokenizer.chat_template");
-  server::ModelInfo info;
-  info.names = server::ModelNames(a.model, general_name.ok() ? *general_name : "");
-  if (tmpl.ok()) info.chat_template = *tmpl;
+  server::ModelInfo info = server::ModelInfoOf(a.model, **engine);
   if (!chat_template_override.empty()) info.chat_template = chat_template_override;
   info.template_limits = a.template_limits;
   const std::string fingerprint = (*engine)->fingerprint();

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "engine/engine.h"
-#include "format/gguf.h"
 #include "server/server.h"
 
 namespace stet::tools {
@@ -21,12 +20,7 @@ Result<std::unique_ptr<LocalServer>> LocalServer::Start(const LocalServerOptions
                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto engine = Engine::Open(o.model_path, eo, /*progress=*/true);
   if (!engine.ok()) return engine.status();
-  const gguf::GgufFile& file = (*engine)->model().file();
-  auto general_name = file.GetString("general.name");
-  auto tmpl = file.GetString("tokenizer.chat_template");
-  server::ModelInfo info;
-  info.names = server::ModelNames(o.model_path, general_name.ok() ? *general_name : "");
-  if (tmpl.ok()) info.chat_template = *tmpl;
+  server::ModelInfo info = server::ModelInfoOf(o.model_path, **engine);
 
   server::ServerOptions so;
   so.host = "127.0.0.1";
