@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "numerics/math.h"
 
 namespace stet::kernels {
 
@@ -18,6 +19,14 @@ static inline float CombineLanes(const float* l) {
   const float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
   const float t0 = s0 + s2, t1 = s1 + s3;
   return t0 + t1;
+}
+
+// Attention-logit soft-capping (Gemma 2): s_t = cap * TanhF(s_t / cap), applied
+// to the scores before the softmax by every path's attention kernel through this
+// one scalar function (same bits everywhere). cap <= 0: scores unchanged.
+inline void SoftCap(float* s, int64_t n, float cap) {
+  if (!(cap > 0.0f)) return;
+  for (int64_t t = 0; t < n; ++t) s[t] = cap * TanhF(s[t] / cap);
 }
 
 // Activation rows quantized per 32-block for q8_0/q4_0/q4_1 weights. For block
@@ -122,7 +131,7 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
           RopeStyle style);
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float* out, float* scratch);
+                int head_dim, float scale, float softcap, float* out, float* scratch);
 }  // namespace ref
 
 namespace avx2 {
@@ -141,7 +150,7 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
           RopeStyle style);
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float* out, float* scratch);
+                int head_dim, float scale, float softcap, float* out, float* scratch);
 // q8_0/q4_0/q4_1 from w.packed (the 16-row layout) on ActQ8 rows; r0 a multiple
 // of 16. For decode: each activation row streams the packed matrix once.
 void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
@@ -150,7 +159,7 @@ void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k o
 // scratch: 2 * max(n_kv) floats.
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
-                    float* out0, float* out1, float* scratch);
+                    float softcap, float* out0, float* out1, float* scratch);
 // s[t] = ExpF(s[t] - max s) in place; returns the 8-lane sum of the results
 // (lane t % 8, fixed tree): AttendHead's softmax step.
 float Softmax(float* s, int64_t n);
@@ -173,7 +182,7 @@ void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k o
 // head_dim % 8 == 0. scratch: 2 * max(n_kv) + 2 * head_dim floats.
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
-                    float* out0, float* out1, float* scratch);
+                    float softcap, float* out0, float* out1, float* scratch);
 }  // namespace avx512
 
 }  // namespace stet::kernels

@@ -376,29 +376,30 @@ void StoreRow(const float* x, int64_t n, DType dst_type, void* dst, Isa isa) {
 }
 
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float* out, float* scratch, Isa isa) {
-  STET_PATH(UseAvx2(isa), AttendHead)(q, k, v, kv_type, n_kv, head_dim, scale, out, scratch);
+                int head_dim, float scale, float softcap, float* out, float* scratch, Isa isa) {
+  STET_PATH(UseAvx2(isa), AttendHead)
+  (q, k, v, kv_type, n_kv, head_dim, scale, softcap, out, scratch);
 }
 
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
-                    float* out0, float* out1, float* scratch, Isa isa) {
+                    float softcap, float* out0, float* out1, float* scratch, Isa isa) {
 #if defined(STET_KERNELS_HAVE_AVX512)
   if (UseAvx512(isa) && head_dim % 8 == 0) {
-    avx512::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, out0, out1,
-                           scratch);
+    avx512::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, softcap, out0,
+                           out1, scratch);
     return;
   }
 #endif
 #if defined(STET_KERNELS_HAVE_AVX2)
   if (UseAvx2(isa) && head_dim % 8 == 0) {
-    avx2::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, out0, out1,
-                         scratch);
+    avx2::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, softcap, out0,
+                         out1, scratch);
     return;
   }
 #endif
-  AttendHead(q0, k, v, kv_type, n_kv0, head_dim, scale, out0, scratch, isa);
-  AttendHead(q1, k, v, kv_type, n_kv1, head_dim, scale, out1, scratch, isa);
+  AttendHead(q0, k, v, kv_type, n_kv0, head_dim, scale, softcap, out0, scratch, isa);
+  AttendHead(q1, k, v, kv_type, n_kv1, head_dim, scale, softcap, out1, scratch, isa);
 }
 
 }  // namespace stet::kernels

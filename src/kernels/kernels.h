@@ -100,9 +100,10 @@ void StoreRow(const float* x, int64_t n, DType dst_type, void* dst, Isa isa);
 // layout never changes a bit). s_t = Dot(q, k_t) * scale; m = max s_t; e_t =
 // ExpF(s_t - m); denominator is the 8-lane sum of e_t (lane t % 8); out[d]
 // accumulates fma(e_t, v_t[d], out[d]) for t = 0, 1, ...; finally out[d] /=
-// denominator. Needs scratch[n_kv].
+// denominator. Needs scratch[n_kv]. softcap > 0 (Gemma 2) first replaces each s_t
+// by softcap * tanh(s_t / softcap); 0: no capping.
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float* out, float* scratch, Isa isa);
+                int head_dim, float scale, float softcap, float* out, float* scratch, Isa isa);
 
 // AttendHead for two queries over the same K/V rows (two heads of one KV group,
 // or two tokens of one sequence: n_kv0 and n_kv1 may differ). Results are
@@ -110,6 +111,6 @@ void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type,
 // between both. Needs scratch[2 * max(n_kv0, n_kv1) + 2 * head_dim].
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
-                    float* out0, float* out1, float* scratch, Isa isa);
+                    float softcap, float* out0, float* out1, float* scratch, Isa isa);
 
 }  // namespace stet::kernels

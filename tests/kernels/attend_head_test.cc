@@ -57,9 +57,9 @@ Cache MakeCache(std::mt19937& rng, DType type, int head_dim, int n_heads, int64_
 }
 
 std::vector<float> Attend(const Cache& c, int h, const std::vector<float>& q, int64_t n_kv,
-                          float scale, Isa isa) {
+                          float scale, Isa isa, float softcap = 0.0f) {
   std::vector<float> out(c.head_dim, -5.0f), scratch(static_cast<size_t>(n_kv));
-  AttendHead(q.data(), c.kh(h), c.vh(h), c.type, n_kv, c.head_dim, scale, out.data(),
+  AttendHead(q.data(), c.kh(h), c.vh(h), c.type, n_kv, c.head_dim, scale, softcap, out.data(),
              scratch.data(), isa);
   return out;
 }
@@ -104,7 +104,8 @@ TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
         if (isa == Isa::kScalar) continue;
         std::vector<float> out0(head_dim, -5.0f), out1(head_dim, -5.0f);
         std::vector<float> scratch(static_cast<size_t>(2 * std::max(n0, n1) + 2 * head_dim));
-        AttendHeadPair(q0.data(), q1.data(), c.kh(1), c.vh(1), c.type, n0, n1, head_dim, scale, out0.data(), out1.data(), scratch.data(), isa);
+        AttendHeadPair(q0.data(), q1.data(), c.kh(1), c.vh(1), c.type, n0, n1, head_dim, scale, 0.0f,
+                       out0.data(), out1.data(), scratch.data(), isa);
         ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim))
             << IsaName(isa) << " head_dim=" << head_dim << " n0=" << n0 << " n1=" << n1;
         ASSERT_TRUE(testing::SameBits(want1.data(), out1.data(), head_dim))
@@ -132,10 +133,10 @@ TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {
   for (Isa isa : testing::AvailableIsas()) {
     std::vector<float> out0(head_dim), out1(head_dim), scratch(2 * 40 + 2 * head_dim);
     AttendHeadPair(q0.data(), q1.data(), c.kh(0), c.vh(0), c.type, 20, 40, head_dim,
-                   scale, out0.data(), out1.data(), scratch.data(), isa);
+                   scale, 0.0f, out0.data(), out1.data(), scratch.data(), isa);
     ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
     AttendHeadPair(q1.data(), q0.data(), c.kh(0), c.vh(0), c.type, 40, 20, head_dim,
-                   scale, out1.data(), out0.data(), scratch.data(), isa);
+                   scale, 0.0f, out1.data(), out0.data(), scratch.data(), isa);
     ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
   }
 }
@@ -207,12 +208,12 @@ TEST_P(AttendHeadTest, PagedEqualsContiguous) {
           const auto want1 = Attend(c, 1, q1, n1, scale, isa);
           std::vector<float> out0(head_dim, -5.0f), out1(head_dim, -5.0f);
           std::vector<float> scratch(static_cast<size_t>(2 * std::max(n0, n1) + 2 * head_dim));
-          AttendHead(q0.data(), pk, pv, c.type, n0, head_dim, scale, out0.data(), scratch.data(),
-                     isa);
+          AttendHead(q0.data(), pk, pv, c.type, n0, head_dim, scale, 0.0f, out0.data(),
+                     scratch.data(), isa);
           ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim))
               << IsaName(isa) << " head_dim=" << head_dim << " block=" << block_rows << " n=" << n0;
           std::fill(out0.begin(), out0.end(), -5.0f);
-          AttendHeadPair(q0.data(), q1.data(), pk, pv, c.type, n0, n1, head_dim, scale,
+          AttendHeadPair(q0.data(), q1.data(), pk, pv, c.type, n0, n1, head_dim, scale, 0.0f,
                          out0.data(), out1.data(), scratch.data(), isa);
           ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim))
               << IsaName(isa) << " pair head_dim=" << head_dim << " block=" << block_rows;
@@ -272,6 +273,69 @@ TEST_P(AttendHeadTest, AccuracyAgainstFloat64) {
               << "head_dim=" << head_dim << " n_kv=" << n_kv << " j=" << j;
         }
       }
+    }
+  }
+}
+
+// Soft-capping (Gemma 2): every path, single and paired, gives the scalar
+// path's bits, with scores large enough that the cap bends them (scale 1.5 on
+// |q k| up to ~30, cap 5).
+TEST_P(AttendHeadTest, SoftcapSameBitsOnEveryPath) {
+  std::mt19937 rng(75);
+  const float cap = 5.0f, scale = 1.5f;
+  for (int head_dim : {64, 16, 13}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 1, 90);
+    for (auto [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {9, 8}, {33, 90}, {90, 2}}) {
+      const auto q0 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+      const auto q1 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+      const auto want0 = Attend(c, 0, q0, n0, scale, Isa::kScalar, cap);
+      const auto want1 = Attend(c, 0, q1, n1, scale, Isa::kScalar, cap);
+      ASSERT_FALSE(testing::SameBits(want0.data(), Attend(c, 0, q0, n0, scale, Isa::kScalar).data(),
+                                     head_dim) && n0 > 1)
+          << "the cap must change the result";
+      for (Isa isa : testing::AvailableIsas()) {
+        const auto single = Attend(c, 0, q0, n0, scale, isa, cap);
+        ASSERT_TRUE(testing::SameBits(want0.data(), single.data(), head_dim)) << IsaName(isa);
+        std::vector<float> out0(head_dim, -5.0f), out1(head_dim, -5.0f);
+        std::vector<float> scratch(static_cast<size_t>(2 * std::max(n0, n1) + 2 * head_dim));
+        AttendHeadPair(q0.data(), q1.data(), c.kh(0), c.vh(0), c.type, n0, n1, head_dim, scale,
+                       cap, out0.data(), out1.data(), scratch.data(), isa);
+        ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
+        ASSERT_TRUE(testing::SameBits(want1.data(), out1.data(), head_dim)) << IsaName(isa);
+      }
+    }
+  }
+}
+
+// The capped result is softmax(cap * tanh(s / cap)) V computed in float64, to
+// within float rounding of the scores (|d out| <= 1e-4 relative to sum p|v|
+// here: the cap's TanhF adds < 1e-6 absolute per score).
+TEST_P(AttendHeadTest, SoftcapMatchesFloat64) {
+  std::mt19937 rng(76);
+  const int head_dim = 32;
+  const float cap = 5.0f, scale = 1.5f;
+  const Cache c = MakeCache(rng, GetParam(), head_dim, 1, 50);
+  const auto q = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+  std::vector<double> s(50);
+  double mx = -INFINITY;
+  for (int64_t t = 0; t < 50; ++t) {
+    double dot = 0;
+    for (int j = 0; j < head_dim; ++j) dot += static_cast<double>(q[j]) * c.At(c.k, t, 0, j);
+    s[t] = cap * std::tanh(dot * scale / cap);
+    mx = std::max(mx, s[t]);
+  }
+  double den = 0;
+  for (double& v : s) den += (v = std::exp(v - mx));
+  for (Isa isa : testing::AvailableIsas()) {
+    const auto out = Attend(c, 0, q, 50, scale, isa, cap);
+    for (int j = 0; j < head_dim; ++j) {
+      double exact = 0, abs = 0;
+      for (int64_t t = 0; t < 50; ++t) {
+        exact += s[t] / den * c.At(c.v, t, 0, j);
+        abs += s[t] / den * std::fabs(c.At(c.v, t, 0, j));
+      }
+      EXPECT_LE(std::fabs(out[j] - exact), 1e-4 * abs) << IsaName(isa) << " j=" << j;
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -106,6 +107,25 @@ TEST(MathTest, ExpFSpecialValues) {
             std::numeric_limits<float>::min());
   EXPECT_EQ(FloatBits(ExpF(std::nextafter(math_internal::kExpMin, -kFInf))), 0u);
   EXPECT_EQ(FloatBits(ExpF(-100.0f)), 0u);
+}
+
+TEST(MathTest, TanhFAbsoluteError) {
+  // Every 251st float of either sign up to 1e30: |TanhF(x) - tanh(x)| < 2e-7.
+  long double worst = 0;
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 251) {
+    const float x = BitsFloat(static_cast<uint32_t>(u));
+    if (!(std::fabs(x) <= 1e30f)) continue;
+    const long double err = std::fabs(TanhF(x) - std::tanh(static_cast<long double>(x)));
+    worst = std::max(worst, err);
+  }
+  std::printf("[ math     ] TanhF max absolute error %.3Le\n", worst);
+  EXPECT_LT(worst, 2e-7L);
+  EXPECT_EQ(TanhF(kFInf), 1.0f);
+  EXPECT_EQ(TanhF(-kFInf), -1.0f);
+  EXPECT_EQ(FloatBits(TanhF(0.0f)), 0u);
+  EXPECT_EQ(FloatBits(TanhF(-0.0f)), FloatBits(-0.0f));
+  EXPECT_TRUE(std::isnan(TanhF(std::nanf(""))));
+  EXPECT_EQ(TanhF(-3.0f), -TanhF(3.0f));  // odd by construction
 }
 
 TEST(MathTest, SiluFAccuracy) {

@@ -101,7 +101,7 @@ inline void Accumulate(const KvRows& v, int64_t n_kv, const float* e, int j0, in
 
 template <DType T>
 void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int head_dim,
-            float scale, float* out, float* scratch) {
+            float scale, float softcap, float* out, float* scratch) {
   // Scores are independent per position: four at a time within each run.
   const int64_t run = k.RunRows(n_kv), stride = k.row_stride;
   for (int64_t t0 = 0, r = 0; t0 < n_kv; t0 += run, ++r) {
@@ -113,6 +113,7 @@ void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int 
     for (; t < len; ++t) Scores<T, 1>(q, kr + t * stride, stride, head_dim, scale, scratch + t0 + t);
   }
 
+  SoftCap(scratch, n_kv, softcap);
   const float denominator = Softmax(scratch, n_kv);
 
   // Chunks of up to 8 vectors (64 dims) stay in registers across all t.
@@ -224,7 +225,8 @@ inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0
 
 template <DType T>
 void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, int64_t n0,
-          int64_t n1, int head_dim, float scale, float* out0, float* out1, float* scratch) {
+          int64_t n1, int head_dim, float scale, float softcap, float* out0, float* out1,
+          float* scratch) {
   const int64_t n_max = n0 < n1 ? n1 : n0;
   float* s0 = scratch;
   float* s1 = scratch + n_max;
@@ -238,6 +240,8 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
     for (; t < len; ++t)
       Scores2<T, 1>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);
   }
+  SoftCap(s0, n0, softcap);
+  SoftCap(s1, n1, softcap);
   const float den0 = Softmax(s0, n0);
   const float den1 = Softmax(s1, n1);
   int j0 = 0;
@@ -263,14 +267,16 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
 
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
-                    float* out0, float* out1, float* scratch) {
+                    float softcap, float* out0, float* out1, float* scratch) {
   STET_CHECK(n_kv0 > 0 && n_kv1 > 0 && head_dim % 8 == 0);
   switch (kv_type) {
     case DType::kF32:
-      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
+      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                        scratch);
       break;
     case DType::kF16:
-      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
+      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                        scratch);
       break;
     default:
       STET_CHECK_MSG(false, "AttendHeadPair: the KV cache stores f32 or f16");
@@ -298,14 +304,14 @@ float Softmax(float* s, int64_t n) {
 }
 
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float* out, float* scratch) {
+                int head_dim, float scale, float softcap, float* out, float* scratch) {
   STET_CHECK(n_kv > 0);
   switch (kv_type) {
     case DType::kF32:
-      Attend<DType::kF32>(q, k, v, n_kv, head_dim, scale, out, scratch);
+      Attend<DType::kF32>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
       break;
     case DType::kF16:
-      Attend<DType::kF16>(q, k, v, n_kv, head_dim, scale, out, scratch);
+      Attend<DType::kF16>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
       break;
     default:
       STET_CHECK_MSG(false, "AttendHead: the KV cache stores f32 or f16");

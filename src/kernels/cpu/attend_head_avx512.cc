@@ -133,7 +133,8 @@ void AccumulateAll(const KvRows& v, int64_t n0, int64_t n1, const float* e0, con
 
 template <DType T>
 void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, int64_t n0,
-          int64_t n1, int head_dim, float scale, float* out0, float* out1, float* scratch) {
+          int64_t n1, int head_dim, float scale, float softcap, float* out0, float* out1,
+          float* scratch) {
   const int64_t n_max = std::max(n0, n1);
   float* s0 = scratch;
   float* s1 = scratch + n_max;
@@ -155,6 +156,8 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
     for (; t < len; ++t)
       Scores<T, 1>(qp, kr + t * stride, stride, chunks, scale, s0 + t0 + t, s1 + t0 + t);
   }
+  SoftCap(s0, n0, softcap);
+  SoftCap(s1, n1, softcap);
   const float den0 = avx2::Softmax(s0, n0);
   const float den1 = avx2::Softmax(s1, n1);
   AccumulateAll<T>(v, n0, n1, s0, s1, head_dim, den0, den1, out0, out1);
@@ -164,14 +167,16 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
 
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
-                    float* out0, float* out1, float* scratch) {
+                    float softcap, float* out0, float* out1, float* scratch) {
   STET_CHECK(n_kv0 > 0 && n_kv1 > 0 && head_dim % 8 == 0);
   switch (kv_type) {
     case DType::kF32:
-      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
+      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                        scratch);
       break;
     case DType::kF16:
-      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, out0, out1, scratch);
+      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                        scratch);
       break;
     default:
       STET_CHECK_MSG(false, "AttendHeadPair: the KV cache stores f32 or f16");

@@ -1,4 +1,5 @@
-// Scalar reference AttendHead. Numerics: s_t = Dot8(q, k_t) * scale; max; e_t =
+// Scalar reference AttendHead. Numerics: s_t = Dot8(q, k_t) * scale (then
+// SoftCap when softcap > 0); max; e_t =
 // ExpF(s_t - max); denominator = 8-lane sum of e_t (lane t%8, plain adds, fixed
 // tree); out[d] = fma(e_t, v_t[d], out[d]) for t = 0, 1, ..., then / denominator.
 // Depends on n_kv and head_dim only, never on how the cache was filled or laid
@@ -29,7 +30,7 @@ inline float LoadKv(const uint8_t* row, int j, DType t) {
 }  // namespace
 
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float* out, float* scratch) {
+                int head_dim, float scale, float softcap, float* out, float* scratch) {
   STET_CHECK(n_kv > 0);
   STET_CHECK(kv_type == DType::kF32 || kv_type == DType::kF16);
   for (int64_t t = 0; t < n_kv; ++t) {
@@ -40,6 +41,7 @@ void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type,
     }
     scratch[t] = CombineLanes(lanes) * scale;
   }
+  SoftCap(scratch, n_kv, softcap);
   float mx = -INFINITY;
   for (int64_t t = 0; t < n_kv; ++t) mx = scratch[t] > mx ? scratch[t] : mx;
   float den[kLanes] = {};
