@@ -1,9 +1,22 @@
 #include "model/arch.h"
 
+#include <vector>
+
 namespace stet {
 
+namespace {
+
+const std::vector<const ArchSpec*>& AllArchs() {
+  static const std::vector<const ArchSpec*> all = {&LlamaArch(),  &Qwen2Arch(),    &Qwen3Arch(),
+                                                   &Gemma3Arch(), &Qwen3MoeArch(), &Phi3Arch(),
+                                                   &Gemma2Arch()};
+  return all;
+}
+
+}  // namespace
+
 const ArchSpec* FindArch(std::string_view name) {
-  for (const ArchSpec* a : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch()}) {
+  for (const ArchSpec* a : AllArchs()) {
     if (name == a->name) return a;
   }
   return nullptr;
@@ -11,7 +24,7 @@ const ArchSpec* FindArch(std::string_view name) {
 
 std::string SupportedArchList() {
   std::string s;
-  for (const ArchSpec* a : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch()}) {
+  for (const ArchSpec* a : AllArchs()) {
     if (!s.empty()) s += ", ";
     s += a->name;
   }

@@ -16,7 +16,11 @@ const ArchSpec& Gemma3Arch() {
                              FfnActivation::kGeluTanh,
                              /*post_norms=*/true,
                              /*scale_embd=*/true,
-                             /*swa_pattern=*/6};
+                             /*swa_pattern=*/6,
+                             /*moe=*/false,
+                             /*fused_gate_up=*/false,
+                             /*softcaps=*/false,
+                             /*swa_own_rope_base=*/true};
   return spec;
 }
 

@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "numerics/dequant.h"
+#include "numerics/math.h"
 #include "numerics/rope_table.h"
 
 namespace stet {
@@ -78,7 +79,7 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
   Grow(q_, m * hp.q_dim());
   Grow(k_, m * hp.kv_dim());
   Grow(v_, m * hp.kv_dim());
-  Grow(attn_, m * hp.q_dim());
+  Grow(attn_, m * std::max<int64_t>(hp.q_dim(), d));  // also the MoE FFN's output
   Grow(ff_gate_, m * hp.n_ff);
   Grow(ff_up_, m * hp.n_ff);
 
@@ -133,8 +134,13 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
     }
     kernels::Add(x_.data(), xn_.data(), m * d, x_.data(), isa_);
 
-    // Feed-forward block (SwiGLU, or GeGLU for gemma3).
+    // Feed-forward block (SwiGLU, or GeGLU for gemma3, or a mixture of experts).
     kernels::RmsNorm(x_.data(), L.ffn_norm.data(), m, d, hp.rms_eps, xn_.data(), isa_);
+    if (hp.arch->moe) {
+      MoeFfn(L, xn_.data(), m, attn_.data());  // attn_ is free until the next layer
+      kernels::Add(x_.data(), attn_.data(), m * d, x_.data(), isa_);
+      continue;
+    }
     MatMuls({&L.w_gate, &L.w_up}, xn_.data(), m, {ff_gate_.data(), ff_up_.data()});
     if (hp.arch->ffn_act == FfnActivation::kGeluTanh) {
       kernels::GeGlu(ff_gate_.data(), ff_up_.data(), m * hp.n_ff, ff_gate_.data(), isa_);
@@ -159,6 +165,11 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
     const size_t base = logits->size();
     logits->resize(base + n_out * hp.n_vocab);
     MatMul(w.output, xn_.data(), n_out, logits->data() + base);
+    if (hp.final_softcap > 0.0f) {  // Gemma 2; scalar, the same bits on every ISA
+      const float c = hp.final_softcap;
+      float* y = logits->data() + base;
+      for (int64_t j = 0; j < n_out * hp.n_vocab; ++j) y[j] = c * TanhF(y[j] / c);
+    }
   }
   return Status::Ok();
 }
@@ -236,11 +247,11 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
       if (at.i1 >= 0) {
         float* out1 = &attn_[at.i1 * hp.q_dim() + at.h1 * hp.head_dim];
         const float* q1 = &q_[at.i1 * hp.q_dim() + at.h1 * hp.head_dim];
-        kernels::AttendHeadPair(q0, q1, kh, vh, kv.type(), n_kv, n_kv1, hp.head_dim, scale, out0,
-                                out1, scratch.data(), isa_);
+        kernels::AttendHeadPair(q0, q1, kh, vh, kv.type(), n_kv, n_kv1, hp.head_dim, scale,
+                                hp.attn_softcap, out0, out1, scratch.data(), isa_);
       } else {
-        kernels::AttendHead(q0, kh, vh, kv.type(), n_kv, hp.head_dim, scale, out0, scratch.data(),
-                            isa_);
+        kernels::AttendHead(q0, kh, vh, kv.type(), n_kv, hp.head_dim, scale, hp.attn_softcap, out0,
+                            scratch.data(), isa_);
       }
     }
   };

@@ -50,6 +50,11 @@ class Forward {
   // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
                std::initializer_list<float*> ys);
+  // The mixture-of-experts FFN (qwen3moe) of rows x[m, n_embd] into out[m, n_embd]:
+  // each row's experts are chosen from its own router logits alone, and each
+  // expert runs its rows as one MatMul batch (row-local, so the grouping cannot
+  // change a bit). forward_moe.cc.
+  void MoeFfn(const LayerWeights& L, const float* x, int64_t m, float* out);
   // Reads K/V in place through the store's views (a paged block table: no copy);
   // on a windowed layer a query whose window starts past 0 reads a gathered copy.
   void Attention(const std::vector<BatchToken>& batch, int layer, KvStore& kv);
@@ -74,6 +79,10 @@ class Forward {
     int h0, h1;
   };
   std::vector<AttnTask> attn_tasks_;
+  // MoE workspace: router logits, each row's chosen experts and weights, the
+  // rows grouped by expert, and per (row, choice) expert outputs.
+  std::vector<float> router_, moe_w_, moe_x_, moe_g_, moe_u_, moe_y_, moe_slot_out_;
+  std::vector<int32_t> moe_sel_, moe_count_, moe_order_;
 };
 
 }  // namespace stet

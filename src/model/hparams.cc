@@ -1,6 +1,7 @@
 #include "model/hparams.h"
 
 #include <cmath>
+#include <string_view>
 
 namespace stet {
 
@@ -33,6 +34,7 @@ Status ReadDouble(const gguf::GgufFile& f, const std::string& key, double* out) 
 // {arch}.attention.sliding_window and its layer pattern (a period, or one bool
 // per layer), as llama.cpp reads them for gemma3.
 Status ReadSlidingWindow(const gguf::GgufFile& f, const std::string& p, HParams* hp) {
+  hp->n_swa = hp->arch->default_n_swa;
   STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.sliding_window", false, &hp->n_swa));
   if (hp->n_swa == 0) return Status::Ok();  // no window: full attention everywhere
   hp->swa_layers.assign(hp->n_layer, 0);
@@ -50,8 +52,52 @@ Status ReadSlidingWindow(const gguf::GgufFile& f, const std::string& p, HParams*
     for (int l = 0; l < hp->n_layer; ++l)
       hp->swa_layers[l] = period == 0 || l % period < period - 1;
   }
+  if (!hp->arch->swa_own_rope_base) {
+    hp->rope_base_swa = hp->rope_base;
+    return Status::Ok();
+  }
   STET_RETURN_IF_ERROR(ReadDouble(f, p + "rope.freq_base_swa", &hp->rope_base_swa));
   if (!(hp->rope_base_swa > 1.0)) return DataLoss("rope.freq_base_swa must be > 1");
+  return Status::Ok();
+}
+
+// Gemma 2's soft-capping values (defaults 50 and 30, as llama.cpp); any other
+// architecture asking for soft-capping is refused rather than run wrong.
+Status ReadSoftcaps(const gguf::GgufFile& f, const std::string& p, HParams* hp) {
+  double attn = hp->arch->softcaps ? 50.0 : 0.0, final = hp->arch->softcaps ? 30.0 : 0.0;
+  STET_RETURN_IF_ERROR(ReadDouble(f, p + "attn_logit_softcapping", &attn));
+  STET_RETURN_IF_ERROR(ReadDouble(f, p + "final_logit_softcapping", &final));
+  if (!hp->arch->softcaps && (attn != 0.0 || final != 0.0)) {
+    return Unimplemented(
+        "attn_logit_softcapping / final_logit_softcapping are not supported for '" +
+        std::string(hp->arch->name) + "' (only gemma2)");
+  }
+  if (!(attn >= 0.0 && attn <= 1e6) || !(final >= 0.0 && final <= 1e6)) {
+    return DataLoss("soft-capping values must be in [0, 1e6]");
+  }
+  hp->attn_softcap = static_cast<float>(attn);
+  hp->final_softcap = static_cast<float>(final);
+  return Status::Ok();
+}
+
+// The largest expert count accepted: every MoE model published has <= 512, and
+// the router's per-token work and the model's expert views scale with it.
+constexpr int kMaxExperts = 1024;
+
+// {arch}.expert_count, expert_used_count and expert_feed_forward_length.
+Status ReadMoe(const gguf::GgufFile& f, const std::string& p, HParams* hp) {
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "expert_count", true, &hp->n_expert));
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "expert_used_count", true, &hp->n_expert_used));
+  STET_RETURN_IF_ERROR(ReadInt(f, p + "expert_feed_forward_length", true, &hp->n_ff_exp));
+  if (hp->n_expert < 1 || hp->n_expert > kMaxExperts) {
+    return DataLoss("expert_count " + std::to_string(hp->n_expert) + " must be in [1, " +
+                    std::to_string(kMaxExperts) + "]");
+  }
+  if (hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert) {
+    return DataLoss("expert_used_count " + std::to_string(hp->n_expert_used) +
+                    " must be in [1, expert_count = " + std::to_string(hp->n_expert) + "]");
+  }
+  if (hp->n_ff_exp <= 0) return DataLoss("expert_feed_forward_length must be positive");
   return Status::Ok();
 }
 
@@ -68,7 +114,14 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
   const std::string p = arch_name + ".";
   STET_RETURN_IF_ERROR(ReadInt(f, p + "block_count", true, &hp.n_layer));
   STET_RETURN_IF_ERROR(ReadInt(f, p + "embedding_length", true, &hp.n_embd));
-  STET_RETURN_IF_ERROR(ReadInt(f, p + "feed_forward_length", true, &hp.n_ff));
+  if (hp.arch->moe) {
+    // A MoE file's feed_forward_length (a dense width) is not used: every FFN
+    // is the experts' width.
+    STET_RETURN_IF_ERROR(ReadMoe(f, p, &hp));
+    hp.n_ff = hp.n_ff_exp;
+  } else {
+    STET_RETURN_IF_ERROR(ReadInt(f, p + "feed_forward_length", true, &hp.n_ff));
+  }
   STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.head_count", true, &hp.n_head));
   hp.n_head_kv = hp.n_head;
   STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.head_count_kv", false, &hp.n_head_kv));
@@ -97,13 +150,12 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
   hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   if (hp.arch->swa_pattern > 0) {
     STET_RETURN_IF_ERROR(ReadSlidingWindow(f, p, &hp));
-    // Gemma 3 27B scales by the model width per head, not key_length (as llama.cpp).
-    if (hp.n_layer == 62)
+    // Gemma 2 and 3 27B scale by the model width per head, not key_length (as llama.cpp).
+    const std::string_view name = hp.arch->name;
+    if ((name == "gemma3" && hp.n_layer == 62) || (name == "gemma2" && hp.n_layer == 46))
       hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head));
   }
-  double softcap = 0.0;
-  STET_RETURN_IF_ERROR(ReadDouble(f, p + "final_logit_softcapping", &softcap));
-  if (softcap != 0.0) return Unimplemented("final_logit_softcapping is not supported");
+  STET_RETURN_IF_ERROR(ReadSoftcaps(f, p, &hp));
 
   if (const gguf::MetaValue* st = f.Find(p + "rope.scaling.type")) {
     auto type = st->AsString();

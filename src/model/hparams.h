@@ -34,6 +34,17 @@ struct HParams {
   std::vector<uint8_t> swa_layers;  // [n_layer], 1 where windowed (empty when n_swa == 0)
   double rope_base_swa = 10000.0;   // windowed layers' RoPE base (no scaling there)
 
+  // Mixture of experts (arch->moe): expert_count, expert_used_count and each
+  // expert's FFN width (expert_feed_forward_length); 0 for dense models.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;
+
+  // Gemma 2's tanh soft-capping: scores s -> c tanh(s / c) before the softmax,
+  // and the final logits likewise; 0: none.
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
+
   bool IsSwa(int layer) const { return n_swa > 0 && swa_layers[layer] != 0; }
 
   int q_dim() const { return n_head * head_dim; }

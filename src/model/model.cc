@@ -60,6 +60,89 @@ Result<std::vector<float>> Vector(const gguf::GgufFile& f, const std::string& na
   return v;
 }
 
+// Rows [row0, row0 + rows) of a matrix: a view into the same bytes (rows are
+// contiguous whole rows in every type), for fused tensors.
+kernels::WeightView RowRange(const kernels::WeightView& w, int64_t row0, int64_t rows) {
+  kernels::WeightView v = w;
+  v.rows = rows;
+  v.data = static_cast<const uint8_t*>(w.data) + row0 * w.row_bytes;
+  return v;
+}
+
+// q, k and v: three tensors, or one fused attn_qkv [q_dim + 2 kv_dim, n_embd]
+// (Phi-3 and others) read as three row ranges.
+Status LoadQkv(const gguf::GgufFile& f, const HParams& hp, const std::string& b, LayerWeights& L) {
+  if (f.FindTensor(b + "attn_qkv.weight")) {
+    STET_ASSIGN_OR_RETURN(kernels::WeightView qkv, Matrix(f, b + "attn_qkv.weight",
+                                                          hp.q_dim() + 2 * hp.kv_dim(), hp.n_embd));
+    L.wq = RowRange(qkv, 0, hp.q_dim());
+    L.wk = RowRange(qkv, hp.q_dim(), hp.kv_dim());
+    L.wv = RowRange(qkv, hp.q_dim() + hp.kv_dim(), hp.kv_dim());
+    return Status::Ok();
+  }
+  STET_ASSIGN_OR_RETURN(L.wq, Matrix(f, b + "attn_q.weight", hp.q_dim(), hp.n_embd));
+  STET_ASSIGN_OR_RETURN(L.wk, Matrix(f, b + "attn_k.weight", hp.kv_dim(), hp.n_embd));
+  STET_ASSIGN_OR_RETURN(L.wv, Matrix(f, b + "attn_v.weight", hp.kv_dim(), hp.n_embd));
+  return Status::Ok();
+}
+
+// Expert e of a 3-D tensor [n_expert][rows][cols] (GGUF dims {cols, rows,
+// n_expert}), one WeightView per expert.
+Result<std::vector<kernels::WeightView>> Experts(const gguf::GgufFile& f, const std::string& name,
+                                                 int64_t n_expert, int64_t rows, int64_t cols) {
+  STET_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(f, name, {cols, rows, n_expert}));
+  std::vector<kernels::WeightView> out(n_expert);
+  for (int64_t e = 0; e < n_expert; ++e) {
+    kernels::WeightView& w = out[e];
+    w.type = t->type;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = RowBytes(t->type, cols);
+    w.data = static_cast<const uint8_t*>(t->data) + e * rows * w.row_bytes;
+  }
+  return out;
+}
+
+// Every matrix of a layer (each expert's too), for byte counts, page touching and packing.
+std::vector<kernels::WeightView*> LayerMatrices(LayerWeights& L) {
+  std::vector<kernels::WeightView*> v = {&L.wq, &L.wk, &L.wv, &L.wo};
+  if (L.gate_exps.empty()) {
+    for (auto* w : {&L.w_gate, &L.w_up, &L.w_down}) v.push_back(w);
+    return v;
+  }
+  v.push_back(&L.router);
+  for (auto* exps : {&L.gate_exps, &L.up_exps, &L.down_exps}) {
+    for (kernels::WeightView& w : *exps) v.push_back(&w);
+  }
+  return v;
+}
+
+// Reads a layer's FFN: dense gate/up/down, or (MoE) the router and the experts.
+Status LoadFfn(const gguf::GgufFile& f, const HParams& hp, const std::string& b, LayerWeights& L) {
+  if (hp.arch->fused_gate_up) {
+    STET_ASSIGN_OR_RETURN(kernels::WeightView up,
+                          Matrix(f, b + "ffn_up.weight", 2 * int64_t{hp.n_ff}, hp.n_embd));
+    L.w_gate = RowRange(up, 0, hp.n_ff);
+    L.w_up = RowRange(up, hp.n_ff, hp.n_ff);
+    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff));
+    return Status::Ok();
+  }
+  if (!hp.arch->moe) {
+    STET_ASSIGN_OR_RETURN(L.w_gate, Matrix(f, b + "ffn_gate.weight", hp.n_ff, hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.w_up, Matrix(f, b + "ffn_up.weight", hp.n_ff, hp.n_embd));
+    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff));
+    return Status::Ok();
+  }
+  STET_ASSIGN_OR_RETURN(L.router, Matrix(f, b + "ffn_gate_inp.weight", hp.n_expert, hp.n_embd));
+  STET_ASSIGN_OR_RETURN(L.gate_exps,
+                        Experts(f, b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff, hp.n_embd));
+  STET_ASSIGN_OR_RETURN(L.up_exps,
+                        Experts(f, b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff, hp.n_embd));
+  STET_ASSIGN_OR_RETURN(L.down_exps,
+                        Experts(f, b + "ffn_down_exps.weight", hp.n_expert, hp.n_embd, hp.n_ff));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool progress) {
@@ -95,6 +178,11 @@ Status Model::LoadWeights(bool progress) {
     w_.output = w_.token_embd;
     w_.tied_output = true;
   }
+  if (f.FindTensor("rope_factors_long.weight") || f.FindTensor("rope_factors_short.weight")) {
+    return Unimplemented(
+        "LongRoPE (rope_factors_long/short tensors, e.g. Phi-3 128k) is not supported; "
+        "the 4k-context variants run");
+  }
   STET_ASSIGN_OR_RETURN(w_.rope_freq_factors,
                         Vector(f, "rope_freqs.weight", hp.rot_dim / 2, /*required=*/false));
 
@@ -120,9 +208,7 @@ Status Model::LoadWeights(bool progress) {
     LayerWeights& L = w_.layers[l];
     const std::string b = "blk." + std::to_string(l) + ".";
     STET_ASSIGN_OR_RETURN(L.attn_norm, Vector(f, b + "attn_norm.weight", hp.n_embd));
-    STET_ASSIGN_OR_RETURN(L.wq, Matrix(f, b + "attn_q.weight", hp.q_dim(), hp.n_embd));
-    STET_ASSIGN_OR_RETURN(L.wk, Matrix(f, b + "attn_k.weight", hp.kv_dim(), hp.n_embd));
-    STET_ASSIGN_OR_RETURN(L.wv, Matrix(f, b + "attn_v.weight", hp.kv_dim(), hp.n_embd));
+    STET_RETURN_IF_ERROR(LoadQkv(f, hp, b, L));
     STET_ASSIGN_OR_RETURN(L.wo, Matrix(f, b + "attn_output.weight", hp.n_embd, hp.q_dim()));
     if (hp.arch->qkv_bias) {
       STET_ASSIGN_OR_RETURN(L.bq, Vector(f, b + "attn_q.bias", hp.q_dim()));
@@ -139,13 +225,17 @@ Status Model::LoadWeights(bool progress) {
                             Vector(f, b + "post_attention_norm.weight", hp.n_embd));
       STET_ASSIGN_OR_RETURN(L.ffn_post_norm, Vector(f, b + "post_ffw_norm.weight", hp.n_embd));
     }
-    STET_ASSIGN_OR_RETURN(L.w_gate, Matrix(f, b + "ffn_gate.weight", hp.n_ff, hp.n_embd));
-    STET_ASSIGN_OR_RETURN(L.w_up, Matrix(f, b + "ffn_up.weight", hp.n_ff, hp.n_embd));
-    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff));
-    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      weight_bytes_ += w->rows * w->row_bytes;
+    STET_RETURN_IF_ERROR(LoadFfn(f, hp, b, L));
+    // Per decoded token a MoE layer reads its router and expert_used_count experts.
+    const std::vector<kernels::WeightView*> mats = LayerMatrices(L);
+    for (const auto* w : mats) {
+      const bool expert =
+          hp.arch->moe && w != &L.router && w != &L.wq && w != &L.wk && w != &L.wv && w != &L.wo;
+      const int64_t bytes = w->rows * w->row_bytes;
+      weight_bytes_ += expert ? bytes * hp.n_expert_used / hp.n_expert : bytes;
+    }
     // Touch the mapped pages now so the first request does not pay for page faults.
-    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+    for (const auto* w : mats) {
       const volatile uint8_t* p = static_cast<const uint8_t*>(w->data);
       const int64_t n = w->rows * w->row_bytes;
       uint8_t sink = 0;
@@ -167,7 +257,7 @@ void Model::PackWeights() {
   if (std::getenv("STET_NO_PACK") != nullptr) return;
   std::vector<kernels::WeightView*> views;
   for (LayerWeights& L : w_.layers) {
-    for (auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(w);
+    for (kernels::WeightView* w : LayerMatrices(L)) views.push_back(w);
   }
   views.push_back(&w_.output);
   for (kernels::WeightView* w : views) {

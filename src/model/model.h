@@ -24,6 +24,11 @@ struct LayerWeights {
   // gemma3: RMSNorm of the attention output and of the FFN output before each
   // residual add [n_embd]; else empty.
   std::vector<float> attn_post_norm, ffn_post_norm;
+  // qwen3moe (w_gate/w_up/w_down unused): the router [n_expert, n_embd] and
+  // each expert's gate/up [n_ff_exp, n_embd] and down [n_embd, n_ff_exp], views
+  // into the 3-D ffn_{gate,up,down}_exps tensors; else empty.
+  kernels::WeightView router;
+  std::vector<kernels::WeightView> gate_exps, up_exps, down_exps;
 };
 
 struct ModelWeights {

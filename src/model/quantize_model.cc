@@ -101,8 +101,11 @@ Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::stri
   int64_t done = 0;
   for (const gguf::TensorInfo& t : in->tensors()) {
     if (progress) bar.Update(done++);
-    const bool matrix = t.dims.size() == 2 && t.name.size() > 7 &&
-                        t.name.compare(t.name.size() - 7, 7, ".weight") == 0;
+    // Matrices and 3-D expert stacks (MoE), row by row; a MoE router
+    // (ffn_gate_inp) stays as it is, as llama.cpp's quantizer keeps it.
+    const bool matrix = (t.dims.size() == 2 || t.dims.size() == 3) && t.name.size() > 7 &&
+                        t.name.compare(t.name.size() - 7, 7, ".weight") == 0 &&
+                        t.name.find("ffn_gate_inp.") == std::string::npos;
     const int64_t k = t.dims[0];
     DType target = t.type;
     if (matrix && DTypeSupported(t.type)) {

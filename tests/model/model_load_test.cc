@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "format/gguf.h"
@@ -191,6 +192,172 @@ TEST(ModelLoad, Gemma3SoftcappingIsRefusedClearly) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(r.status().message().find("softcapping"), std::string::npos);
+}
+
+// A tiny qwen3moe: dim 8, 2 heads of 4, 1 layer, 4 experts of width 16, 2 used.
+gguf::GgufWriter TinyQwen3Moe(int n_expert = 4, int n_used = 2) {
+  gguf::GgufWriter w;
+  w.SetString("general.architecture", "qwen3moe");
+  w.SetU32("qwen3moe.block_count", 1);
+  w.SetU32("qwen3moe.embedding_length", 8);
+  w.SetU32("qwen3moe.feed_forward_length", 64);  // a dense width: ignored
+  w.SetU32("qwen3moe.expert_feed_forward_length", 16);
+  w.SetU32("qwen3moe.expert_count", n_expert);
+  w.SetU32("qwen3moe.expert_used_count", n_used);
+  w.SetU32("qwen3moe.attention.head_count", 2);
+  w.AddTensor("token_embd.weight", DType::kF32, {8, 4}, F32Bytes(32));
+  w.AddTensor("output_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  w.AddTensor("blk.0.attn_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output"})
+    w.AddTensor(std::string("blk.0.") + n + ".weight", DType::kF32, {8, 8}, F32Bytes(64));
+  w.AddTensor("blk.0.attn_q_norm.weight", DType::kF32, {4}, F32Bytes(4, 1.0f));
+  w.AddTensor("blk.0.attn_k_norm.weight", DType::kF32, {4}, F32Bytes(4, 1.0f));
+  w.AddTensor("blk.0.ffn_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  return w;
+}
+
+void AddExperts(gguf::GgufWriter& w, int n_expert, int64_t down_rows = 8) {
+  w.AddTensor("blk.0.ffn_gate_inp.weight", DType::kF32, {8, n_expert}, F32Bytes(8 * n_expert));
+  w.AddTensor("blk.0.ffn_gate_exps.weight", DType::kF32, {8, 16, n_expert},
+              F32Bytes(128 * n_expert));
+  w.AddTensor("blk.0.ffn_up_exps.weight", DType::kF32, {8, 16, n_expert}, F32Bytes(128 * n_expert));
+  w.AddTensor("blk.0.ffn_down_exps.weight", DType::kF32, {16, down_rows, n_expert},
+              F32Bytes(16 * down_rows * n_expert));
+}
+
+TEST(ModelLoad, Qwen3MoeExpertsAreViewsIntoTheStackedTensors) {
+  auto w = TinyQwen3Moe();
+  AddExperts(w, 4);
+  auto r = Build(w);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const HParams& hp = (*r)->hparams();
+  EXPECT_EQ(hp.n_expert, 4);
+  EXPECT_EQ(hp.n_expert_used, 2);
+  EXPECT_EQ(hp.n_ff, 16);  // the experts' width, not feed_forward_length
+  const LayerWeights& L = (*r)->weights().layers[0];
+  ASSERT_EQ(L.gate_exps.size(), 4u);
+  ASSERT_EQ(L.down_exps.size(), 4u);
+  EXPECT_EQ(L.router.rows, 4);
+  EXPECT_EQ(L.down_exps[3].rows, 8);
+  EXPECT_EQ(L.down_exps[3].cols, 16);
+  const auto* base = static_cast<const uint8_t*>(L.up_exps[0].data);
+  EXPECT_EQ(static_cast<const uint8_t*>(L.up_exps[2].data), base + 2 * 16 * 8 * 4);
+  // Per token: attention 4 * 256 B, router 128 B, output 128 B, and 2 of 4
+  // experts' 3 * 512 B.
+  EXPECT_EQ((*r)->weight_bytes(), 4 * 256 + 128 + 128 + 2 * 3 * 512);
+}
+
+TEST(ModelLoad, Qwen3MoeBadExpertCountsAreRejected) {
+  for (auto [n_expert, n_used, what] :
+       {std::tuple{4, 5, "expert_used_count"}, std::tuple{4, 0, "expert_used_count"},
+        std::tuple{0, 0, "expert_count"}, std::tuple{5000, 2, "expert_count"}}) {
+    auto w = TinyQwen3Moe(n_expert, n_used);
+    auto r = Build(w);
+    ASSERT_FALSE(r.ok()) << n_expert << " " << n_used;
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().ToString();
+  }
+  gguf::GgufWriter w;
+  w.SetString("general.architecture", "qwen3moe");
+  w.SetU32("qwen3moe.block_count", 1);
+  w.SetU32("qwen3moe.embedding_length", 8);
+  auto r = Build(w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("qwen3moe.expert_count"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(ModelLoad, Qwen3MoeWrongExpertShapeIsNamed) {
+  auto w = TinyQwen3Moe();
+  AddExperts(w, 4, /*down_rows=*/7);
+  auto r = Build(w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("blk.0.ffn_down_exps.weight"), std::string::npos)
+      << r.status().ToString();
+}
+
+// Phi-3: attn_qkv [q + 2 kv rows] and ffn_up [2 n_ff rows] become row-range
+// views of the mapped tensors (gate rows first), no copies.
+TEST(ModelLoad, Phi3FusedTensorsAreRowRanges) {
+  gguf::GgufWriter w;
+  w.SetString("general.architecture", "phi3");
+  w.SetU32("phi3.block_count", 1);
+  w.SetU32("phi3.embedding_length", 8);
+  w.SetU32("phi3.feed_forward_length", 16);
+  w.SetU32("phi3.attention.head_count", 2);
+  w.SetU32("phi3.attention.head_count_kv", 1);
+  w.SetU32("phi3.attention.sliding_window", 4);  // not applied (as llama.cpp)
+  w.AddTensor("token_embd.weight", DType::kF32, {8, 4}, F32Bytes(32));
+  w.AddTensor("output_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  w.AddTensor("blk.0.attn_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  w.AddTensor("blk.0.attn_qkv.weight", DType::kF32, {8, 16}, F32Bytes(128));
+  w.AddTensor("blk.0.attn_output.weight", DType::kF32, {8, 8}, F32Bytes(64));
+  w.AddTensor("blk.0.ffn_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  w.AddTensor("blk.0.ffn_up.weight", DType::kF32, {8, 32}, F32Bytes(256));
+  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {16, 8}, F32Bytes(128));
+  auto r = Build(w);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->hparams().n_swa, 0);
+  const LayerWeights& L = (*r)->weights().layers[0];
+  const auto* qkv = static_cast<const uint8_t*>(L.wq.data);
+  EXPECT_EQ(L.wq.rows, 8);
+  EXPECT_EQ(L.wk.rows, 4);
+  EXPECT_EQ(L.wv.rows, 4);
+  EXPECT_EQ(static_cast<const uint8_t*>(L.wk.data), qkv + 8 * 32);
+  EXPECT_EQ(static_cast<const uint8_t*>(L.wv.data), qkv + 12 * 32);
+  EXPECT_EQ(L.w_gate.rows, 16);
+  EXPECT_EQ(static_cast<const uint8_t*>(L.w_up.data),
+            static_cast<const uint8_t*>(L.w_gate.data) + 16 * 32);
+  // LongRoPE (Phi-3 128k) is refused by name.
+  w.AddTensor("rope_factors_long.weight", DType::kF32, {2}, F32Bytes(2, 1.0f));
+  auto lr = Build(w);
+  ASSERT_FALSE(lr.ok());
+  EXPECT_EQ(lr.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(lr.status().message().find("LongRoPE"), std::string::npos);
+}
+
+// Gemma 2: soft-capping from the metadata (50 / 30 when absent), a window on
+// even layers (4096 when absent), one RoPE base for all layers.
+TEST(ModelLoad, Gemma2SoftcapsAndWindows) {
+  gguf::GgufWriter g;
+  g.SetString("general.architecture", "gemma2");
+  g.SetU32("gemma2.block_count", 3);
+  g.SetU32("gemma2.embedding_length", 8);
+  g.SetU32("gemma2.feed_forward_length", 32);
+  g.SetU32("gemma2.attention.head_count", 2);
+  g.SetF32("gemma2.rope.freq_base", 20000.0f);
+  g.AddTensor("token_embd.weight", DType::kF32, {8, 4}, F32Bytes(32));
+  g.AddTensor("output_norm.weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+  for (int l = 0; l < 3; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    for (const char* n : {"attn_norm", "ffn_norm", "post_attention_norm", "post_ffw_norm"})
+      g.AddTensor(b + n + ".weight", DType::kF32, {8}, F32Bytes(8, 1.0f));
+    for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output"})
+      g.AddTensor(b + n + ".weight", DType::kF32, {8, 8}, F32Bytes(64));
+    g.AddTensor(b + "ffn_gate.weight", DType::kF32, {8, 32}, F32Bytes(256));
+    g.AddTensor(b + "ffn_up.weight", DType::kF32, {8, 32}, F32Bytes(256));
+    g.AddTensor(b + "ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
+  }
+  auto r = Build(g);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const HParams& hp = (*r)->hparams();
+  EXPECT_EQ(hp.attn_softcap, 50.0f);
+  EXPECT_EQ(hp.final_softcap, 30.0f);
+  EXPECT_EQ(hp.n_swa, 4096);
+  EXPECT_TRUE(hp.IsSwa(0));
+  EXPECT_FALSE(hp.IsSwa(1));
+  EXPECT_TRUE(hp.IsSwa(2));
+  EXPECT_EQ(hp.rope_base_swa, 20000.0);
+  g.SetF32("gemma2.attn_logit_softcapping", 2.5f);
+  g.SetF32("gemma2.final_logit_softcapping", 0.0f);
+  g.SetU32("gemma2.attention.sliding_window", 16);
+  auto r2 = Build(g);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ((*r2)->hparams().attn_softcap, 2.5f);
+  EXPECT_EQ((*r2)->hparams().final_softcap, 0.0f);
+  EXPECT_EQ((*r2)->hparams().n_swa, 16);
+  g.SetF32("gemma2.attn_logit_softcapping", -1.0f);
+  EXPECT_FALSE(Build(g).ok());
 }
 
 TEST(ModelLoad, MissingFileIsIoError) {
