@@ -40,7 +40,15 @@ mkdir -p "$DEST"
 cd "$DEST"
 SDIST="llama_cpp_python-$VERSION.tar.gz"
 if [[ ! -f "$SDIST" ]]; then
-  python3 -m pip download --no-binary :all: --no-deps "llama-cpp-python==$VERSION" -d .
+  # The sdist's link (with its sha256) from the package index's simple page: `pip download
+  # --no-binary :all:` would build every build dependency from source just to read metadata.
+  INDEX="${PIP_INDEX_URL:-https://pypi.org/simple}"
+  LINK="$(curl -fsSL "$INDEX/llama-cpp-python/" | grep -o "href=\"[^\"]*/$SDIST#sha256=[0-9a-f]*" |
+          head -1 | sed 's/^href="//')"
+  [[ -n "$LINK" ]] || { echo "build_llamacpp: $SDIST not found in $INDEX" >&2; exit 1; }
+  curl -fsSL -o "$SDIST.part" "${LINK%%#*}"
+  echo "${LINK##*#sha256=}  $SDIST.part" | sha256sum -c --quiet -
+  mv "$SDIST.part" "$SDIST"
 fi
 if [[ ! -d "src" ]]; then
   rm -rf unpack && mkdir unpack
