@@ -1,5 +1,6 @@
 // Re-encodes a GGUF model's weight matrices in another type (like llama.cpp's
-// llama-quantize): metadata is copied as is; 2-D ".weight" tensors become
+// llama-quantize): metadata is copied as is; 2-D ".weight" tensors (and 3-D
+// expert stacks, but not a MoE router) become
 // `type` where their row length fits its block size (others — and for K-quants,
 // rows not a multiple of 256 — fall back to q8_0 or stay as they are); norms and
 // biases stay float. Used to make same-model/different-quantization pairs.

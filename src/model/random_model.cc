@@ -39,6 +39,9 @@ const RandomModelShape kShapes[] = {
     // Small enough for unit tests; K = 256 / 512 so K-quants need no fallback.
     {"tiny", "tiny", "llama", 2, 256, 4, 2, 512, 1024, 2048, 10000.0, 1e-5f, false,
      RandomVocabStyle::kSmolLm},
+    // A qwen3moe for tests: 8 experts of width 256 per layer, 2 per token.
+    {"moe-tiny", "moe-tiny", "qwen3moe", 2, 256, 4, 2, 256, 1024, 2048, 1000000.0, 1e-6f, false,
+     RandomVocabStyle::kQwen2, 8, 2},
 };
 
 constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kQ8_0,   DType::kQ4_0,  DType::kQ4_1,
@@ -179,8 +182,13 @@ struct Builder {
   ThreadPool* pool;
   RandomModelSummary* summary;
 
-  // A [rows, cols] matrix (rows of cols) in `type`, drawn N(0, kWeightStd^2).
-  void Matrix(const std::string& name, DType type, int64_t rows, int64_t cols) {
+  // A [rows, cols] matrix (rows of cols) in `type`, drawn N(0, kWeightStd^2);
+  // with n_expert > 0 a stack of n_expert of them (GGUF dims {cols, rows, n_expert}).
+  void Matrix(const std::string& name, DType type, int64_t rows, int64_t cols,
+              int64_t n_expert = 0) {
+    const std::vector<int64_t> dims = n_expert > 0 ? std::vector<int64_t>{cols, rows, n_expert}
+                                                   : std::vector<int64_t>{cols, rows};
+    if (n_expert > 0) rows *= n_expert;
     const int64_t row_bytes = RowBytes(type, cols);
     std::string bytes(static_cast<size_t>(rows * row_bytes), '\0');
     const uint32_t stream = StreamOf(name);
@@ -199,17 +207,17 @@ struct Builder {
     }
     summary->n_matrices += 1;
     summary->tensor_bytes += static_cast<int64_t>(bytes.size());
-    w->AddTensor(name, type, {cols, rows}, std::move(bytes));
+    w->AddTensor(name, type, dims, std::move(bytes));
   }
 
-  // A weight matrix of --type, or q8_0 where a K-quant cannot hold K.
-  void Weight(const std::string& name, int64_t rows, int64_t cols) {
+  // A weight matrix (or expert stack) of --type, or q8_0 where a K-quant cannot hold K.
+  void Weight(const std::string& name, int64_t rows, int64_t cols, int64_t n_expert = 0) {
     DType type = opts.type;
     if (IsKQuant(type) && cols % kQKK != 0) {
       type = DType::kQ8_0;
       summary->n_fallback += 1;
     }
-    Matrix(name, type, rows, cols);
+    Matrix(name, type, rows, cols, n_expert);
   }
 
   void Vector(const std::string& name, int64_t n, double mean, double stddev) {
@@ -449,6 +457,7 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   const int64_t q_dim = shape->n_head * head_dim;
   const int64_t kv_dim = shape->n_head_kv * head_dim;
   const bool qkv_bias = std::string_view(shape->arch) == "qwen2";
+  const bool moe = shape->n_expert > 0;
 
   // llama.cpp's rule for the output matrix (here the tied embedding): q6_k, but q8_0 when
   // the type is q8_0 or the row length is not a multiple of 256; float types stay.
@@ -476,6 +485,11 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   w.SetU32(a + ".context_length", static_cast<uint32_t>(shape->n_ctx_train));
   w.SetU32(a + ".embedding_length", static_cast<uint32_t>(d));
   w.SetU32(a + ".feed_forward_length", static_cast<uint32_t>(shape->n_ff));
+  if (moe) {
+    w.SetU32(a + ".expert_feed_forward_length", static_cast<uint32_t>(shape->n_ff));
+    w.SetU32(a + ".expert_count", static_cast<uint32_t>(shape->n_expert));
+    w.SetU32(a + ".expert_used_count", static_cast<uint32_t>(shape->n_expert_used));
+  }
   w.SetU32(a + ".attention.head_count", static_cast<uint32_t>(shape->n_head));
   w.SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(shape->n_head_kv));
   w.SetF32(a + ".rope.freq_base", static_cast<float>(shape->rope_base));
@@ -514,6 +528,15 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
     }
     b.Weight(p + "attn_output.weight", d, q_dim);
     b.Vector(p + "ffn_norm.weight", d, 1.0, kWeightStd);
+    if (moe) {  // qwen3moe: q/k norms, an f32 router and the expert stacks
+      b.Vector(p + "attn_q_norm.weight", head_dim, 1.0, kWeightStd);
+      b.Vector(p + "attn_k_norm.weight", head_dim, 1.0, kWeightStd);
+      b.Matrix(p + "ffn_gate_inp.weight", DType::kF32, shape->n_expert, d);
+      b.Weight(p + "ffn_gate_exps.weight", shape->n_ff, d, shape->n_expert);
+      b.Weight(p + "ffn_up_exps.weight", shape->n_ff, d, shape->n_expert);
+      b.Weight(p + "ffn_down_exps.weight", d, shape->n_ff, shape->n_expert);
+      continue;
+    }
     b.Weight(p + "ffn_gate.weight", shape->n_ff, d);
     b.Weight(p + "ffn_up.weight", shape->n_ff, d);
     b.Weight(p + "ffn_down.weight", d, shape->n_ff);

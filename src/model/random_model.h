@@ -1,9 +1,9 @@
 // Random-weight GGUF models with the exact shapes of real ones (SmolLM2-135M/360M,
-// Qwen2.5-0.5B, Llama-3.2-1B, a tiny test shape), for speed tests: speed does not depend
-// on trained weights. Owns two invariants: the bytes are a pure function of
-// (shape, type, seed, layers) on every machine (counter-based Philox draws, Box-Muller
-// from basic IEEE operations, reference quantizers), and the file is a model stet and llama.cpp
-// load, with a synthetic byte-level BPE vocabulary whose merges only build tokens it holds.
+// Qwen2.5-0.5B, Llama-3.2-1B, a tiny test shape and a tiny qwen3moe one), for speed tests: speed
+// does not depend on trained weights. Owns two invariants: the bytes are a pure function of (shape,
+// type, seed, layers) on every machine (counter-based Philox draws, Box-Muller from basic IEEE
+// operations, reference quantizers), and the file is a model stet and llama.cpp load, with a
+// synthetic byte-level BPE vocabulary whose merges only build tokens it holds.
 #pragma once
 
 #include <cstdint>
@@ -38,11 +38,13 @@ struct RandomModelShape {
   float rms_eps;
   bool llama3_rope;  // rope_freqs.weight with Llama 3.1+ scaling (factor 32, low 1, high 4, 8192)
   RandomVocabStyle vocab;
+  int n_expert = 0;       // qwen3moe: experts per layer (n_ff is each expert's width)
+  int n_expert_used = 0;  // qwen3moe: experts per token
 };
 
 // The shape named `name`, or nullptr.
 const RandomModelShape* FindRandomModelShape(std::string_view name);
-// "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b, tiny"
+// "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b, tiny, moe-tiny"
 std::string RandomModelShapeList();
 // The --type values: "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k,
 // q5_k, q6_k, iq4_xs"

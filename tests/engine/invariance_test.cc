@@ -308,6 +308,20 @@ TEST(Invariance, Qwen3) {
 TEST(Invariance, Gemma3SlidingWindow) {
   RunSuite(testing::SourceDir() + "/tests/golden/arch/gemma3.gguf", Scenarios(30), 32, 5);
 }
+// Qwen3-MoE: 8 experts, 2 per token. Each row's routing comes from its own
+// router logits, and each expert's rows run as one batch whatever else is in
+// it: every request must equal its solo run.
+TEST(Invariance, Qwen3Moe) {
+  RunSuite(testing::SourceDir() + "/tests/golden/arch/qwen3moe.gguf", Scenarios(30), 32, 6);
+}
+// Gemma 2: soft-capped attention scores and logits, window 8 on even layers.
+TEST(Invariance, Gemma2Softcaps) {
+  RunSuite(testing::SourceDir() + "/tests/golden/arch/gemma2.gguf", Scenarios(20), 32, 7);
+}
+// Phi-3: q/k/v and gate/up read as row ranges of fused tensors.
+TEST(Invariance, Phi3Fused) {
+  RunSuite(testing::SourceDir() + "/tests/golden/arch/phi3.gguf", Scenarios(12), 32, 8);
+}
 TEST(Invariance, Llama3Q8_0) {
   RunSuite(testing::SourceDir() + "/tests/golden/arch/llama-q8_0.gguf", Scenarios(30), 32, 4);
 }
@@ -339,6 +353,24 @@ TEST(Invariance, TinyRandomNewWeightTypes) {
     o.seed = 5;
     ASSERT_TRUE(WriteRandomModel(o, path).ok());
     RunSuite(path, Scenarios(4), 8, salt++);
+  }
+}
+
+// Quantized MoE (the moe-tiny random qwen3moe: 8 experts, 2 per token, a near-
+// uniform random router, so routing rides on near-ties): q4_1 experts go
+// through the packed AVX2 kernels with a different row count per expert each
+// step, q4_k through the K-quant ones; every request must equal its solo run.
+TEST(Invariance, TinyRandomMoeQuantized) {
+  uint64_t salt = 20;
+  for (DType t : {DType::kQ4_1, DType::kQ4_K}) {
+    const std::string path =
+        ::testing::TempDir() + "/stet-invariance-moe-tiny-" + std::string(DTypeName(t)) + ".gguf";
+    RandomModelOptions o;
+    o.shape = "moe-tiny";
+    o.type = t;
+    o.seed = 9;
+    ASSERT_TRUE(WriteRandomModel(o, path).ok());
+    RunSuite(path, Scenarios(8), 16, salt++);
   }
 }
 

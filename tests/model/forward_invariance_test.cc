@@ -127,6 +127,20 @@ TEST(ForwardInvariance, Gemma3SlidingWindow) {
   ExpectInvariant(testing::SourceDir() + "/tests/golden/arch/gemma3.gguf", 40);
 }
 
+// Qwen3-MoE: every chunking, thread count and ISA groups the rows per expert
+// differently; the logits must not move.
+TEST(ForwardInvariance, Qwen3Moe) {
+  ExpectInvariant(testing::SourceDir() + "/tests/golden/arch/qwen3moe.gguf", 40);
+}
+
+TEST(ForwardInvariance, Gemma2Softcaps) {
+  ExpectInvariant(testing::SourceDir() + "/tests/golden/arch/gemma2.gguf", 40);
+}
+
+TEST(ForwardInvariance, Phi3Fused) {
+  ExpectInvariant(testing::SourceDir() + "/tests/golden/arch/phi3.gguf", 24);
+}
+
 TEST(ForwardInvariance, Gemma3_270M) {
   ExpectInvariant(testing::ModelCacheDir() + "/gemma-3-270m-q4_k_m.gguf", 4);
 }
@@ -145,6 +159,22 @@ TEST(ForwardInvariance, TinyRandomNewWeightTypes) {
     o.seed = 11;
     ASSERT_TRUE(WriteRandomModel(o, path).ok());
     ExpectInvariant(path, 12);
+  }
+}
+
+// Quantized experts (moe-tiny, 8 experts of 256, 2 per token): each chunking
+// and thread count routes different row sets to each expert's MatMul.
+TEST(ForwardInvariance, TinyRandomMoeQuantized) {
+  for (DType t : {DType::kQ4_1, DType::kQ8_0, DType::kQ4_K}) {
+    SCOPED_TRACE(DTypeName(t));
+    const std::string path =
+        ::testing::TempDir() + "/stet-fwd-moe-tiny-" + std::string(DTypeName(t)) + ".gguf";
+    RandomModelOptions o;
+    o.shape = "moe-tiny";
+    o.type = t;
+    o.seed = 13;
+    ASSERT_TRUE(WriteRandomModel(o, path).ok());
+    ExpectInvariant(path, 16);
   }
 }
 

@@ -179,6 +179,21 @@ TEST(RandomModel, EveryTypeLoadsAndRuns) {
   }
 }
 
+TEST(RandomModel, MoeTinyIsAQwen3MoeWithQuantizedExperts) {
+  Built b = Build("moe-tiny", DType::kQ4_K, 3, 1);
+  EXPECT_EQ(b.summary.n_fallback, 0);
+  auto m = Load(b.bytes);
+  ASSERT_NE(m, nullptr);
+  EXPECT_STREQ(m->hparams().arch->name, "qwen3moe");
+  EXPECT_EQ(m->hparams().n_expert, 8);
+  EXPECT_EQ(m->hparams().n_expert_used, 2);
+  const LayerWeights& L = m->weights().layers[0];
+  ASSERT_EQ(L.down_exps.size(), 8u);
+  EXPECT_EQ(L.down_exps[7].type, DType::kQ4_K);
+  EXPECT_EQ(L.router.type, DType::kF32);
+  ExpectFiniteLogits(*m);
+}
+
 TEST(RandomModel, SuperBlockTypesFallBackToQ8_0WhereKIsNotAMultipleOf256) {
   for (DType t : {DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
     Built b = Build("smollm2-135m", t, 1, 2);
