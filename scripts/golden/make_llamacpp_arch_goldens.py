@@ -43,6 +43,17 @@ gemma2: embeddings times sqrtf(n_embd), pre- and post-norms on attention and
     rms_eps 1e-6; embeddings std 0.15 (at 0.3 the scaled, tied embedding makes
     every greedy path repeat its input token).
 
+Weight types (--only types, or any llama-<type> name): one F32 llama (n_embd
+256, 1 layer, 4 query / 2 KV heads of 64, n_ff 256, untied output, rope base
+1e4) re-encoded by `stet quantize` (this repository's build/bin/stet; --stet to
+change) into each of q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k and
+iq4_xs, every matrix and the embedding in the type (K = 256 everywhere, so no
+fallback).  llama.cpp runs each file; the seed search asks for a top-2 gap of
+at least MIN_GAP_TYPES on every step.  These files have no numpy check: the
+dequantization of every type is checked against gguf-py separately
+(tests/numerics/test_dequant_oracle.py), and what differs between engines here
+is only how activations are quantized for the dot products.
+
 Checks (recorded under "checks"): an independent numpy float64 forward pass of
 the intended architecture (emulating llama.cpp's f16 K/V/Q/probabilities) must
 reproduce llama.cpp's logits, and must be clearly closer to them than the same
@@ -53,6 +64,8 @@ import argparse
 import json
 import math
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -70,6 +83,8 @@ N_STEPS = 24
 MIN_GAP = 0.05
 MIN_DISTINCT = 6
 MIN_EXPERTS_USED = 6
+MIN_GAP_TYPES = 0.25
+WEIGHT_TYPES = ["q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs"]
 
 SPECS = {
     "qwen3moe": dict(arch="qwen3moe", seed0=31000, n_embd=32, n_layer=2, n_head=4, n_head_kv=2,
@@ -78,6 +93,8 @@ SPECS = {
     "phi3": dict(arch="phi3", seed0=33000, n_embd=64, n_layer=2, n_head=4, n_head_kv=2,
                  head_dim=16, n_ff=96, n_swa=8, rope_base=1e4, rms_eps=1e-5, w_std=0.2,
                  qk_norm=False),
+    "types": dict(arch="llama", seed0=37000, n_embd=256, n_layer=1, n_head=4, n_head_kv=2,
+                  head_dim=64, n_ff=256, rope_base=1e4, rms_eps=1e-5, w_std=0.1, qk_norm=False),
     "gemma2": dict(arch="gemma2", seed0=35000, n_embd=32, n_layer=4, n_head=4, n_head_kv=2,
                    head_dim=16, n_ff=64, n_swa=8, rope_base=1e4, rms_eps=1e-6, w_std=0.2,
                    qk_norm=False, attn_softcap=2.0, final_softcap=4.0, emb_std=0.15),
@@ -170,7 +187,8 @@ def write_gguf(path, s, weights, tok, seed):
     else:
         w.add_feed_forward_length(s["n_ff"])
         w.add_rope_dimension_count(s["head_dim"])
-        w.add_sliding_window(s["n_swa"])
+        if "n_swa" in s:
+            w.add_sliding_window(s["n_swa"])
     if s["arch"] == "gemma2":
         w.add_key_length(s["head_dim"])  # 16, not n_embd / n_head = 8
         w.add_value_length(s["head_dim"])
@@ -412,17 +430,86 @@ def make_model(exe, name, tok, tmpdir, out_dir):
     print(f"{name}: seed {seed}, min top-2 gap {min(gaps):.4g}", file=sys.stderr)
 
 
+def golden_json(name, s, seed, gguf_path, ids, logits, source_extra, checks):
+    steps = [step_record(logits[i], ids[i]) for i in range(N_STEPS)]
+    hp = {k: v for k, v in s.items() if k not in ("seed0",)}
+    hp.update({"n_vocab": N_VOCAB, "tied_embeddings": False, "seed": seed})
+    out = {
+        "source": (f"llama.cpp commit {LLAMA_CPP_COMMIT} (llama-cpp-python 0.3.36's), linked "
+                   f"statically into scripts/golden/llamacpp_run.cc, n_threads={N_THREADS}, CPU, "
+                   f"f16 KV cache, no flash attention, command: python3 "
+                   f"scripts/golden/make_llamacpp_arch_goldens.py --only {name}{source_extra}"),
+        "llama_cpp_commit": LLAMA_CPP_COMMIT,
+        "model_file": os.path.basename(gguf_path),
+        "model_sha256": sha256_file(gguf_path),
+        "model_bytes": os.path.getsize(gguf_path),
+        "hparams": hp,
+        "n_ctx": N_CTX,
+        "n_steps": N_STEPS,
+        "notes": ("Pure greedy (argmax of float32 logits, ties -> lower id), no stop on EOS. "
+                  "logprob = float64 log-softmax of the chosen id. first_logits = logits after "
+                  "the prompt (step 0), last_logits = step n_steps-1; 6 significant digits."),
+        "prompt_ids": PROMPT_IDS,
+        "generated_ids": ids,
+        "min_top2_gap": min(st["top2_gap"] for st in steps),
+        "steps": [{k: st[k] for k in ("id", "logprob", "top2_gap")} for st in steps],
+        "first_logits": round6(logits[0]),
+        "last_logits": round6(logits[-1]),
+    }
+    if checks is not None:
+        out["checks"] = checks
+    return out
+
+
+def make_type_model(exe, wtype, tok, tmpdir, out_dir, stet):
+    """llama-<wtype>: the 'types' F32 llama re-encoded by stet quantize."""
+    s = dict(SPECS["types"])
+    for seed in range(s["seed0"], s["seed0"] + 200):
+        W = make_weights(s, seed)
+        f32 = os.path.join(tmpdir, "types-f32.gguf")
+        write_gguf(f32, s, W, tok, seed)
+        path = os.path.join(tmpdir, f"llama-{wtype}.gguf")
+        subprocess.run([stet, "quantize", "-m", f32, "-o", path, "--type", wtype], check=True,
+                       capture_output=True)
+        (ids,), (logits,) = lc_greedy(exe, path, [PROMPT_IDS], N_STEPS, N_VOCAB, tmpdir)
+        gaps = [step_record(logits[i], ids[i])["top2_gap"] for i in range(N_STEPS)]
+        if min(gaps) >= MIN_GAP_TYPES and len(set(ids)) >= MIN_DISTINCT:
+            break
+        print(f"llama-{wtype} seed {seed}: min gap {min(gaps):.3g}, {len(set(ids))} distinct ids;"
+              f" next", file=sys.stderr)
+    else:
+        raise SystemExit(f"llama-{wtype}: no seed gave a confident greedy path")
+    os.makedirs(out_dir, exist_ok=True)
+    gguf_path = os.path.join(out_dir, f"llama-{wtype}.gguf")
+    shutil.copyfile(path, gguf_path)
+    s["weight_type"] = wtype
+    s["quantized_by"] = "stet quantize --type " + wtype + " (from the F32 model of this seed)"
+    s["weight_std"] = {"token_embd": EMB_STD, "output": OUT_STD, "other": s["w_std"],
+                       "norm": f"1 + {NORM_NOISE} * normal"}
+    out = golden_json(f"llama-{wtype}", s, seed, gguf_path, ids, logits, "", None)
+    write_json(os.path.join(out_dir, f"llama-{wtype}.json"), out)
+    print(f"llama-{wtype}: seed {seed}, min top-2 gap {out['min_top2_gap']:.4g}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(SPECS))
+    ap.add_argument("--only", default="",
+                    help="comma-separated subset of qwen3moe, phi3, gemma2, types, llama-<type>")
     ap.add_argument("--out-dir", default="tests/golden/arch")
+    ap.add_argument("--stet", default="build/bin/stet", help="the stet binary (for quantize)")
     args = ap.parse_args()
     tok = read_tokenizer_meta(TOKENIZER_FROM)
-    names = [n for n in args.only.split(",") if n] or list(SPECS)
+    names = [n for n in args.only.split(",") if n] or ["qwen3moe", "phi3", "gemma2", "types"]
+    if "types" in names:
+        names = [n for n in names if n != "types"] + [f"llama-{t}" for t in WEIGHT_TYPES]
     with tempfile.TemporaryDirectory() as tmpdir:
         exe = build_driver(tmpdir)
         for name in names:
-            make_model(exe, name, tok, tmpdir, args.out_dir)
+            if name.startswith("llama-"):
+                make_type_model(exe, name[len("llama-"):], tok, tmpdir, args.out_dir,
+                                os.path.abspath(args.stet))
+            else:
+                make_model(exe, name, tok, tmpdir, args.out_dir)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 // Architectures against llama.cpp on small seeded random-weight models
 // (tests/golden/arch/*.gguf + .json, made by scripts/golden/make_arch_goldens.py
 // with llama-cpp-python 0.3.36; gemma3 by make_gemma3_goldens.py with the same
-// llama.cpp; qwen3moe, phi3 and gemma2 by make_llamacpp_arch_goldens.py): qwen2 (q/k/v biases, NeoX
+// llama.cpp; qwen3moe, phi3, gemma2 and the weight types by
+// make_llamacpp_arch_goldens.py): qwen2 (q/k/v biases, NeoX
 // RoPE, tied output), qwen3 (per-head q/k RMSNorm, key_length != n_embd/n_head), llama3 (rope_freqs
 // scaling), gemma3 (sliding window 8, two RoPE bases, post-norms, GeGLU,
 // scaled embeddings), qwen3moe (8 experts, 2 per token, renormalized router
 // weights), phi3 (fused qkv and gate/up), gemma2 (attention and final-logit
-// soft-capping, window on even layers), and F16 / Q8_0 weights. Greedy ids must match on every step
+// soft-capping, window on even layers), and F16 / Q8_0 weights, and a llama in
+// each newer weight type (q5_0 ... iq4_xs, made by stet quantize; within 0.5,
+// measured 0.13-0.34: the engines quantize activations for the dot products
+// differently). Greedy ids must match on every step
 // (the goldens' paths keep top-2 gaps >= 0.05); first-step logits must agree within what
 // llama.cpp's own rounding explains (f16 KV: ~2e-2; q8_0 activations: ~0.2). Run through the
 // serving engine (Engine::Open): the goldens pin the served path.
@@ -67,7 +71,11 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_pair("llama3", 1e-2), std::make_pair("llama-f16", 1e-2),
                       std::make_pair("llama-q8_0", 0.2), std::make_pair("gemma3", 1e-2),
                       std::make_pair("qwen3moe", 1e-2), std::make_pair("phi3", 1e-2),
-                      std::make_pair("gemma2", 1e-2)),
+                      std::make_pair("gemma2", 1e-2), std::make_pair("llama-q5_0", 0.5),
+                      std::make_pair("llama-q5_1", 0.5), std::make_pair("llama-iq4_nl", 0.5),
+                      std::make_pair("llama-q2_k", 0.5), std::make_pair("llama-q3_k", 0.5),
+                      std::make_pair("llama-q4_k", 0.5), std::make_pair("llama-q5_k", 0.5),
+                      std::make_pair("llama-q6_k", 0.5), std::make_pair("llama-iq4_xs", 0.5)),
     [](const auto& info) {
       std::string n = info.param.first;
       for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
