@@ -109,8 +109,8 @@ class Parser {
   }
   bool At(char c) const { return pos_ < s_.size() && s_[pos_] == c; }
   static bool NameChar(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
   }
   void SkipSpace() {
     while (pos_ < s_.size()) {
@@ -173,8 +173,8 @@ class Parser {
     std::string_view name = ParseName();
     if (name.empty()) return Error("expected a rule name");
     while (At(' ') || At('\t')) ++pos_;
-    if (s_.compare(pos_, 3, "::=") != 0) return Error("expected '::=' after '" +
-                                                      std::string(name) + "'");
+    if (s_.compare(pos_, 3, "::=") != 0)
+      return Error("expected '::=' after '" + std::string(name) + "'");
     pos_ += 3;
     STET_ASSIGN_OR_RETURN(int id, RuleId(name));
     if (defined_[id]) return Error("rule '" + std::string(name) + "' is defined twice");
@@ -312,9 +312,10 @@ class Parser {
     for (int i = 0; i < digits; ++i) {
       if (pos_ >= s_.size()) return Error("expected hex digits");
       const char h = s_[pos_];
-      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                             : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                                    : -1;
+      int d = h >= '0' && h <= '9'   ? h - '0'
+              : h >= 'a' && h <= 'f' ? h - 'a' + 10
+              : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                     : -1;
       if (d < 0) return Error("expected hex digits");
       v = v * 16 + static_cast<uint32_t>(d);
       ++pos_;

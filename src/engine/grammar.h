@@ -20,12 +20,12 @@ namespace stet {
 // InvalidArgument (the server's 400), found at parse time where it can be, or
 // by the matcher (GrammarMatcher) while it runs.
 struct GrammarLimits {
-  size_t max_bytes = 256 * 1024;  // grammar text
-  int max_rules = 16384;          // named and generated rules
-  int max_elements = 1 << 20;     // compiled elements (a rule's alternatives laid out)
-  int max_depth = 64;             // nesting of parentheses
-  int max_repeat = 4096;          // m and n of x{m,n}
-  int max_stacks = 1024;          // simultaneous parse stacks of a matcher
+  size_t max_bytes = 256 * 1024;   // grammar text
+  int max_rules = 16384;           // named and generated rules
+  int max_elements = 1 << 20;      // compiled elements (a rule's alternatives laid out)
+  int max_depth = 64;              // nesting of parentheses
+  int max_repeat = 4096;           // m and n of x{m,n}
+  int max_stacks = 1024;           // simultaneous parse stacks of a matcher
   int max_expand_steps = 1 << 16;  // work to reach the next bytes after one accepted byte
 };
 

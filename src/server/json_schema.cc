@@ -18,10 +18,10 @@ const std::set<std::string>& Ignored() {
   return s;
 }
 const std::set<std::string>& Handled() {
-  static const std::set<std::string> s = {
-      "type",     "properties", "required", "additionalProperties", "items", "minItems",
-      "maxItems", "enum",       "const",    "anyOf",                "oneOf", "allOf",
-      "$ref",     "minLength",  "maxLength"};
+  static const std::set<std::string> s = {"type",  "properties", "required", "additionalProperties",
+                                          "items", "minItems",   "maxItems", "enum",
+                                          "const", "anyOf",      "oneOf",    "allOf",
+                                          "$ref",  "minLength",  "maxLength"};
   return s;
 }
 
@@ -285,8 +285,7 @@ Result<std::string> JsonGrammarBuilder::VisitObject(const Json& s, const std::st
     if (!extra.is_boolean()) {
       STET_ASSIGN_OR_RETURN(value, Visit(extra, hint + "-value", depth + 1));
     }
-    const std::string kv =
-        Primitive("string") + " " + ws + " \":\" " + ws + " " + value + " " + ws;
+    const std::string kv = Primitive("string") + " " + ws + " \":\" " + ws + " " + value + " " + ws;
     const std::string rule = Fresh(hint);
     AddRule(rule, "\"{\" " + ws + " (" + kv + " (\",\" " + ws + " " + kv + ")*)? \"}\"");
     return rule;

@@ -32,10 +32,10 @@ std::vector<uint8_t> BruteMask(const GrammarMatcher& m, const std::vector<std::s
 
 const std::vector<std::string>& Vocab() {
   static const std::vector<std::string> v = {
-      "",   "{",  "}",     "{\"", "\"",   "\":",  ",",    " ",    "  ",  "\n",   "a",
-      "ab", "abc", "b",    "c",   "1",    "12",   "123",  "-",    ".",   "e",    "true",
-      "tr", "ue", "null",  "é",   "\xC3", "\xA9", "\xE2", "\x82\xAC", "€", "[",  "]",
-      "\"a", "a\"", "\"}", "x",   "\\",   "\\\"", "ab\"", "aaaa", ":",   "{}",   "[]"};
+      "",    "{",   "}",    "{\"", "\"",   "\":",  ",",    " ",        "  ", "\n", "a",
+      "ab",  "abc", "b",    "c",   "1",    "12",   "123",  "-",        ".",  "e",  "true",
+      "tr",  "ue",  "null", "é",   "\xC3", "\xA9", "\xE2", "\x82\xAC", "€",  "[",  "]",
+      "\"a", "a\"", "\"}",  "x",   "\\",   "\\\"", "ab\"", "aaaa",     ":",  "{}", "[]"};
   return v;
 }
 
@@ -59,8 +59,8 @@ ws     ::= [ \n]{0,2}
   GrammarMatcher m(g);
   ASSERT_TRUE(m.Init().ok());
   // Walk a path through the grammar and compare the mask at every step.
-  const std::vector<std::string> path = {"{\"", "ab", "c", "\":", " ", "\"", "é", "\xE2",
-                                         "\x82\xAC", "\\\"", "a\"", " ", "}"};
+  const std::vector<std::string> path = {"{\"",  "ab",       "c",    "\":", " ", "\"", "é",
+                                         "\xE2", "\x82\xAC", "\\\"", "a\"", " ", "}"};
   std::vector<uint8_t> mask;
   for (const std::string& tok : path) {
     ASSERT_TRUE(m.FillMask(trie, &mask).ok());

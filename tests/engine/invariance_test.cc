@@ -6,11 +6,11 @@
 // enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
 // temperature sampling, stop strings, end-of-generation tokens, and speculative
 // decoding (prompt lookup, k 3..8, on prompts that quote themselves) as one
-// more engine axis — every choice's tokens, logprobs, top-logprobs and the
-// hash of every step's full logits are bitwise equal to the same request run
-// alone, without speculation, on a cold engine. Scoring parity is asserted on
-// the same runs.
-// STET_INVARIANCE_SEED=S reruns one scenario; STET_INVARIANCE_SCENARIOS=N scales.
+// more engine axis, and constrained decoding (a GBNF grammar on a quarter of
+// the requests, its token mask computed beside unconstrained rows) — every choice's tokens,
+// logprobs, top-logprobs and the hash of every step's full logits are bitwise equal to the same
+// request run alone, without speculation, on a cold engine. Scoring parity is asserted on the same
+// runs. STET_INVARIANCE_SEED=S reruns one scenario; STET_INVARIANCE_SCENARIOS=N scales.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -83,7 +83,29 @@ std::string Key(const RequestParams& p) {
        std::to_string(p.sampling.temperature) + "|" + std::to_string(p.sampling.seed.value_or(0)) +
        "|" + std::to_string(p.ignore_eos) + "|";
   for (const std::string& s : p.stop) k += std::to_string(s.size()) + ":" + s;
+  if (p.grammar) k += "|grammar:" + std::to_string(reinterpret_cast<uintptr_t>(p.grammar.get()));
   return k;
+}
+
+// Grammars any byte-fallback vocabulary can spell: a JSON-like object and a
+// sentence of lowercase words; for vocabularies that cannot, the choice ends
+// with an error, which must be just as invariant.
+const std::vector<std::shared_ptr<const Grammar>>& Grammars() {
+  static const std::vector<std::shared_ptr<const Grammar>> g = [] {
+    std::vector<std::shared_ptr<const Grammar>> out;
+    for (
+        const char* text : {
+            R"(root ::= "{\"" [a-z]{1,8} "\": " (num | str) ("," " "? "\"" [a-z]+ "\": " (num | str))* "}"
+                num ::= "-"? [0-9]{1,4}
+                str ::= "\"" [^"\\\x00-\x1f]{0,12} "\"")",
+            R"(root ::= [a-z]+ (" " [a-z]+)* [.!?])"}) {
+      auto p = ParseGbnf(text);
+      EXPECT_TRUE(p.ok()) << p.status().ToString();
+      if (p.ok()) out.push_back(*p);
+    }
+    return out;
+  }();
+  return g;
 }
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -169,7 +191,7 @@ class Fixture {
 
   // One scenario; returns failures as reproducer lines.
   void Run(uint64_t seed, int max_requests, int* scenarios_run) {
-    std::mt19937_64 rng(seed);
+    std::mt19937_64 rng(seed), grammar_rng(seed ^ 0x5eedf00dULL);
     auto& [cfg, eng] = engines_[rng() % engines_.size()];
     if (cfg.spec_k > 0) ++spec_scenarios_;
     const int n_vocab = eng->model().hparams().n_vocab;
@@ -201,6 +223,8 @@ class Fixture {
       if (rng() % 4 == 0)  // a stop string: the text of a prompt token (copies reach it)
         r.stop = {eng->tokenizer().TokenToPiece(r.prompt[rng() % r.prompt.size()])};
       r.logits_hash = true;
+      // Constrained requests: their own stream, so the scenarios above are unchanged.
+      if (grammar_rng() % 4 == 0) r.grammar = Grammars()[grammar_rng() % Grammars().size()];
     }
     std::vector<Outcome> got(n_req);
     std::vector<std::atomic<int>> open(n_req);

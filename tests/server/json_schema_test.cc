@@ -52,9 +52,9 @@ TEST(JsonSchema, ObjectWithRequiredAndOptionalProperties) {
       "required": ["name", "ok"]})");
   EXPECT_TRUE(Matches(g, R"({"name": "a", "age": 3, "ok": true})"));
   EXPECT_TRUE(Matches(g, R"({"name":"a","ok":false})"));
-  EXPECT_FALSE(Matches(g, R"({"name": "a", "age": 3})"));          // ok is required
+  EXPECT_FALSE(Matches(g, R"({"name": "a", "age": 3})"));              // ok is required
   EXPECT_FALSE(Matches(g, R"({"age": 3, "name": "a", "ok": true})"));  // schema order
-  EXPECT_FALSE(Matches(g, R"({"name": "a", "ok": true, "x": 1})"));  // no extra properties
+  EXPECT_FALSE(Matches(g, R"({"name": "a", "ok": true, "x": 1})"));    // no extra properties
   EXPECT_FALSE(Matches(g, R"({"name": "a", "age": 3.5, "ok": true})"));
   EXPECT_FALSE(Matches(g, R"({"name": "a",, "ok": true})"));
   auto all_optional = Compile(R"({"properties": {"a": {"type": "null"}, "b": {"const": 1}}})");
@@ -103,14 +103,12 @@ TEST(JsonSchema, StringLengthsAndEscapesInNames) {
 }
 
 TEST(JsonSchema, RefusesWhatItCannotEnforce) {
-  EXPECT_NE(Refusal(R"({"type": "string", "pattern": "^a"})").find("'pattern'"),
-            std::string::npos);
+  EXPECT_NE(Refusal(R"({"type": "string", "pattern": "^a"})").find("'pattern'"), std::string::npos);
   EXPECT_NE(Refusal(R"({"type": "string", "format": "date-time"})").find("'format'"),
             std::string::npos);
   EXPECT_NE(Refusal(R"({"type": "integer", "minimum": 0})").find("'minimum'"), std::string::npos);
   EXPECT_NE(Refusal(R"({"$ref": "http://x/y"})").find("not local"), std::string::npos);
-  EXPECT_NE(Refusal(R"({"$ref": "#/$defs/missing"})").find("does not resolve"),
-            std::string::npos);
+  EXPECT_NE(Refusal(R"({"$ref": "#/$defs/missing"})").find("does not resolve"), std::string::npos);
   EXPECT_NE(Refusal(R"({"properties": {"a": {}}, "required": ["b"]})").find("'b'"),
             std::string::npos);
   EXPECT_NE(Refusal(R"({"properties": {"a": {}}, "additionalProperties": true})")
