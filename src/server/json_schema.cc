@@ -113,7 +113,9 @@ std::string JsonGrammarBuilder::Primitive(const std::string& name) {
   defined_[key] = rule;
   std::string body;
   if (name == "ws") {
-    body = "[ \\t\\n]{0," + std::to_string(kMaxJsonBlanks) + "}";
+    // One space, or a line break and indentation: what JSON writers emit, and
+    // never more than one line break in a row.
+    body = "(\" \" | \"\\n\" [ \\t]{0," + std::to_string(kMaxJsonBlanks) + "})?";
   } else if (name == "char") {
     body = R"([^"\\\x00-\x1F\x7F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))";
   } else if (name == "string") {

@@ -15,8 +15,9 @@
 
 namespace stet::server {
 
-// Whitespace the grammar allows between tokens of JSON: at most this many
-// spaces, tabs and newlines in a row, so a model cannot loop on blanks.
+// Whitespace the grammar allows between tokens of JSON: one space, or one
+// line break followed by at most this many spaces and tabs (indentation), so
+// a model cannot loop on blanks.
 constexpr int kMaxJsonBlanks = 20;
 
 // Builds one grammar out of several schemas (a tool call grammar holds one per

@@ -43,7 +43,10 @@ TEST(JsonSchema, AnyObject) {
   EXPECT_FALSE(Matches(*g, R"({"a": 01})"));
   EXPECT_FALSE(Matches(*g, R"({"a": "x)"));
   EXPECT_FALSE(Matches(*g, R"({'a': 1})"));
-  EXPECT_FALSE(Matches(*g, "{" + std::string(kMaxJsonBlanks + 1, ' ') + "}"));
+  EXPECT_TRUE(Matches(*g, "{\n" + std::string(kMaxJsonBlanks, ' ') + "}"));
+  EXPECT_FALSE(Matches(*g, "{\n" + std::string(kMaxJsonBlanks + 1, ' ') + "}"));
+  EXPECT_FALSE(Matches(*g, "{  }"));
+  EXPECT_FALSE(Matches(*g, "{\n\n}"));
 }
 
 TEST(JsonSchema, ObjectWithRequiredAndOptionalProperties) {
