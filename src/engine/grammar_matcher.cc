@@ -173,7 +173,50 @@ void GrammarMatcher::Compact() {
   stacks_.erase(std::unique(stacks_.begin(), stacks_.end()), stacks_.end());
 }
 
+std::string GrammarMatcher::StateKey() const {
+  std::string key(1, accept_ ? 'a' : 'o');
+  auto put = [&](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const Stack& s : stacks_) {
+    put(s.first);
+    for (int32_t f = s.second; f >= 0; f = frames_[f].parent) put(frames_[f].pos);
+    put(-1);
+  }
+  return key;
+}
+
 Status GrammarMatcher::FillMask(const TokenTrie& trie, std::vector<uint8_t>* allowed) {
+  if (cache_trie_ != &trie) {
+    cache_.clear();
+    cache_trie_ = &trie;
+  }
+  const int n = trie.n_vocab();
+  std::string key = StateKey();
+  ++tick_;
+  for (CachedMask& c : cache_) {
+    if (c.key != key) continue;
+    c.used = tick_;
+    allowed->resize(n);
+    for (int i = 0; i < n; ++i) (*allowed)[i] = (c.bits[i >> 6] >> (i & 63)) & 1;
+    return Status::Ok();
+  }
+  STET_RETURN_IF_ERROR(Walk(trie, allowed));
+  CachedMask* slot;
+  if (cache_.size() < kMaskCacheSize) {
+    slot = &cache_.emplace_back();
+  } else {
+    slot = &*std::min_element(
+        cache_.begin(), cache_.end(),
+        [](const CachedMask& a, const CachedMask& b) { return a.used < b.used; });
+  }
+  slot->key = std::move(key);
+  slot->used = tick_;
+  slot->bits.assign((n + 63) / 64, 0);
+  for (int i = 0; i < n; ++i)
+    slot->bits[i >> 6] |= static_cast<uint64_t>((*allowed)[i] & 1) << (i & 63);
+  return Status::Ok();
+}
+
+Status GrammarMatcher::Walk(const TokenTrie& trie, std::vector<uint8_t>* allowed) {
   allowed->assign(trie.n_vocab(), 0);
   const auto& entries = trie.entries();
   const auto& ids = trie.token_ids();

@@ -67,7 +67,11 @@ class GrammarMatcher {
   // allowed[id] = 1 when every byte of token id is accepted from this state,
   // else 0 (allowed is resized to trie.n_vocab()). Tokens outside the trie
   // (end-of-generation among them) are left 0: the caller decides those from CanEnd().
+  // The last kMaskCacheSize masks are kept by state (JSON revisits the same
+  // few states: inside a string, between items), so a repeat costs a copy; a
+  // cache hit returns exactly what the walk would, so it changes no output.
   Status FillMask(const TokenTrie& trie, std::vector<uint8_t>* allowed);
+  static constexpr size_t kMaskCacheSize = 16;
 
  private:
   using Stack = std::pair<int32_t, int32_t>;  // (element to match, return frame or -1)
@@ -79,7 +83,9 @@ class GrammarMatcher {
   Status Expand(int32_t pos, int32_t parent, std::vector<Stack>* out, bool* accept);
   // The stacks after one byte from `in`.
   Status Advance(const std::vector<Stack>& in, uint8_t b, std::vector<Stack>* out, bool* accept);
-  void Compact();  // interns frames reachable from stacks_, drops the rest
+  void Compact();                // interns frames reachable from stacks_, drops the rest
+  std::string StateKey() const;  // the stacks as position chains: equal iff the states are
+  Status Walk(const TokenTrie& trie, std::vector<uint8_t>* allowed);
 
   std::shared_ptr<const Grammar> g_;
   std::vector<Frame> frames_;
@@ -88,6 +94,14 @@ class GrammarMatcher {
   std::vector<Stack> work_;
   std::vector<std::vector<Stack>> levels_;  // FillMask's per-depth stack sets
   std::vector<size_t> marks_;
+  struct CachedMask {
+    std::string key;
+    std::vector<uint64_t> bits;
+    uint64_t used = 0;
+  };
+  std::vector<CachedMask> cache_;
+  const TokenTrie* cache_trie_ = nullptr;
+  uint64_t tick_ = 0;
 };
 
 }  // namespace stet
