@@ -179,5 +179,75 @@ TEST(Gbnf, MatcherStackLimit) {
   EXPECT_TRUE(failed);
 }
 
+// Hostile input: random mutations of a valid grammar and random bytes never
+// crash or hang the parser, and whatever parses runs through the matcher and
+// the mask within its limits.
+TEST(Gbnf, RandomMutationsNeverCrashOrHang) {
+  const std::string seed_text =
+      "root ::= obj\nobj ::= \"{\" ( kv ( \",\" kv )* )? \"}\"\n"
+      "kv ::= \"\\\"\" [a-z\\u00e9]{1,3} \"\\\"\" \":\" ( [0-9]+ | obj | \"[\" [^\\]]* \"]\" )?  # "
+      "c\n";
+  ASSERT_TRUE(ParseGbnf(seed_text).ok());
+  std::vector<std::string> vocab;
+  for (int b = 32; b < 127; ++b) vocab.push_back(std::string(1, static_cast<char>(b)));
+  vocab.push_back("\"a");
+  vocab.push_back("{\"");
+  vocab.push_back("\xC3\xA9");
+  TokenTrie trie(vocab);
+  const std::string alphabet = "()[]{}|*+?.^-\\\"#:=, \nabcxyz019u\xC3\xA9";
+  uint64_t x = 88172645463325252ULL;
+  auto rnd = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  int parsed = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string t = seed_text;
+    const int edits = 1 + static_cast<int>(rnd() % 4);
+    for (int e = 0; e < edits && !t.empty(); ++e) {
+      const size_t at = rnd() % t.size();
+      switch (rnd() % 3) {
+        case 0:
+          t[at] = alphabet[rnd() % alphabet.size()];
+          break;
+        case 1:
+          t.erase(at, 1 + rnd() % 3);
+          break;
+        default:
+          t.insert(at, 1, alphabet[rnd() % alphabet.size()]);
+      }
+    }
+    if (iter % 10 == 0) {  // pure noise too
+      t.clear();
+      for (int i = 0; i < 40; ++i) t.push_back(static_cast<char>(rnd() & 0xFF));
+    }
+    GrammarLimits lim;
+    lim.max_stacks = 256;
+    auto g = ParseGbnf(t, lim);
+    if (!g.ok()) {
+      EXPECT_FALSE(g.status().message().empty());
+      continue;
+    }
+    ++parsed;
+    GrammarMatcher m(*g);
+    if (!m.Init().ok()) continue;
+    std::vector<uint8_t> mask;
+    for (int step = 0; step < 8; ++step) {
+      if (!m.FillMask(trie, &mask).ok()) break;
+      int pick = -1;
+      for (size_t i = 0; i < mask.size(); ++i) {
+        if (mask[i] && (pick < 0 || rnd() % 3 == 0)) pick = static_cast<int>(i);
+      }
+      if (pick < 0) break;
+      auto r = m.Accept(vocab[pick]);
+      ASSERT_TRUE(!r.ok() || *r) << "a token the mask allowed was refused";
+      if (!r.ok()) break;
+    }
+  }
+  EXPECT_GT(parsed, 100);
+}
+
 }  // namespace
 }  // namespace stet

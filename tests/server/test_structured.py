@@ -180,6 +180,25 @@ class StructuredTest(unittest.TestCase):
                     self.assertEqual(a["message"]["content"], b["message"]["content"])
                     self.assertEqual(a["logprobs"], b["logprobs"])
 
+    def test_streamed_equals_non_streamed(self):
+        kw = dict(model=self.model, messages=MESSAGES, max_tokens=200, seed=21, temperature=0.7,
+                  response_format=schema_format(PERSON))
+        whole = self.client.chat.completions.create(**kw).choices[0].message.content
+        parts = [c.choices[0].delta.content or "" for c in self.client.chat.completions.create(stream=True, **kw)
+                 if c.choices]
+        self.assertEqual("".join(parts), whole)
+        self.assert_valid(whole, PERSON)
+        # Forced calls streamed: tool_calls deltas carrying the same call.
+        kw = dict(model=self.model, max_tokens=120, seed=8, temperature=0.7, tools=WEATHER_TOOLS,
+                  tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                  messages=[{"role": "user", "content": "Weather in Oslo?"}])
+        call = self.client.chat.completions.create(**kw).choices[0].message.tool_calls[0]
+        deltas = [c.choices[0].delta for c in self.client.chat.completions.create(stream=True, **kw)
+                  if c.choices and c.choices[0].delta.tool_calls]
+        self.assertEqual(deltas[0].tool_calls[0].function.name, "get_weather")
+        self.assertEqual(deltas[0].tool_calls[0].function.arguments, call.function.arguments)
+        self.assertEqual(deltas[0].tool_calls[0].id, call.id)
+
     def test_refusals_are_400_with_the_field(self):
         cases = [
             ({"response_format": schema_format({"type": "string", "pattern": "^a"})}, "pattern"),
