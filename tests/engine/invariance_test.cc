@@ -166,6 +166,8 @@ class Fixture {
   }
   const Engine& solo() const { return *solo_; }
   int spec_scenarios() const { return spec_scenarios_; }
+  int constrained_choices() const { return constrained_choices_; }
+  int64_t constrained_tokens() const { return constrained_tokens_; }
   // Speculation counters summed over the speculating engines.
   EngineStats SpecStats() const {
     EngineStats sum;
@@ -256,6 +258,13 @@ class Fixture {
     }
     ++*scenarios_run;
     for (int i = 0; i < n_req; ++i) {
+      if (!reqs[i].grammar) continue;
+      for (int c = 0; c < reqs[i].n; ++c) {
+        ++constrained_choices_;
+        constrained_tokens_ += static_cast<int64_t>(got[i].tokens[c].size());
+      }
+    }
+    for (int i = 0; i < n_req; ++i) {
       const std::string diff = Compare(got[i], Solo(reqs[i]));
       EXPECT_EQ(diff, "") << "reproduce: STET_INVARIANCE_SEED=" << seed << " model=" << path_ << " "
                           << cfg.Describe() << " requests=" << n_req << " request " << i
@@ -286,6 +295,8 @@ class Fixture {
   std::vector<std::pair<Config, std::unique_ptr<Engine>>> engines_;
   std::map<std::string, Outcome> solo_cache_;
   int spec_scenarios_ = 0;
+  int constrained_choices_ = 0;
+  int64_t constrained_tokens_ = 0;
 };
 
 int Scenarios(int dflt) {
@@ -307,10 +318,12 @@ void RunSuite(const std::string& path, int n, int max_requests, uint64_t salt) {
   const EngineStats spec = f.SpecStats();
   std::printf(
       "[ invariance ] %s: %d scenarios (%d speculative: %lld of %lld drafts accepted, "
-      "%lld preemptions)\n",
+      "%lld preemptions; %d constrained choices, %lld tokens)\n",
       path.substr(path.rfind('/') + 1).c_str(), run, f.spec_scenarios(),
       static_cast<long long>(spec.spec_accepted_tokens),
-      static_cast<long long>(spec.spec_draft_tokens), static_cast<long long>(spec.preemptions));
+      static_cast<long long>(spec.spec_draft_tokens), static_cast<long long>(spec.preemptions),
+      f.constrained_choices(), static_cast<long long>(f.constrained_tokens()));
+  if (run >= 8) EXPECT_GT(f.constrained_choices(), 0);  // the grammar axis is not empty
   if (f.spec_scenarios() >= 8) {  // the axis must not be empty: drafts accepted and rejected
     EXPECT_GT(spec.spec_accepted_tokens, 0);
     EXPECT_LT(spec.spec_accepted_tokens, spec.spec_draft_tokens);
