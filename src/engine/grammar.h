@@ -27,6 +27,9 @@ struct GrammarLimits {
   int max_repeat = 4096;           // m and n of x{m,n}
   int max_stacks = 1024;           // simultaneous parse stacks of a matcher
   int max_expand_steps = 1 << 16;  // work to reach the next bytes after one accepted byte
+  // Stack advances one token mask may take (the trie walk): bounds what one
+  // step of a constrained choice costs, whatever the grammar (JSON: ~10^6).
+  int64_t max_mask_steps = int64_t{1} << 25;
 };
 
 // 256-bit set of bytes.

@@ -227,10 +227,18 @@ Status GrammarMatcher::Walk(const TokenTrie& trie, std::vector<uint8_t>* allowed
   const size_t base = frames_.size();
   marks_[1] = base;
   Status st = Status::Ok();
+  int64_t steps = 0;
   size_t i = 0;
   while (i < entries.size()) {
     const TokenTrie::Entry& e = entries[i];
     const size_t d = static_cast<size_t>(e.depth);
+    steps += static_cast<int64_t>(levels_[d - 1].size());
+    if (steps > g_->limits.max_mask_steps) {
+      st = InvalidArgument("grammar: the token mask needs more than " +
+                           std::to_string(g_->limits.max_mask_steps) +
+                           " parse-stack steps (too ambiguous for this vocabulary)");
+      break;
+    }
     frames_.resize(marks_[d]);  // frames of walks below a finished subtree
     bool acc = false;
     st = Advance(levels_[d - 1], e.byte, &levels_[d], &acc);

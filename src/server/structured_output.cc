@@ -46,7 +46,8 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
   bool constrained = false;
   auto rf = body.find("response_format");
   if (rf != body.end() && !rf->is_null()) {
-    if (!rf->is_object()) return BadRequest("'response_format' must be an object", "response_format");
+    if (!rf->is_object())
+      return BadRequest("'response_format' must be an object", "response_format");
     const Json type = rf->value("type", Json());
     if (type == "json_object") {
       STET_API_TRY(Compile(JsonObjectGbnf(), "response_format", p));
@@ -56,8 +57,8 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
       if (js == rf->end() || !js->is_object())
         return BadRequest("'response_format.json_schema' must be an object with a 'schema'",
                           "response_format.json_schema");
-      STET_API_TRY(CheckOptional(*js, "name", &Json::is_string, "response_format.json_schema",
-                                 "a string"));
+      STET_API_TRY(
+          CheckOptional(*js, "name", &Json::is_string, "response_format.json_schema", "a string"));
       STET_API_TRY(CheckOptional(*js, "strict", &Json::is_boolean, "response_format.json_schema",
                                  "a boolean"));
       auto schema = js->find("schema");
@@ -154,10 +155,11 @@ Result<std::string> ToolCallGbnf(ToolCallFormat f, const Json& tools, const std:
   return b.Text();
 }
 
-std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools,
-                                       const std::string& name, bool parallel, RequestParams* p) {
+std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools, const std::string& name,
+                                       bool parallel, RequestParams* p) {
   auto gbnf = ToolCallGbnf(f, tools, name, parallel);
-  if (!gbnf.ok()) return BadRequest(gbnf.status().message(), name.empty() ? "tools" : "tool_choice");
+  if (!gbnf.ok())
+    return BadRequest(gbnf.status().message(), name.empty() ? "tools" : "tool_choice");
   return Compile(*gbnf, "tools", p);
 }
 

@@ -29,8 +29,8 @@ std::optional<ApiError> ReadTextFormat(const Json& format, const std::string& pa
 // the output must be tool calls in format `f` whose arguments match the
 // function's parameters schema; several calls (for "required") only with
 // `parallel`.
-std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools,
-                                       const std::string& name, bool parallel, RequestParams* p);
+std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools, const std::string& name,
+                                       bool parallel, RequestParams* p);
 
 // The GBNF of ForceToolCalls (exposed for tests).
 Result<std::string> ToolCallGbnf(ToolCallFormat f, const Json& tools, const std::string& name,

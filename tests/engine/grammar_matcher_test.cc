@@ -131,5 +131,19 @@ TEST(GrammarMask, LargeVocabularyOfAllByteStrings) {
   EXPECT_GT(allowed, 10000);
 }
 
+TEST(GrammarMask, TheWalkIsBoundedByItsStepLimit) {
+  GrammarLimits lim;
+  lim.max_mask_steps = 20;
+  auto g = ParseGbnf("root ::= [a-z\"{}:,1-3 ]*", lim);
+  ASSERT_TRUE(g.ok());
+  TokenTrie trie(Vocab());
+  GrammarMatcher m(*g);
+  ASSERT_TRUE(m.Init().ok());
+  std::vector<uint8_t> mask;
+  Status st = m.FillMask(trie, &mask);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("parse-stack steps"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stet

@@ -199,6 +199,33 @@ class StructuredTest(unittest.TestCase):
         self.assertEqual(deltas[0].tool_calls[0].function.arguments, call.function.arguments)
         self.assertEqual(deltas[0].tool_calls[0].id, call.id)
 
+    def test_pydantic_parse(self):
+        import pydantic
+
+        class City(pydantic.BaseModel):
+            name: str = pydantic.Field(max_length=16)
+            country: str = pydantic.Field(max_length=12)
+            population: int
+
+        parse = getattr(self.client.chat.completions, "parse", None) or self.client.beta.chat.completions.parse
+        r = parse(model=self.model, messages=[{"role": "user", "content": "Name a big city as JSON."}],
+                  response_format=City, max_tokens=120, temperature=0.5, seed=2)
+        city = r.choices[0].message.parsed
+        self.assertIsInstance(city, City)
+        self.assertLessEqual(len(city.name), 16)
+
+    def test_a_grammar_outgrowing_its_limits_midway_is_a_400(self):
+        status, tok = self.srv.post("/tokenize", {"prompt": "a", "add_special_tokens": False})
+        self.assertEqual(status, 200, tok)
+        a = tok["tokens"][0]
+        # Each "a" doubles the ways to close what is open: past 1024 parse stacks the choice fails.
+        status, j = self.srv.post("/v1/completions", {
+            "model": self.model, "prompt": "x", "max_tokens": 40, "temperature": 0,
+            "logit_bias": {str(a): 100}, "grammar": 'root ::= x "!"\nx ::= "a" x "b" | "a" x "c" | ""'})
+        self.assertEqual(status, 400, j)
+        self.assertEqual(j["error"]["param"], "grammar")
+        self.assertIn("parse stacks", j["error"]["message"])
+
     def test_refusals_are_400_with_the_field(self):
         cases = [
             ({"response_format": schema_format({"type": "string", "pattern": "^a"})}, "pattern"),
