@@ -60,6 +60,8 @@ struct Engine::Impl {
   std::vector<StepPlan> plans;
   std::vector<BatchToken> batch;
   std::vector<float> logits;
+  std::unique_ptr<TokenTrie> trie;  // the vocabulary's token bytes, built on first use
+  std::vector<uint8_t> mask;        // the step's allowed tokens for one constrained choice
   int64_t prompt_tokens = 0, generated_tokens = 0, steps = 0, finished = 0;
   int64_t spec_drafted = 0, spec_accepted = 0;
   std::thread thread;  // runs Engine::Loop; joined by ~Engine
@@ -78,6 +80,7 @@ struct Engine::Impl {
   void ScorePrompt(StepPlan& pl, size_t row);
   void ReleaseParked(RequestState& r, const RequestEvent& scored);
   void SampleOne(Sequence* s, size_t row);
+  const uint8_t* GrammarMask(Sequence* s);
   void SampleSpeculative(const StepPlan& pl);
 };
 
@@ -255,6 +258,11 @@ bool Engine::Impl::Intake(std::vector<uint64_t>* cancels_out) {
       s->max_new = std::min(r->params.max_tokens, n_ctx - s->n_prompt);
       s->text = std::make_unique<TextStream>(engine.tokenizer(), &r->params.stop);
       if (r->params.speculative.value_or(spec.mode != SpecMode::kOff)) s->spec_k = spec.k;
+      if (r->params.grammar) {
+        s->grammar = std::make_unique<GrammarMatcher>(r->params.grammar);
+        Status st = s->grammar->Init();  // ValidateRequest ran the same: cannot fail here
+        STET_CHECK_MSG(st.ok(), st.ToString().c_str());
+      }
       if (c > 0 && r->params.prompt_logprobs) {
         r->parked.push_back(s.get());  // scored once, by choice 0 (ReleaseParked)
       } else {
@@ -468,8 +476,13 @@ void Engine::Impl::SampleOne(Sequence* s, size_t row) {
   }
   const float* raw = &logits[row * n_vocab];
   const int pos = static_cast<int>(s->tokens.size());
+  const uint8_t* allowed = nullptr;
+  if (s->grammar) {
+    allowed = GrammarMask(s);
+    if (!allowed) return;  // finished with kError
+  }
   TokenPick pick = sampler.Pick(raw, n_vocab, p.sampling, {&s->tokens, &s->out_counts},
-                                p.top_logprobs, static_cast<uint32_t>(s->choice), pos);
+                                p.top_logprobs, static_cast<uint32_t>(s->choice), pos, allowed);
   TokenOut t;
   t.id = pick.id;
   t.logprob = pick.logprob;
@@ -486,12 +499,22 @@ void Engine::Impl::SampleOne(Sequence* s, size_t row) {
   ev.kind = RequestEvent::Kind::kToken;
   ev.choice = s->choice;
   const bool is_stop_id = std::find(p.stop_ids.begin(), p.stop_ids.end(), id) != p.stop_ids.end();
-  if ((!p.ignore_eos && engine.tokenizer().IsEog(id)) || is_stop_id) {
+  // Under a grammar an end-of-generation token is only drawn where the grammar may end: it ends.
+  const bool eog = engine.tokenizer().IsEog(id) && (!p.ignore_eos || s->grammar);
+  if (eog || is_stop_id) {
     ev.end_marker = true;
     ev.token = std::move(t);
     if (s->req->callback) s->req->callback(ev);  // the end marker, with its logprob; no text
     Finish(s, FinishReason::kStop);
     return;
+  }
+  if (s->grammar) {
+    auto ok = s->grammar->Accept(t.text);  // the mask allowed these bytes
+    if (!ok.ok() || !*ok) {
+      Finish(s, FinishReason::kError,
+             ok.ok() ? "the grammar rejected an allowed token" : ok.status().message());
+      return;
+    }
   }
   bool stopped = false;
   ev.text_delta = s->text->Push(id, &stopped);
@@ -502,6 +525,39 @@ void Engine::Impl::SampleOne(Sequence* s, size_t row) {
   } else if (s->n_generated >= s->max_new) {
     Finish(s, FinishReason::kLength);
   }
+}
+
+// The tokens a constrained choice may draw now: those whose bytes the grammar
+// accepts, end-of-generation and stop ids where the grammar may end. Null, the
+// choice finished with kError, when matching exceeds the grammar's limits or
+// nothing is allowed.
+const uint8_t* Engine::Impl::GrammarMask(Sequence* s) {
+  const Tokenizer& tok = engine.tokenizer();
+  if (!trie) {
+    std::vector<std::string> pieces(n_vocab);
+    for (int32_t id = 0; id < n_vocab; ++id) {
+      const TokenType t = tok.type(id);
+      if (tok.IsEog(id) || t == TokenType::kControl || t == TokenType::kUnused ||
+          t == TokenType::kUnknown)
+        continue;
+      pieces[id] = tok.TokenToPiece(id);
+    }
+    trie = std::make_unique<TokenTrie>(pieces);
+  }
+  Status st = s->grammar->FillMask(*trie, &mask);
+  if (!st.ok()) {
+    Finish(s, FinishReason::kError, st.message());
+    return nullptr;
+  }
+  if (s->grammar->CanEnd()) {
+    for (int32_t id : tok.eog_ids()) mask[id] = 1;
+    for (int32_t id : s->req->params.stop_ids) mask[id] = 1;
+  }
+  if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) {
+    Finish(s, FinishReason::kError, "grammar: no token of the vocabulary can continue the output");
+    return nullptr;
+  }
+  return mask.data();
 }
 
 }  // namespace stet

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <random>
 
+#include "engine/grammar_matcher.h"
+
 namespace stet {
 
 const char* FinishReasonName(FinishReason r) {
@@ -117,6 +119,11 @@ Status ValidateRequest(const RequestParams& p, const RequestLimits& limits, std:
   if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs) {
     return refuse("top_logprobs", "must be in [0, " + std::to_string(kMaxTopLogprobs) + "], not " +
                                       std::to_string(p.top_logprobs));
+  }
+  if (p.grammar) {
+    GrammarMatcher m(p.grammar);
+    Status st = m.Init();
+    if (!st.ok()) return refuse("grammar", st.message());
   }
   return Status::Ok();
 }

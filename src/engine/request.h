@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "engine/grammar.h"
 #include "engine/sampler.h"
 
 namespace stet {
@@ -39,6 +41,13 @@ struct RequestParams {
   // default scope). A server gives each tenant its own, so a hit cannot reveal another's prompt.
   // Hits never change output bits, so the salt changes only what is cached, never the answer.
   uint64_t cache_salt = 0;
+  // Constrained decoding: each choice's tokens must spell a match of this
+  // grammar. The sampler sees only tokens whose bytes the grammar accepts
+  // (end-of-generation only where it may end); reported logprobs stay the raw
+  // model's. The mask depends on the grammar state and the vocabulary alone,
+  // so constrained outputs are as batch-invariant as free ones, and
+  // speculation verifies each draft token under the same mask.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // What a request is checked against: the model's vocabulary and the positions
@@ -55,7 +64,7 @@ struct RequestLimits {
 // named as in RequestParams and SamplingParams ("prompt", "n", "max_tokens",
 // "temperature", "top_k", "top_p", "min_p", "logit_bias",
 // "repetition_penalty", "presence_penalty", "frequency_penalty", "stop_ids",
-// "top_logprobs") — the OpenAI API's names too — and the message starts with it.
+// "top_logprobs", "grammar") — the OpenAI API's names too — and the message starts with it.
 Status ValidateRequest(const RequestParams& p, const RequestLimits& limits,
                        std::string* field = nullptr);
 

@@ -58,7 +58,7 @@ std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k) {
 
 TokenPick Sampler::Pick(const float* raw, int n, const SamplingParams& p,
                         const TokenHistory& history, int top_logprobs, uint32_t choice,
-                        uint64_t position) {
+                        uint64_t position, const uint8_t* allowed) {
   const float* row = raw;
   const bool repeat = p.repetition_penalty != 1.0f && history.context != nullptr;
   const bool presence =
@@ -87,7 +87,7 @@ TokenPick Sampler::Pick(const float* raw, int n, const SamplingParams& p,
     row = work_.data();
   }
   TokenPick out;
-  out.id = Sample(row, n, p, choice, position);
+  out.id = Sample(row, n, p, choice, position, allowed);
   float mx;
   const float lse = LogSumExpShifted(raw, n, &mx);
   out.logprob = (raw[out.id] - mx) - lse;
@@ -96,11 +96,28 @@ TokenPick Sampler::Pick(const float* raw, int n, const SamplingParams& p,
 }
 
 int32_t Sampler::Sample(const float* logits, int n, const SamplingParams& p, uint32_t choice,
-                        uint64_t position) {
-  if (p.temperature <= 0.0f) return Argmax(logits, n);
+                        uint64_t position, const uint8_t* allowed) {
+  if (p.temperature <= 0.0f && !allowed) return Argmax(logits, n);
+  if (p.temperature <= 0.0f) {
+    int32_t best = -1;
+    for (int i = 0; i < n; ++i) {
+      if (allowed[i] && (best < 0 || logits[i] > logits[best])) best = i;  // ties: lower id
+    }
+    STET_CHECK_MSG(best >= 0, "a mask must allow at least one token");
+    return best;
+  }
   // Candidates sorted by (logit desc, id asc): a total order, so no tie is left to chance.
-  cand_.resize(n);
-  for (int i = 0; i < n; ++i) cand_[i] = {i, logits[i]};
+  if (allowed) {
+    cand_.clear();
+    for (int i = 0; i < n; ++i) {
+      if (allowed[i]) cand_.push_back({i, logits[i]});
+    }
+    STET_CHECK_MSG(!cand_.empty(), "a mask must allow at least one token");
+    n = static_cast<int>(cand_.size());
+  } else {
+    cand_.resize(n);
+    for (int i = 0; i < n; ++i) cand_[i] = {i, logits[i]};
+  }
   auto better = [](const TokenLogprob& a, const TokenLogprob& b) {
     return a.logprob > b.logprob || (a.logprob == b.logprob && a.id < b.id);
   };

@@ -70,14 +70,18 @@ class Sampler {
  public:
   // Draws a token for (choice, position) from `logits` as given: temperature,
   // top-k, top-p, min-p and the seed (bias and penalties are Pick's). Reuses
-  // internal buffers.
+  // internal buffers. `allowed` (n entries, nonzero = allowed; at least one):
+  // the draw is over the allowed tokens only, as if every other logit were
+  // -inf before temperature and truncation (greedy included).
   int32_t Sample(const float* logits, int n, const SamplingParams& p, uint32_t choice,
-                 uint64_t position);
+                 uint64_t position, const uint8_t* allowed = nullptr);
 
   // All the logit-side math of one token: bias and penalties (on a copy),
-  // Sample, and the reported logprobs (top_logprobs alternatives) from the raw row.
+  // Sample (under `allowed`, see Sample), and the reported logprobs
+  // (top_logprobs alternatives) from the raw row, mask or not.
   TokenPick Pick(const float* raw, int n, const SamplingParams& p, const TokenHistory& history,
-                 int top_logprobs, uint32_t choice, uint64_t position);
+                 int top_logprobs, uint32_t choice, uint64_t position,
+                 const uint8_t* allowed = nullptr);
 
  private:
   std::vector<TokenLogprob> cand_;  // (id, scaled logit then probability)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/grammar_matcher.h"
 #include "engine/text_stream.h"
 
 namespace stet::engine_internal {
@@ -47,6 +48,9 @@ struct Sequence {
   std::unordered_map<int32_t, int> out_counts;  // generated-token counts (penalties)
   int spec_k = 0;                               // draft tokens to propose (0: no speculation)
   std::vector<int32_t> draft;                   // this step's proposal (StepPlan::n_draft used)
+  // With RequestParams::grammar: the grammar state after the emitted tokens
+  // (advanced only by emitted tokens, so drafts and preemption never touch it).
+  std::unique_ptr<GrammarMatcher> grammar;
   bool finished = false;
   uint64_t arrival() const { return req->arrival * 1024 + static_cast<uint64_t>(choice); }
 };

@@ -7,6 +7,7 @@
 #include "server/json_fields.h"
 #include "server/request_parse.h"
 #include "server/server_internal.h"
+#include "server/structured_output.h"
 
 namespace stet::server {
 
@@ -178,6 +179,11 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
+  if (!r->forced_tool.empty()) {  // tool_choice "required" / named: calls in the template's format
+    if (auto e = ForceToolCalls(tool_format, r->tools, r->forced_tool == "*" ? "" : r->forced_tool,
+                                r->parallel_tool_calls, &s.params))
+      return SendError(res, *e);
+  }
   const bool seed_generated = !s.params.sampling.seed;
   if (seed_generated) s.params.sampling.seed = NewSeed();
   const uint64_t seed = *s.params.sampling.seed;

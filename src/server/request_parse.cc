@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "server/json_fields.h"
+#include "server/structured_output.h"
 
 namespace stet::server {
 
@@ -368,6 +369,7 @@ ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedMo
                           std::to_string(kMaxChoicesPerRequest) + " choices per request",
                       "n");
   }
+  STET_API_TRY(ReadResponseFormat(body, &r.s.params));
   return r;
 }
 
@@ -407,23 +409,36 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
   auto choice = body.find("tool_choice");
   bool choice_none = false;
   if (choice != body.end() && !choice->is_null()) {
-    if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
+    if (choice->is_object()) {  // {"type": "function", "function": {"name": ...}}
+      const Json fn = choice->value("function", Json());
+      if (choice->value("type", Json()) != "function" || !fn.is_object() ||
+          !fn.value("name", Json()).is_string())
+        return BadRequest(
+            "'tool_choice' as an object must be {\"type\": \"function\", \"function\": "
+            "{\"name\": ...}}",
+            "tool_choice");
+      r.forced_tool = fn["name"].get<std::string>();
+      if (r.forced_tool.empty())
+        return BadRequest("'tool_choice.function.name' must not be empty", "tool_choice");
+    } else if (choice->is_string() && *choice == "required") {
+      r.forced_tool = "*";
+    } else if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
       return BadRequest(
-          "'tool_choice' supports only \"none\" and \"auto\" (\"required\" and a named function "
-          "need constrained decoding, which this server does not do yet)",
+          "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+          "\"function\": {\"name\": ...}}",
           "tool_choice");
     }
-    choice_none = *choice == "none";
+    choice_none = choice->is_string() && *choice == "none";
   }
-  bool parallel = true;  // accepted; the model decides how many calls it writes
-  STET_API_TRY(ReadBool(body, "parallel_tool_calls", &parallel));
+  if (!r.forced_tool.empty() && r.tools.is_null())
+    return BadRequest("'tool_choice' forces a tool call but 'tools' is empty", "tool_choice");
+  STET_API_TRY(ReadBool(body, "parallel_tool_calls", &r.parallel_tool_calls));
   r.parse_tool_calls = !r.tools.is_null() && !choice_none;
-  auto rf = body.find("response_format");
-  if (rf != body.end() && !rf->is_null()) {
-    if (!rf->is_object() || rf->value("type", Json()) != "text") {
-      return BadRequest("'response_format' supports only {\"type\": \"text\"}", "response_format");
-    }
-  }
+  STET_API_TRY(ReadResponseFormat(body, &r.s.params));
+  if (!r.forced_tool.empty() && r.s.params.grammar)
+    return BadRequest(
+        "a forced 'tool_choice' cannot be combined with 'response_format' or 'grammar'",
+        "tool_choice");
   return r;
 }
 

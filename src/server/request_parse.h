@@ -71,7 +71,11 @@ struct ChatRequest {
   // stet's token-in extension: the prompt as token ids, no template rendered
   // ("messages" then absent or empty).
   std::optional<std::vector<int32_t>> prompt_ids;
-  bool parse_tool_calls = false;  // tools given and tool_choice "auto" (the default)
+  bool parse_tool_calls = false;  // tools given and tool_choice not "none"
+  // tool_choice "required" ("*") or a named function: the answer is forced to
+  // be tool calls (a grammar the handler builds in the template's format).
+  std::string forced_tool;
+  bool parallel_tool_calls = true;
   CommonFields s;
   bool logprobs = false;
   int top_logprobs = 0;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "server/json_fields.h"
+#include "server/structured_output.h"
 
 namespace stet::server {
 
@@ -117,17 +118,6 @@ std::optional<ApiError> RefuseUnsupported(const Json& body) {
   auto choice = body.find("tool_choice");
   if (choice != body.end() && !choice->is_null() && *choice != "none" && *choice != "auto")
     return BadRequest("'tool_choice' supports only \"none\" and \"auto\"", "tool_choice");
-  auto text = body.find("text");
-  if (text != body.end() && !text->is_null()) {
-    if (!text->is_object()) return BadRequest("'text' must be an object", "text");
-    auto fmt = text->find("format");
-    if (fmt != text->end() && !fmt->is_null() &&
-        (!fmt->is_object() || fmt->value("type", Json()) != "text"))
-      return BadRequest(
-          "'text.format' supports only {\"type\": \"text\"} (structured outputs are not supported "
-          "yet)",
-          "text.format");
-  }
   return std::nullopt;
 }
 
@@ -209,7 +199,7 @@ Json ResponseObject(const ResponsesShape& s, const char* status, Json output, Js
   j["reasoning"] = Json{{"effort", nullptr}, {"summary", nullptr}};
   j["store"] = false;
   j["temperature"] = s.temperature;
-  j["text"] = Json{{"format", Json{{"type", "text"}}}};
+  j["text"] = Json{{"format", s.text_format}};
   j["tool_choice"] = s.tool_choice;
   j["tools"] = Json::array();
   j["top_logprobs"] = s.top_logprobs;
@@ -258,6 +248,15 @@ ApiOr<ResponsesRequest> ParseResponsesRequest(const Json& body, const ServedMode
     STET_API_TRY(ReadInt(body, "max_output_tokens", 1, std::numeric_limits<int32_t>::max(), &v));
     r.s.max_tokens = v;
     r.shape.max_output_tokens = v;
+  }
+  auto text = body.find("text");  // text.format: structured outputs (a grammar on the request)
+  if (text != body.end() && !text->is_null()) {
+    if (!text->is_object()) return BadRequest("'text' must be an object", "text");
+    auto fmt = text->find("format");
+    if (fmt != text->end() && !fmt->is_null()) {
+      STET_API_TRY(ReadTextFormat(*fmt, "text.format", &r.s.params));
+      r.shape.text_format = *fmt;
+    }
   }
   STET_API_TRY(ReadInclude(body, &r.shape));
   STET_API_TRY(ReadInt(body, "top_logprobs", &r.shape.top_logprobs));  // 0..20: the engine's check

@@ -3,7 +3,8 @@
 // max_output_tokens, sampling, include message.output_text.logprobs), the
 // response object, and the typed SSE events of a stream (response.created …
 // response.output_text.delta … response.completed). Stateless: what needs
-// stored responses or features stet lacks yet (tools, structured text) is a
+// stored responses or features stet lacks yet (tools) is a 400; text.format
+// json_object / json_schema constrain the output (server/structured_output.h). Others are a
 // 400 naming the field. Invariant: a stream's deltas concatenate to the
 // text, and its final response object is the non-streamed one.
 #pragma once
@@ -25,6 +26,7 @@ struct ResponsesShape {
   Json max_output_tokens = nullptr;
   Json metadata;  // the request's, or {}
   Json tool_choice = "auto";
+  Json text_format = Json{{"type", "text"}};  // text.format as the request gave it
   Json temperature = 1.0;
   Json top_p = 1.0;
   bool logprobs = false;  // include: ["message.output_text.logprobs"]

@@ -18,6 +18,15 @@
 
 namespace stet::server {
 
+namespace {
+// A choice that ended in error: a grammar that outgrew its limits while
+// generating is the request's fault (400, as at parse time); anything else is ours (500).
+ApiError GenerationError(const std::string& error) {
+  if (error.rfind("grammar:", 0) == 0) return BadRequest(error, "grammar");
+  return MakeError(500, "server_error", "internal_error", "generation failed: " + error);
+}
+}  // namespace
+
 using httplib::DataSink;
 using httplib::Request;
 using httplib::Response;
@@ -390,9 +399,7 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
       record_error = CommitRecord(*opts.recorder, record, coll->choices(), coll->usage());
     }
     Release(job);
-    if (coll->any(FinishReason::kError)) {
-      return SendError(res, MakeError(500, "server_error", "internal_error", "generation failed: " + coll->first_error()));
-    }
+    if (coll->any(FinishReason::kError)) return SendError(res, GenerationError(coll->first_error()));
     if (coll->any(FinishReason::kCancelled)) {
       return SendError(res, MakeError(503, "server_error", "shutting_down", "the request was cancelled by a shutdown"));
     }
@@ -423,8 +430,7 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
           alive = write(st.event(idx, it, shown));
         }
         if (alive && st.coll->any(FinishReason::kError)) {
-          ApiError e = MakeError(500, "server_error", "internal_error", "generation failed: " + st.coll->first_error());
-          alive = write(SseEvent(ErrorJson(e)));
+          alive = write(SseEvent(ErrorJson(GenerationError(st.coll->first_error()))));
         } else if (alive && st.record && opts.recorder && !st.coll->any(FinishReason::kCancelled)) {
           // The record is committed before the final events: a client that saw [DONE] was recorded.
           if (auto e = CommitRecord(*opts.recorder, st.record, st.coll->choices(), st.coll->usage())) {

@@ -6,11 +6,11 @@
 // enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
 // temperature sampling, stop strings, end-of-generation tokens, and speculative
 // decoding (prompt lookup, k 3..8, on prompts that quote themselves) as one
-// more engine axis — every choice's tokens, logprobs, top-logprobs and the
-// hash of every step's full logits are bitwise equal to the same request run
-// alone, without speculation, on a cold engine. Scoring parity is asserted on
-// the same runs.
-// STET_INVARIANCE_SEED=S reruns one scenario; STET_INVARIANCE_SCENARIOS=N scales.
+// more engine axis, and constrained decoding (a GBNF grammar on a quarter of
+// the requests, its token mask computed beside unconstrained rows) — every choice's tokens,
+// logprobs, top-logprobs and the hash of every step's full logits are bitwise equal to the same
+// request run alone, without speculation, on a cold engine. Scoring parity is asserted on the same
+// runs. STET_INVARIANCE_SEED=S reruns one scenario; STET_INVARIANCE_SCENARIOS=N scales.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -83,7 +83,29 @@ std::string Key(const RequestParams& p) {
        std::to_string(p.sampling.temperature) + "|" + std::to_string(p.sampling.seed.value_or(0)) +
        "|" + std::to_string(p.ignore_eos) + "|";
   for (const std::string& s : p.stop) k += std::to_string(s.size()) + ":" + s;
+  if (p.grammar) k += "|grammar:" + std::to_string(reinterpret_cast<uintptr_t>(p.grammar.get()));
   return k;
+}
+
+// Grammars any byte-fallback vocabulary can spell: a JSON-like object and a
+// sentence of lowercase words; for vocabularies that cannot, the choice ends
+// with an error, which must be just as invariant.
+const std::vector<std::shared_ptr<const Grammar>>& Grammars() {
+  static const std::vector<std::shared_ptr<const Grammar>> g = [] {
+    std::vector<std::shared_ptr<const Grammar>> out;
+    for (
+        const char* text : {
+            R"(root ::= "{\"" [a-z]{1,8} "\": " (num | str) ("," " "? "\"" [a-z]+ "\": " (num | str))* "}"
+                num ::= "-"? [0-9]{1,4}
+                str ::= "\"" [^"\\\x00-\x1f]{0,12} "\"")",
+            R"(root ::= [a-z]+ (" " [a-z]+)* [.!?])"}) {
+      auto p = ParseGbnf(text);
+      EXPECT_TRUE(p.ok()) << p.status().ToString();
+      if (p.ok()) out.push_back(*p);
+    }
+    return out;
+  }();
+  return g;
 }
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -144,6 +166,8 @@ class Fixture {
   }
   const Engine& solo() const { return *solo_; }
   int spec_scenarios() const { return spec_scenarios_; }
+  int constrained_choices() const { return constrained_choices_; }
+  int64_t constrained_tokens() const { return constrained_tokens_; }
   // Speculation counters summed over the speculating engines.
   EngineStats SpecStats() const {
     EngineStats sum;
@@ -169,7 +193,7 @@ class Fixture {
 
   // One scenario; returns failures as reproducer lines.
   void Run(uint64_t seed, int max_requests, int* scenarios_run) {
-    std::mt19937_64 rng(seed);
+    std::mt19937_64 rng(seed), grammar_rng(seed ^ 0x5eedf00dULL);
     auto& [cfg, eng] = engines_[rng() % engines_.size()];
     if (cfg.spec_k > 0) ++spec_scenarios_;
     const int n_vocab = eng->model().hparams().n_vocab;
@@ -201,6 +225,8 @@ class Fixture {
       if (rng() % 4 == 0)  // a stop string: the text of a prompt token (copies reach it)
         r.stop = {eng->tokenizer().TokenToPiece(r.prompt[rng() % r.prompt.size()])};
       r.logits_hash = true;
+      // Constrained requests: their own stream, so the scenarios above are unchanged.
+      if (grammar_rng() % 4 == 0) r.grammar = Grammars()[grammar_rng() % Grammars().size()];
     }
     std::vector<Outcome> got(n_req);
     std::vector<std::atomic<int>> open(n_req);
@@ -232,6 +258,13 @@ class Fixture {
     }
     ++*scenarios_run;
     for (int i = 0; i < n_req; ++i) {
+      if (!reqs[i].grammar) continue;
+      for (int c = 0; c < reqs[i].n; ++c) {
+        ++constrained_choices_;
+        constrained_tokens_ += static_cast<int64_t>(got[i].tokens[c].size());
+      }
+    }
+    for (int i = 0; i < n_req; ++i) {
       const std::string diff = Compare(got[i], Solo(reqs[i]));
       EXPECT_EQ(diff, "") << "reproduce: STET_INVARIANCE_SEED=" << seed << " model=" << path_ << " "
                           << cfg.Describe() << " requests=" << n_req << " request " << i
@@ -262,6 +295,8 @@ class Fixture {
   std::vector<std::pair<Config, std::unique_ptr<Engine>>> engines_;
   std::map<std::string, Outcome> solo_cache_;
   int spec_scenarios_ = 0;
+  int constrained_choices_ = 0;
+  int64_t constrained_tokens_ = 0;
 };
 
 int Scenarios(int dflt) {
@@ -283,10 +318,12 @@ void RunSuite(const std::string& path, int n, int max_requests, uint64_t salt) {
   const EngineStats spec = f.SpecStats();
   std::printf(
       "[ invariance ] %s: %d scenarios (%d speculative: %lld of %lld drafts accepted, "
-      "%lld preemptions)\n",
+      "%lld preemptions; %d constrained choices, %lld tokens)\n",
       path.substr(path.rfind('/') + 1).c_str(), run, f.spec_scenarios(),
       static_cast<long long>(spec.spec_accepted_tokens),
-      static_cast<long long>(spec.spec_draft_tokens), static_cast<long long>(spec.preemptions));
+      static_cast<long long>(spec.spec_draft_tokens), static_cast<long long>(spec.preemptions),
+      f.constrained_choices(), static_cast<long long>(f.constrained_tokens()));
+  if (run >= 8) EXPECT_GT(f.constrained_choices(), 0);  // the grammar axis is not empty
   if (f.spec_scenarios() >= 8) {  // the axis must not be empty: drafts accepted and rejected
     EXPECT_GT(spec.spec_accepted_tokens, 0);
     EXPECT_LT(spec.spec_accepted_tokens, spec.spec_draft_tokens);

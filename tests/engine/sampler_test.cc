@@ -183,5 +183,25 @@ TEST(SamplerDeathTest, DrawWithoutASeedAborts) {
   EXPECT_EQ(s.Sample(l.data(), 2, p, 0, 0), 1);
 }
 
+TEST(Sampler, AMaskLimitsEveryDrawToAllowedTokens) {
+  const std::vector<float> l = {3.0f, 2.0f, 1.0f, 2.0f, 0.5f, -1.0f};
+  const std::vector<uint8_t> allowed = {0, 1, 0, 1, 1, 0};
+  Sampler s;
+  SamplingParams p;
+  p.temperature = 0;
+  EXPECT_EQ(s.Sample(l.data(), 6, p, 0, 0, allowed.data()), 1);  // best allowed, tie to lower id
+  p.temperature = 1.5f;
+  p.seed = 3;
+  std::map<int32_t, int> seen;
+  for (uint64_t pos = 0; pos < 2000; ++pos)
+    ++seen[s.Sample(l.data(), 6, p, 0, pos, allowed.data())];
+  EXPECT_EQ(seen.size(), 3u);
+  for (const auto& [id, n] : seen) EXPECT_TRUE(allowed[id]) << id;
+  // The reported logprob is the raw row's, mask or not.
+  TokenPick pick = s.Pick(l.data(), 6, p, {}, 2, 0, 5, allowed.data());
+  EXPECT_EQ(pick.logprob, LogSoftmaxAt(l.data(), 6, pick.id));
+  EXPECT_EQ(pick.top[0].id, 0);  // the raw top alternative, though masked
+}
+
 }  // namespace
 }  // namespace stet

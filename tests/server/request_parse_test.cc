@@ -352,10 +352,49 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
             "tool_choice", 400},
         BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}],
-                   "response_format": {"type": "json_object"}})",
-                "response_format", 400},
+                   "response_format": {"type": "xml"}})",
+                "response_format.type", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}],
+                   "response_format": {"type": "json_schema", "json_schema": {"schema": {"format": "uri"}}}})",
+                "response_format.json_schema.schema", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}],
+                   "grammar": "root ::= \"a"})",
+                "grammar", 400},
+        BadCase{R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}],
+                   "tools": [{"type": "function", "function": {"name": "f"}}],
+                   "tool_choice": {"type": "function"}})",
+                "tool_choice", 400},
         BadCase{R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})", "model",
                 404}));
+
+TEST(ParseChat, StructuredOutputsAndForcedToolCalls) {
+  const std::string head =
+      R"({"model": "SmolLM2", "messages": [{"role": "user", "content": "x"}], )";
+  auto plain = Chat(head + R"("response_format": {"type": "text"}})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->s.params.grammar);
+  auto obj = Chat(head + R"("response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(obj.ok()) << obj.error().message;
+  EXPECT_TRUE(obj->s.params.grammar);
+  auto schema = Chat(head + R"("response_format": {"type": "json_schema", "json_schema":
+      {"name": "n", "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}}})");
+  ASSERT_TRUE(schema.ok()) << schema.error().message;
+  EXPECT_TRUE(schema->s.params.grammar);
+  auto gbnf = Chat(head + R"("grammar": "root ::= [a-z]+"})");
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
+  EXPECT_TRUE(gbnf->s.params.grammar);
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f"}}], )";
+  auto required =
+      Chat(head + tools + R"("tool_choice": "required", "parallel_tool_calls": false})");
+  ASSERT_TRUE(required.ok()) << required.error().message;
+  EXPECT_EQ(required->forced_tool, "*");
+  EXPECT_FALSE(required->parallel_tool_calls);
+  auto named =
+      Chat(head + tools + R"("tool_choice": {"type": "function", "function": {"name": "f"}}})");
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  EXPECT_EQ(named->forced_tool, "f");
+  EXPECT_TRUE(named->parse_tool_calls);
+}
 
 TEST(ParseChat, NormalizesMessagesForTheTemplate) {
   auto r = Chat(R"({"model": "SmolLM2", "messages": [

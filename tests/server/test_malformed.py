@@ -104,7 +104,12 @@ CASES = [
     ("chat max_completion_tokens negative", CH, chat(max_completion_tokens=-3), 400, "max_completion_tokens"),
     ("chat unknown model", CH, chat(model="llama-70b"), 404, "model"),
     ("chat over-long", CH, chat(messages=[{"role": "user", "content": "word " * 3000}]), 400, "messages"),
-    ("chat response_format json", CH, chat(response_format={"type": "json_object"}), 400, "response_format"),
+    ("chat response_format xml", CH, chat(response_format={"type": "xml"}), 400, "response_format.type"),
+    ("chat response_format pattern", CH,
+     chat(response_format={"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a"}}}),
+     400, "response_format.json_schema.schema"),
+    ("chat grammar not a string", CH, chat(grammar=7), 400, "grammar"),
+    ("completion bad grammar", C, comp(grammar="root ::= ("), 400, "grammar"),
     ("oversize body", C, comp(prompt="x" * (MAX_BODY + 10)), 413, None),
 ]
 

@@ -3,7 +3,8 @@ fallback: the generic JSON format): an answer that is not a call comes back as
 text, streamed with tools as one held-back content chunk equal to the
 non-streamed text; tool_choice none leaves the answer unparsed and streamed
 token by token; a tool round trip (call -> tool message -> answer) is
-accepted; tool_choice required / named are clear 400s. The parser itself is
+accepted; tool_choice required / named force a call (constrained decoding),
+and naming an unknown function is a clear 400. The parser itself is
 tested on the real templates' formats in tool_calls_test.cc."""
 import unittest
 
@@ -67,12 +68,21 @@ class ToolsTest(unittest.TestCase):
         r = self.chat(messages=msgs, tools=TOOLS, max_tokens=10, temperature=0, parallel_tool_calls=False)
         self.assertIsNotNone(r.choices[0].message.content)
 
-    def test_required_and_named_need_constrained_decoding(self):
+    def test_required_and_named_force_a_call(self):
+        # Constrained decoding (test_structured.py covers it on SmolLM2): the answer is a call in
+        # the template's format, the generic JSON one here.
+        tools = [{"type": "function", "function": {
+            "name": "get_weather", "parameters": {"type": "object", "required": ["location"],
+                                                  "properties": {"location": {"type": "string", "maxLength": 8}}}}}]
         for choice in ("required", {"type": "function", "function": {"name": "get_weather"}}):
-            with self.assertRaises(openai.BadRequestError) as cm:
-                self.chat(tools=TOOLS, tool_choice=choice, max_tokens=4)
-            self.assertEqual(cm.exception.param, "tool_choice")
-            self.assertIn("constrained decoding", str(cm.exception))
+            r = self.chat(tools=tools, tool_choice=choice, max_tokens=150, temperature=0.8, seed=3,
+                          parallel_tool_calls=False)
+            self.assertEqual(r.choices[0].finish_reason, "tool_calls", r)
+            self.assertEqual(r.choices[0].message.tool_calls[0].function.name, "get_weather")
+        with self.assertRaises(openai.BadRequestError) as cm:
+            self.chat(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}, max_tokens=4)
+        self.assertEqual(cm.exception.param, "tool_choice")
+        self.assertIn("nope", str(cm.exception))
         with self.assertRaises(openai.BadRequestError):
             self.chat(tools=TOOLS, parallel_tool_calls="yes", max_tokens=4)
 

@@ -1,0 +1,129 @@
+// JSON Schema -> GBNF: documents valid under a schema match its grammar,
+// invalid ones do not, and unsupported keywords are refused by name.
+#include "server/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/grammar.h"
+#include "engine/grammar_matcher.h"
+
+namespace stet::server {
+namespace {
+
+std::shared_ptr<const Grammar> Compile(const std::string& schema_text) {
+  auto gbnf = JsonSchemaToGbnf(Json::parse(schema_text));
+  EXPECT_TRUE(gbnf.ok()) << gbnf.status().ToString();
+  if (!gbnf.ok()) return nullptr;
+  auto g = ParseGbnf(*gbnf);
+  EXPECT_TRUE(g.ok()) << g.status().ToString() << "\n" << *gbnf;
+  return g.ok() ? *g : nullptr;
+}
+
+bool Matches(const std::shared_ptr<const Grammar>& g, const std::string& s) {
+  if (!g) return false;
+  GrammarMatcher m(g);
+  EXPECT_TRUE(m.Init().ok());
+  auto r = m.Accept(s);
+  return r.ok() && *r && m.CanEnd();
+}
+
+std::string Refusal(const std::string& schema_text) {
+  auto gbnf = JsonSchemaToGbnf(Json::parse(schema_text));
+  EXPECT_FALSE(gbnf.ok()) << schema_text;
+  return gbnf.ok() ? "" : gbnf.status().message();
+}
+
+TEST(JsonSchema, AnyObject) {
+  auto g = ParseGbnf(JsonObjectGbnf());
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_TRUE(Matches(*g, "{}"));
+  EXPECT_TRUE(Matches(*g, R"({"a": [1, -2.5e3, "x\n\u00e9", true, null, {"b": {}}]})"));
+  EXPECT_TRUE(Matches(*g, "{\n  \"a\": 1\n}"));
+  EXPECT_FALSE(Matches(*g, "[]"));
+  EXPECT_FALSE(Matches(*g, R"({"a": 01})"));
+  EXPECT_FALSE(Matches(*g, R"({"a": "x)"));
+  EXPECT_FALSE(Matches(*g, R"({'a': 1})"));
+  EXPECT_TRUE(Matches(*g, "{\n" + std::string(kMaxJsonBlanks, ' ') + "}"));
+  EXPECT_FALSE(Matches(*g, "{\n" + std::string(kMaxJsonBlanks + 1, ' ') + "}"));
+  EXPECT_FALSE(Matches(*g, "{  }"));
+  EXPECT_FALSE(Matches(*g, "{\n\n}"));
+}
+
+TEST(JsonSchema, ObjectWithRequiredAndOptionalProperties) {
+  auto g = Compile(R"({"type": "object", "properties": {
+      "name": {"type": "string"}, "age": {"type": "integer"}, "ok": {"type": "boolean"}},
+      "required": ["name", "ok"]})");
+  EXPECT_TRUE(Matches(g, R"({"name": "a", "age": 3, "ok": true})"));
+  EXPECT_TRUE(Matches(g, R"({"name":"a","ok":false})"));
+  EXPECT_FALSE(Matches(g, R"({"name": "a", "age": 3})"));              // ok is required
+  EXPECT_FALSE(Matches(g, R"({"age": 3, "name": "a", "ok": true})"));  // schema order
+  EXPECT_FALSE(Matches(g, R"({"name": "a", "ok": true, "x": 1})"));    // no extra properties
+  EXPECT_FALSE(Matches(g, R"({"name": "a", "age": 3.5, "ok": true})"));
+  EXPECT_FALSE(Matches(g, R"({"name": "a",, "ok": true})"));
+  auto all_optional = Compile(R"({"properties": {"a": {"type": "null"}, "b": {"const": 1}}})");
+  EXPECT_TRUE(Matches(all_optional, "{}"));
+  EXPECT_TRUE(Matches(all_optional, R"({"b": 1})"));
+  EXPECT_TRUE(Matches(all_optional, R"({"a": null, "b": 1})"));
+  EXPECT_FALSE(Matches(all_optional, R"({, "b": 1})"));
+  EXPECT_FALSE(Matches(all_optional, R"({"b": 2})"));
+}
+
+TEST(JsonSchema, ArraysEnumsAnyOfAndTypeLists) {
+  auto g = Compile(R"({"type": "array", "items": {"enum": ["red", "green", 3, null]},
+                       "minItems": 1, "maxItems": 3})");
+  EXPECT_TRUE(Matches(g, R"(["red"])"));
+  EXPECT_TRUE(Matches(g, R"(["red", 3, null])"));
+  EXPECT_FALSE(Matches(g, "[]"));
+  EXPECT_FALSE(Matches(g, R"(["red", 3, null, "green"])"));
+  EXPECT_FALSE(Matches(g, R"(["blue"])"));
+  auto u = Compile(R"({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 2}]})");
+  EXPECT_TRUE(Matches(u, "42"));
+  EXPECT_TRUE(Matches(u, R"("ab")"));
+  EXPECT_FALSE(Matches(u, R"("abc")"));
+  EXPECT_FALSE(Matches(u, "true"));
+  auto t = Compile(R"({"type": ["number", "null"]})");
+  EXPECT_TRUE(Matches(t, "-0.5e-3"));
+  EXPECT_TRUE(Matches(t, "null"));
+  EXPECT_FALSE(Matches(t, "\"1\""));
+}
+
+TEST(JsonSchema, DefsAndRecursiveRefs) {
+  auto g = Compile(R"({"$defs": {"node": {"type": "object", "properties": {
+      "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+      "required": ["v", "kids"], "additionalProperties": false}},
+      "$ref": "#/$defs/node"})");
+  EXPECT_TRUE(Matches(g, R"({"v": 1, "kids": [{"v": 2, "kids": []}, {"v": 3, "kids": []}]})"));
+  EXPECT_FALSE(Matches(g, R"({"v": 1, "kids": [{"v": 2}]})"));
+}
+
+TEST(JsonSchema, StringLengthsAndEscapesInNames) {
+  auto g = Compile(R"({"type": "object", "properties": {"a\"b": {"type": "string",
+      "minLength": 2, "maxLength": 3}}, "required": ["a\"b"]})");
+  EXPECT_TRUE(Matches(g, R"({"a\"b": "xy"})"));
+  EXPECT_TRUE(Matches(g, R"({"a\"b": "\n\u00e9z"})"));
+  EXPECT_FALSE(Matches(g, R"({"a\"b": "x"})"));
+  EXPECT_FALSE(Matches(g, R"({"a\"b": "wxyz"})"));
+}
+
+TEST(JsonSchema, RefusesWhatItCannotEnforce) {
+  EXPECT_NE(Refusal(R"({"type": "string", "pattern": "^a"})").find("'pattern'"), std::string::npos);
+  EXPECT_NE(Refusal(R"({"type": "string", "format": "date-time"})").find("'format'"),
+            std::string::npos);
+  EXPECT_NE(Refusal(R"({"type": "integer", "minimum": 0})").find("'minimum'"), std::string::npos);
+  EXPECT_NE(Refusal(R"({"$ref": "http://x/y"})").find("not local"), std::string::npos);
+  EXPECT_NE(Refusal(R"({"$ref": "#/$defs/missing"})").find("does not resolve"), std::string::npos);
+  EXPECT_NE(Refusal(R"({"properties": {"a": {}}, "required": ["b"]})").find("'b'"),
+            std::string::npos);
+  EXPECT_NE(Refusal(R"({"properties": {"a": {}}, "additionalProperties": true})")
+                .find("additionalProperties"),
+            std::string::npos);
+  EXPECT_NE(Refusal(R"({"type": "strange"})").find("strange"), std::string::npos);
+  EXPECT_NE(Refusal(R"({"allOf": [{}, {}]})").find("allOf"), std::string::npos);
+  EXPECT_NE(Refusal("false").find("matches nothing"), std::string::npos);
+  std::string deep = "{}";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
+  EXPECT_NE(Refusal(deep).find("deeper"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stet::server
