@@ -191,9 +191,9 @@ void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, fl
 void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
           RopeStyle style);
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
-using ref::Add;
+void GeGlu(const float* gate, const float* up, int64_t n, float* out);
+void Add(const float* a, const float* b, int64_t n, float* out);
 using ref::AttendHead;
-using ref::GeGlu;
 using ref::MatMulQKRows;
 using ref::StoreRow;
 }  // namespace neon

@@ -46,4 +46,14 @@ inline float32x4_t SiluF4(float32x4_t x) {
   return vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(-0.0f), res);
 }
 
+// Lane-for-lane GeluTanhF: the same operations in the same order.
+inline float32x4_t GeluTanhF4(float32x4_t x) {
+  const float32x4_t x2 = vmulq_f32(x, x);
+  const float32x4_t x3 = vmulq_f32(x2, x);
+  const float32x4_t s = vaddq_f32(x, vmulq_f32(vdupq_n_f32(kGeluA), x3));
+  const float32x4_t z = vmulq_f32(vdupq_n_f32(kGelu2C), s);
+  const float32x4_t res = vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0f), ExpF4(vnegq_f32(z))));
+  return vbslq_f32(vceqq_f32(x, vdupq_n_f32(-INFINITY)), vdupq_n_f32(-0.0f), res);
+}
+
 }  // namespace stet
