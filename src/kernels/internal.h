@@ -193,9 +193,9 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 void GeGlu(const float* gate, const float* up, int64_t n, float* out);
 void Add(const float* a, const float* b, int64_t n, float* out);
+void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 using ref::AttendHead;
 using ref::MatMulQKRows;
-using ref::StoreRow;
 }  // namespace neon
 
 }  // namespace stet::kernels
