@@ -6,6 +6,13 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+#if defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 namespace stet {
 
@@ -48,6 +55,26 @@ bool CpuHasAvx512() {
 #endif
 }
 
+bool CpuHasNeon() {
+#if defined(__aarch64__)
+  return true;  // Advanced SIMD is mandatory in AArch64
+#else
+  return false;
+#endif
+}
+
+bool CpuHasDotProd() {
+#if defined(__aarch64__) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__aarch64__) && defined(__APPLE__)
+  int v = 0;
+  size_t len = sizeof(v);
+  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &len, nullptr, 0) == 0 && v != 0;
+#else
+  return false;
+#endif
+}
+
 const char* IsaName(Isa isa) {
   switch (isa) {
     case Isa::kScalar:
@@ -56,11 +83,14 @@ const char* IsaName(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kNeon:
+      return "neon";
   }
   return "unknown";
 }
 
 Isa BestIsa() {
+  if (CpuHasNeon()) return Isa::kNeon;
   if (CpuHasAvx512()) return Isa::kAvx512;
   return CpuHasAvx2Fma() ? Isa::kAvx2 : Isa::kScalar;
 }
@@ -70,6 +100,7 @@ Isa DefaultIsa() {
     const char* env = std::getenv("STET_ISA");
     if (env && std::strcmp(env, "scalar") == 0) return Isa::kScalar;
     if (env && std::strcmp(env, "avx2") == 0 && CpuHasAvx2Fma()) return Isa::kAvx2;
+    if (env && std::strcmp(env, "neon") == 0 && CpuHasNeon()) return Isa::kNeon;
     return BestIsa();
   }();
   return isa;

@@ -185,4 +185,26 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
                     float softcap, float* out0, float* out1, float* scratch);
 }  // namespace avx512
 
+// NEON (aarch64; kernels/neon/): Isa::kNeon. The ops without a NEON kernel yet
+// run the scalar reference (same bits by definition).
+namespace neon {
+void QuantizeActQ8(const float* x, ActQ8* act);
+void QuantizeActQ8K(const float* x, ActQ8K* act);
+void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
+// q8_0/q4_0/q4_1 with SDOT where the CPU has dotprod; other 32-block types: ref.
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);
+// The same through the plain-NEON integer dots (for the tests on dotprod CPUs).
+void MatMulQ8RowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1);
+float Dot(const float* a, const float* b, int64_t n);
+void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
+void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
+          RopeStyle style);
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+void GeGlu(const float* gate, const float* up, int64_t n, float* out);
+void Add(const float* a, const float* b, int64_t n, float* out);
+void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
+using ref::AttendHead;
+using ref::MatMulQKRows;
+}  // namespace neon
+
 }  // namespace stet::kernels

@@ -1,5 +1,5 @@
-// Dispatch of the public kernel API to the scalar reference (Isa::kScalar) or
-// the AVX2 path (Isa::kAvx2), plus MatMul's driver: activation quantization
+// Dispatch of the public kernel API to the scalar reference (Isa::kScalar), the
+// AVX2/AVX-512 paths (x86-64 builds) or the NEON path (aarch64 builds), plus MatMul's driver: activation quantization
 // once per call, before the parallel region, into per-thread scratch that only
 // grows; threads then split w.rows only (rule R2), so no thread count or batch
 // size can reach a reduction order.
@@ -25,11 +25,23 @@ constexpr bool kBuiltAvx512 = true;
 constexpr bool kBuiltAvx512 = false;
 #endif
 
-// True for Isa::kAvx2 and kAvx512 (which uses the AVX2 path for the kernels it
-// has no AVX-512 version of); aborts if this CPU or build cannot run it (a caller
-// asking for a path it never checked is a programmer error).
-bool UseAvx2(Isa isa) {
+#if defined(STET_KERNELS_HAVE_NEON)
+constexpr bool kBuiltNeon = true;
+#else
+constexpr bool kBuiltNeon = false;
+#endif
+
+// True for the build's SIMD path: Isa::kAvx2 and kAvx512 (which uses the AVX2
+// path for the kernels it has no AVX-512 version of) on x86-64, kNeon on
+// aarch64; aborts if this CPU or build cannot run it (a caller asking for a path
+// it never checked is a programmer error).
+bool UseSimd(Isa isa) {
   if (isa == Isa::kScalar) return false;
+  if (isa == Isa::kNeon) {
+    static const bool ok_neon = kBuiltNeon && CpuHasNeon();
+    STET_CHECK_MSG(ok_neon, "Isa::kNeon requested on a CPU or build without NEON");
+    return true;
+  }
   static const bool ok = kBuiltAvx2 && CpuHasAvx2Fma();
   STET_CHECK_MSG(ok, "Isa::kAvx2 requested on a CPU or build without AVX2+FMA+F16C");
   if (isa == Isa::kAvx512) {
@@ -39,8 +51,8 @@ bool UseAvx2(Isa isa) {
   return true;
 }
 
-// True for Isa::kAvx512 (checked by UseAvx2 as above).
-bool UseAvx512(Isa isa) { return UseAvx2(isa) && isa == Isa::kAvx512; }
+// True for Isa::kAvx512 (checked by UseSimd as above).
+bool UseAvx512(Isa isa) { return UseSimd(isa) && isa == Isa::kAvx512; }
 
 // The AVX-512 MatMul paths serve batches (m >= 2); one row is memory-bound and
 // the AVX2 tiles already stream it — unless the weights are packed.
@@ -88,10 +100,13 @@ void Reserve(std::vector<uint8_t>* storage, size_t bytes, int n_arrays) {
 thread_local std::vector<uint8_t> tls_act_storage;
 thread_local std::vector<uint8_t> tls_act_layout;  // the AVX-512 layouts of the same rows
 
+// A build has one SIMD family: AVX2 (x86-64) or NEON (aarch64).
 #if defined(STET_KERNELS_HAVE_AVX2)
-#define STET_PATH(avx, fn) ((avx) ? avx2::fn : ref::fn)
+#define STET_PATH(simd, fn) ((simd) ? avx2::fn : ref::fn)
+#elif defined(STET_KERNELS_HAVE_NEON)
+#define STET_PATH(simd, fn) ((simd) ? neon::fn : ref::fn)
 #else
-#define STET_PATH(avx, fn) ref::fn
+#define STET_PATH(simd, fn) ref::fn
 #endif
 
 }  // namespace
@@ -219,7 +234,7 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
     total_rows += ws[j]->rows;
   }
   if (m == 0 || total_rows == 0) return;
-  const bool avx = UseAvx2(isa);
+  const bool avx = UseSimd(isa);
   MatMulArgs args{&w, x, nullptr, nullptr, m, ys[0]};
   // The AVX-512 kernels: packed decode for few rows, vertical/paired layouts
   // for batches.
@@ -227,7 +242,7 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
   const bool avx512 = UseAvx512(isa) && m >= kAvx512MinRows && HasAvx512Kernels(w.type);
   // The AVX2 packed kernels serve every m (each weight load feeds up to four
   // activation rows), on AVX2 CPUs and for what the AVX-512 kernels lack.
-  const bool packed2 = avx && packed && !packed512 && !avx512;
+  [[maybe_unused]] const bool packed2 = avx && packed && !packed512 && !avx512;
   ActQ8 a8;
   ActQ8K a8k;
   ActPairs xp;
@@ -346,38 +361,38 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
 }
 
 float Dot(const float* a, const float* b, int64_t n, Isa isa) {
-  return STET_PATH(UseAvx2(isa), Dot)(a, b, n);
+  return STET_PATH(UseSimd(isa), Dot)(a, b, n);
 }
 
 void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y, Isa isa) {
-  STET_PATH(UseAvx2(isa), RmsNorm)(x, w, m, n, eps, y);
+  STET_PATH(UseSimd(isa), RmsNorm)(x, w, m, n, eps, y);
 }
 
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa) {
-  STET_PATH(UseAvx2(isa), SwiGlu)(gate, up, n, out);
+  STET_PATH(UseSimd(isa), SwiGlu)(gate, up, n, out);
 }
 
 void GeGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa) {
-  STET_PATH(UseAvx2(isa), GeGlu)(gate, up, n, out);
+  STET_PATH(UseSimd(isa), GeGlu)(gate, up, n, out);
 }
 
 void Add(const float* a, const float* b, int64_t n, float* out, Isa isa) {
-  STET_PATH(UseAvx2(isa), Add)(a, b, n, out);
+  STET_PATH(UseSimd(isa), Add)(a, b, n, out);
 }
 
 void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
           RopeStyle style, Isa isa) {
   STET_CHECK(rot_dim >= 0 && rot_dim % 2 == 0 && rot_dim <= head_dim);
-  STET_PATH(UseAvx2(isa), Rope)(x, n_heads, head_dim, rot_dim, cos, sin, style);
+  STET_PATH(UseSimd(isa), Rope)(x, n_heads, head_dim, rot_dim, cos, sin, style);
 }
 
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst, Isa isa) {
-  STET_PATH(UseAvx2(isa), StoreRow)(x, n, dst_type, dst);
+  STET_PATH(UseSimd(isa), StoreRow)(x, n, dst_type, dst);
 }
 
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float softcap, float* out, float* scratch, Isa isa) {
-  STET_PATH(UseAvx2(isa), AttendHead)
+  STET_PATH(UseSimd(isa), AttendHead)
   (q, k, v, kv_type, n_kv, head_dim, scale, softcap, out, scratch);
 }
 
@@ -392,7 +407,7 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
   }
 #endif
 #if defined(STET_KERNELS_HAVE_AVX2)
-  if (UseAvx2(isa) && head_dim % 8 == 0) {
+  if (UseSimd(isa) && head_dim % 8 == 0) {
     avx2::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, softcap, out0,
                          out1, scratch);
     return;

@@ -1,7 +1,8 @@
 // The compute kernels the model needs: each op has a scalar reference path
 // (kernels/ref/) and an AVX2+FMA path (kernels/cpu/*_avx2.cc); MatMul (batched,
 // and decode over the packed layout below) and paired attention also have
-// AVX-512 VNNI paths (kernels/cpu/*_avx512.cc). Every path computes the same
+// AVX-512 VNNI paths (kernels/cpu/*_avx512.cc); on aarch64 a NEON path
+// (kernels/neon/, Isa::kNeon; ops without one run ref/). Every path computes the same
 // bits (rule R4); every reduction's order depends only on its length (R1);
 // threads split output rows/columns/heads, never a reduction (R2). The path is
 // chosen by the explicit Isa and by shape (rows, weight type, packed copy) —

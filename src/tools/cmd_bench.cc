@@ -520,7 +520,7 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores)")->capture_default_str();
   cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2 or avx512")
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2, avx512 or neon")
       ->capture_default_str();
   cmd->add_option("--numerics", a->numerics,
                   "invariant (batch-invariant kernels) or adaptive (batch-variant split-K for "

@@ -213,7 +213,7 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
   cmd->add_option("--isa", a->isa,
-                  "Kernel path: auto, scalar, avx2 or avx512; never changes the output")
+                  "Kernel path: auto, scalar, avx2, avx512 or neon; never changes the output")
       ->capture_default_str();
   cmd->add_flag("--echo", a->echo, "Print the prompt before the generated text");
   cmd->add_flag("--logits-hash", a->logits_hash,

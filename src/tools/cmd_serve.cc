@@ -276,9 +276,9 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"invariant", "adaptive"}));
   cmd->add_option("--isa", a->isa,
-                  "Kernel path: auto, scalar, avx2 or avx512; never changes results")
+                  "Kernel path: auto, scalar, avx2, avx512 or neon; never changes results")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
+      ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512", "neon"}));
   cmd->add_option("--max-seqs", a->max_seqs, "Sequences decoded together (KV slots)")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));

@@ -32,7 +32,12 @@ Result<Isa> ParseIsa(const std::string& name) {
     if (!CpuHasAvx512()) return Unimplemented("this CPU lacks AVX-512 F/BW/DQ/VL/VNNI");
     return Isa::kAvx512;
   }
-  return InvalidArgument("unknown ISA path '" + name + "' (use auto, scalar, avx2 or avx512)");
+  if (name == "neon") {
+    if (!CpuHasNeon()) return Unimplemented("this CPU lacks NEON (not aarch64)");
+    return Isa::kNeon;
+  }
+  return InvalidArgument("unknown ISA path '" + name +
+                         "' (use auto, scalar, avx2, avx512 or neon)");
 }
 
 int ReportError(const Status& s) {

@@ -1,4 +1,4 @@
-// Add: AVX2 == scalar bit for bit (tails, aliasing, specials); each result is
+// Add: AVX2 and NEON == scalar bit for bit (tails, aliasing, specials); each result is
 // the correctly rounded sum (within u |a + b| of float64).
 #include <gtest/gtest.h>
 
@@ -28,6 +28,26 @@ TEST(Add, Avx2EqualsScalarAndAliasing) {
     Add(a.data(), b.data(), n, ya.data(), Isa::kAvx2);
     ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
     Add(alias.data(), b.data(), n, alias.data(), Isa::kAvx2);
+    ASSERT_TRUE(testing::SameBits(ys.data(), alias.data(), n)) << "n=" << n;
+  }
+}
+
+TEST(Add, NeonEqualsScalarAndAliasing) {
+  STET_REQUIRE_NEON();
+  std::mt19937 rng(41);
+  for (int64_t n = 0; n <= 70; ++n) {
+    auto a = testing::RandomFloats(rng, n, -1e3f, 1e3f);
+    const auto b = testing::RandomFloats(rng, n, -1e3f, 1e3f);
+    if (n > 2) {
+      a[0] = INFINITY;
+      a[1] = -0.0f;
+      a[2] = std::nanf("");
+    }
+    std::vector<float> ys(n), ya(n), alias = a;
+    Add(a.data(), b.data(), n, ys.data(), Isa::kScalar);
+    Add(a.data(), b.data(), n, ya.data(), Isa::kNeon);
+    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
+    Add(alias.data(), b.data(), n, alias.data(), Isa::kNeon);
     ASSERT_TRUE(testing::SameBits(ys.data(), alias.data(), n)) << "n=" << n;
   }
 }

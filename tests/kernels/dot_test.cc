@@ -1,5 +1,5 @@
 // Dot: the canonical 8-lane sum, emulated independently here from its written
-// definition; AVX2 == scalar bit for bit for n = 0..300 and misaligned inputs;
+// definition; AVX2 and NEON == scalar bit for bit for n = 0..300 and misaligned inputs;
 // within gamma(n/8 + 3) * sum|a_k b_k| of float64.
 #include <gtest/gtest.h>
 
@@ -71,6 +71,25 @@ TEST(Dot, Avx2EqualsScalar) {
     const auto a = testing::RandomFloats(rng, n), b = testing::RandomFloats(rng, n);
     EXPECT_EQ(FloatBits(Dot(a.data(), b.data(), n, Isa::kScalar)),
               FloatBits(Dot(a.data(), b.data(), n, Isa::kAvx2)));
+  }
+}
+
+TEST(Dot, NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  std::mt19937 rng(2);
+  for (int64_t n = 0; n <= 300; ++n) {
+    for (int off = 0; off < 3; ++off) {
+      const auto a = testing::RandomFloats(rng, n + off, -3.0f, 3.0f);
+      const auto b = testing::RandomFloats(rng, n + off, -3.0f, 3.0f);
+      const float s = Dot(a.data() + off, b.data() + off, n, Isa::kScalar);
+      const float v = Dot(a.data() + off, b.data() + off, n, Isa::kNeon);
+      ASSERT_EQ(FloatBits(s), FloatBits(v)) << "n=" << n << " off=" << off;
+    }
+  }
+  for (int64_t n : {1000, 4096, 10007}) {
+    const auto a = testing::RandomFloats(rng, n), b = testing::RandomFloats(rng, n);
+    EXPECT_EQ(FloatBits(Dot(a.data(), b.data(), n, Isa::kScalar)),
+              FloatBits(Dot(a.data(), b.data(), n, Isa::kNeon)));
   }
 }
 

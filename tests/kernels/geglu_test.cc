@@ -1,4 +1,4 @@
-// GeGlu (GELU-tanh gated FFN): AVX2 == scalar bit for bit (tails, aliasing,
+// GeGlu (GELU-tanh gated FFN): AVX2 and NEON == scalar bit for bit (tails, aliasing,
 // special values); special values take their limits; within a derived bound of
 // float64 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) * u.
 #include <gtest/gtest.h>
@@ -35,6 +35,25 @@ TEST(GeGlu, Avx2EqualsScalar) {
     ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
     GeGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kAvx2);
     GeGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kAvx2);
+    ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
+    ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
+  }
+}
+
+TEST(GeGlu, NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  std::mt19937 rng(41);
+  for (int64_t n = 0; n <= 100; ++n) {
+    auto g = testing::RandomFloats(rng, n, -12.0f, 12.0f);
+    const auto u = testing::RandomFloats(rng, n, -3.0f, 3.0f);
+    const auto sp = Specials();
+    for (int64_t i = 0; i < n; i += 3) g[i] = sp[(i / 3) % sp.size()];
+    std::vector<float> ys(n), ya(n), alias_g = g, alias_u = u;
+    GeGlu(g.data(), u.data(), n, ys.data(), Isa::kScalar);
+    GeGlu(g.data(), u.data(), n, ya.data(), Isa::kNeon);
+    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
+    GeGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kNeon);
+    GeGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kNeon);
     ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
     ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
   }

@@ -34,11 +34,17 @@ inline double Gamma(double n) { return n * kU / (1.0 - n * kU); }
     if (!::stet::CpuHasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/DQ/VL/VNNI";      \
   } while (0)
 
+#define STET_REQUIRE_NEON()                                                       \
+  do {                                                                            \
+    if (!::stet::CpuHasNeon()) GTEST_SKIP() << "not an aarch64 CPU (no NEON path)"; \
+  } while (0)
+
 // Every kernel path this CPU can run, the scalar reference first.
 inline std::vector<Isa> AvailableIsas() {
   std::vector<Isa> out{Isa::kScalar};
   if (::stet::CpuHasAvx2Fma()) out.push_back(Isa::kAvx2);
   if (::stet::CpuHasAvx512()) out.push_back(Isa::kAvx512);
+  if (::stet::CpuHasNeon()) out.push_back(Isa::kNeon);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // MatMul, every weight type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k,
 // q3_k, q4_k, q5_k, q6_k, iq4_xs):
-// AVX2 and AVX-512 == scalar bit for bit; row r of a batch of m = 1..17 equals its m = 1
+// AVX2, AVX-512 and NEON (also without dotprod) == scalar bit for bit; row r of a
+// batch of m = 1..17 equals its m = 1
 // result (R1); pool sizes 1..4 give the same bits (R2); and the result is
 // within gamma(n) * sum|terms| of a float64 computation on the dequantized
 // weights and (for quant types) the quantized activations.
@@ -78,6 +79,52 @@ TEST_P(MatMulTest, Avx2EqualsScalar) {
     }
   }
 }
+
+TEST_P(MatMulTest, NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  const DType t = GetParam();
+  std::mt19937 rng(1234 + static_cast<int>(t));
+  for (int64_t k : Lengths(t)) {
+    for (int64_t rows : {1, 3, 4, 5, 9, 21}) {
+      const Problem p = MakeProblem(rng, t, rows, k);
+      for (int64_t m : {1, 2, 3, 5}) {
+        const auto x = RandomActivations(rng, m * k);
+        const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
+        const auto ya = RunMatMul(p, x.data(), m, nullptr, Isa::kNeon);
+        ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
+            << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m << " first diff at "
+            << testing::FirstDiff(ys.data(), ya.data(), m * rows);
+      }
+    }
+  }
+}
+
+#if defined(__aarch64__)
+// The plain-NEON integer dots (CPUs without dotprod) against the scalar
+// reference, whatever this CPU has.
+TEST(MatMulNeon, WithoutDotProdEqualsScalar) {
+  std::mt19937 rng(77);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    for (int64_t k : {32, 256, 288, 544}) {
+      const Problem p = MakeProblem(rng, t, 5, k);
+      const WeightView w = p.view();
+      for (int64_t m : {1, 3}) {
+        const auto x = RandomActivations(rng, m * k);
+        std::vector<uint8_t> storage;
+        ActQ8 a8;
+        PrepareActQ8(m, k, &storage, &a8);
+        ref::QuantizeActQ8(x.data(), &a8);
+        std::vector<float> y(static_cast<size_t>(m * p.rows), -777.0f);
+        MatMulArgs args{&w, x.data(), &a8, nullptr, m, y.data()};
+        neon::MatMulQ8RowsNoDotProd(args, 0, p.rows);
+        const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
+        ASSERT_TRUE(SameBits(ys.data(), y.data(), m * p.rows))
+            << DTypeName(t) << " k=" << k << " m=" << m;
+      }
+    }
+  }
+}
+#endif
 
 // The AVX-512 batched paths (float pairs, q8_0 VNNI groups of 16 rows) against
 // the scalar reference: m covers odd pairs, partial and several groups, and

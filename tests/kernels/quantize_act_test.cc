@@ -1,5 +1,5 @@
 // Activation quantization for integer dots (rule R6): hand-computed blocks
-// (ties round to even, d = 0 for zero blocks, padding), AVX2 == scalar bit for
+// (ties round to even, d = 0 for zero blocks, padding), AVX2 and NEON == scalar bit for
 // bit also for huge, subnormal-only and nan blocks (|q| <= 127 always),
 // row-locality, and |d*q - x| <= d/2 up to the rounding of x * (1/d).
 #include <gtest/gtest.h>
@@ -79,8 +79,8 @@ std::vector<float> TrickyRows(std::mt19937& rng, int64_t m, int64_t k) {
   return x;
 }
 
-TEST(QuantizeActQ8, Avx2EqualsScalar) {
-  STET_REQUIRE_AVX2();
+// A SIMD path's activation quantization against ref, bit for bit.
+void Q8EqualsScalar(void (*simd)(const float*, ActQ8*)) {
   std::mt19937 rng(11);
   std::vector<uint8_t> s1, s2;
   for (int64_t k : {32, 64, 288, 576, 1536}) {
@@ -90,7 +90,7 @@ TEST(QuantizeActQ8, Avx2EqualsScalar) {
       PrepareActQ8(m, k, &s1, &a);
       PrepareActQ8(m, k, &s2, &b);
       ref::QuantizeActQ8(x.data(), &a);
-      avx2::QuantizeActQ8(x.data(), &b);
+      simd(x.data(), &b);
       const int64_t nblk = m * a.nb_pad;
       ASSERT_EQ(0, std::memcmp(a.qs, b.qs, nblk * 32)) << "k=" << k;
       ASSERT_TRUE(testing::SameBits(a.d, b.d, nblk));
@@ -101,8 +101,7 @@ TEST(QuantizeActQ8, Avx2EqualsScalar) {
   }
 }
 
-TEST(QuantizeActQ8K, Avx2EqualsScalar) {
-  STET_REQUIRE_AVX2();
+void Q8KEqualsScalar(void (*simd)(const float*, ActQ8K*)) {
   std::mt19937 rng(12);
   std::vector<uint8_t> s1, s2;
   for (int64_t k : {256, 512, 2304}) {
@@ -112,13 +111,37 @@ TEST(QuantizeActQ8K, Avx2EqualsScalar) {
       PrepareActQ8K(m, k, &s1, &a);
       PrepareActQ8K(m, k, &s2, &b);
       ref::QuantizeActQ8K(x.data(), &a);
-      avx2::QuantizeActQ8K(x.data(), &b);
+      simd(x.data(), &b);
       ASSERT_EQ(0, std::memcmp(a.qs, b.qs, m * k));
       ASSERT_TRUE(testing::SameBits(a.d, b.d, m * a.nsb));
       ASSERT_EQ(0, std::memcmp(a.bsums, b.bsums, m * a.nsb * 16 * 2));
     }
   }
 }
+
+#if defined(__x86_64__)
+TEST(QuantizeActQ8, Avx2EqualsScalar) {
+  STET_REQUIRE_AVX2();
+  Q8EqualsScalar(avx2::QuantizeActQ8);
+}
+
+TEST(QuantizeActQ8K, Avx2EqualsScalar) {
+  STET_REQUIRE_AVX2();
+  Q8KEqualsScalar(avx2::QuantizeActQ8K);
+}
+#endif
+
+#if defined(__aarch64__)
+TEST(QuantizeActQ8, NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  Q8EqualsScalar(neon::QuantizeActQ8);
+}
+
+TEST(QuantizeActQ8K, NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  Q8KEqualsScalar(neon::QuantizeActQ8K);
+}
+#endif
 
 TEST(QuantizeActQ8, RowLocalAndWithinHalfAStep) {
   std::mt19937 rng(13);

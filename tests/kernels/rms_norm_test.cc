@@ -1,4 +1,4 @@
-// RmsNorm: AVX2 == scalar bit for bit (n = 1..300, m rows); row r of a batch
+// RmsNorm: AVX2 and NEON == scalar bit for bit (n = 1..300, m rows); row r of a batch
 // equals the row alone (R1); y may alias x; within a derived bound of float64.
 #include <gtest/gtest.h>
 
@@ -24,6 +24,22 @@ TEST(RmsNorm, Avx2EqualsScalarAndAliasing) {
     RmsNorm(x.data(), w.data(), m, n, 1e-6f, ya.data(), Isa::kAvx2);
     ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), m * n)) << "n=" << n;
     RmsNorm(yalias.data(), w.data(), m, n, 1e-6f, yalias.data(), Isa::kAvx2);
+    ASSERT_TRUE(testing::SameBits(ys.data(), yalias.data(), m * n)) << "n=" << n;
+  }
+}
+
+TEST(RmsNorm, NeonEqualsScalarAndAliasing) {
+  STET_REQUIRE_NEON();
+  std::mt19937 rng(21);
+  for (int64_t n = 1; n <= 300; ++n) {
+    const int64_t m = 1 + n % 4;
+    const auto x = testing::RandomActivations(rng, m * n);
+    const auto w = testing::RandomFloats(rng, n, 0.5f, 1.5f);
+    std::vector<float> ys(m * n), ya(m * n), yalias = x;
+    RmsNorm(x.data(), w.data(), m, n, 1e-6f, ys.data(), Isa::kScalar);
+    RmsNorm(x.data(), w.data(), m, n, 1e-6f, ya.data(), Isa::kNeon);
+    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), m * n)) << "n=" << n;
+    RmsNorm(yalias.data(), w.data(), m, n, 1e-6f, yalias.data(), Isa::kNeon);
     ASSERT_TRUE(testing::SameBits(ys.data(), yalias.data(), m * n)) << "n=" << n;
   }
 }

@@ -1,5 +1,5 @@
 // Rope, both styles (normal pairs (2i, 2i+1), neox pairs (i, i + rot/2)), rot_dim
-// equal to or below head_dim: AVX2 == scalar bit for bit; dims past rot_dim are
+// equal to or below head_dim: AVX2 and NEON == scalar bit for bit; dims past rot_dim are
 // untouched; heads are independent of how many are rotated together; each pair
 // is within gamma(2) (|x0 c| + |x1 s|) of float64.
 #include <gtest/gtest.h>
@@ -49,6 +49,29 @@ TEST_P(RopeTest, Avx2EqualsScalarAndLeavesTheRestAlone) {
            Isa::kScalar);
       Rope(xa.data(), n_heads, s.head_dim, s.rot_dim, t.cos.data(), t.sin.data(), GetParam(),
            Isa::kAvx2);
+      ASSERT_TRUE(testing::SameBits(xs.data(), xa.data(), xs.size()))
+          << "head_dim=" << s.head_dim << " rot=" << s.rot_dim;
+      for (int h = 0; h < n_heads; ++h) {
+        for (int j = s.rot_dim; j < s.head_dim; ++j) {
+          ASSERT_EQ(FloatBits(x[h * s.head_dim + j]), FloatBits(xs[h * s.head_dim + j]));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(RopeTest, NeonEqualsScalarAndLeavesTheRestAlone) {
+  STET_REQUIRE_NEON();
+  std::mt19937 rng(51);
+  for (const Shape& s : kShapes) {
+    for (int n_heads : {1, 3, 5}) {
+      const Table t = RandomTable(rng, s.rot_dim / 2);
+      const auto x = testing::RandomFloats(rng, n_heads * s.head_dim, -4.0f, 4.0f);
+      auto xs = x, xa = x;
+      Rope(xs.data(), n_heads, s.head_dim, s.rot_dim, t.cos.data(), t.sin.data(), GetParam(),
+           Isa::kScalar);
+      Rope(xa.data(), n_heads, s.head_dim, s.rot_dim, t.cos.data(), t.sin.data(), GetParam(),
+           Isa::kNeon);
       ASSERT_TRUE(testing::SameBits(xs.data(), xa.data(), xs.size()))
           << "head_dim=" << s.head_dim << " rot=" << s.rot_dim;
       for (int h = 0; h < n_heads; ++h) {

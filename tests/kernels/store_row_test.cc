@@ -1,4 +1,4 @@
-// StoreRow (KV cache writes, rule R3): f32 is a copy; f16 AVX2 (F16C) ==
+// StoreRow (KV cache writes, rule R3): f32 is a copy; f16 AVX2 (F16C) and NEON (FCVTN) ==
 // scalar F32ToF16 bit for bit over a sweep of ~1M bit patterns plus every
 // special class (nan, inf, overflow edge, subnormals, ties), and values that
 // are exactly representable in f16 survive the round trip.
@@ -71,6 +71,26 @@ TEST(StoreRow, F16Avx2EqualsScalar) {
     std::vector<uint16_t> s2(len + 1, 0xabcd), a2(len + 1, 0xabcd);
     StoreRow(v.data() + 3, len, DType::kF16, s2.data(), Isa::kScalar);
     StoreRow(v.data() + 3, len, DType::kF16, a2.data(), Isa::kAvx2);
+    ASSERT_EQ(s2, a2) << len;
+    ASSERT_EQ(a2[len], 0xabcd) << "wrote past the row";
+  }
+}
+
+TEST(StoreRow, F16NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  const auto v = SweepValues();
+  const int64_t n = static_cast<int64_t>(v.size());
+  std::vector<uint16_t> s(n), a(n);
+  StoreRow(v.data(), n, DType::kF16, s.data(), Isa::kScalar);
+  StoreRow(v.data(), n, DType::kF16, a.data(), Isa::kNeon);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(s[i], a[i]) << "input bits 0x" << std::hex << FloatBits(v[i]);
+  }
+  // Tails: every length 0..20 at an odd offset.
+  for (int64_t len = 0; len <= 20; ++len) {
+    std::vector<uint16_t> s2(len + 1, 0xabcd), a2(len + 1, 0xabcd);
+    StoreRow(v.data() + 3, len, DType::kF16, s2.data(), Isa::kScalar);
+    StoreRow(v.data() + 3, len, DType::kF16, a2.data(), Isa::kNeon);
     ASSERT_EQ(s2, a2) << len;
     ASSERT_EQ(a2[len], 0xabcd) << "wrote past the row";
   }

@@ -1,4 +1,4 @@
-// SwiGlu: AVX2 == scalar bit for bit (incl. tails, aliasing and special values);
+// SwiGlu: AVX2 and NEON == scalar bit for bit (incl. tails, aliasing and special values);
 // within a derived bound of float64 silu(g) * u.
 #include <gtest/gtest.h>
 
@@ -33,6 +33,25 @@ TEST(SwiGlu, Avx2EqualsScalar) {
     ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
     SwiGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kAvx2);
     SwiGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kAvx2);
+    ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
+    ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
+  }
+}
+
+TEST(SwiGlu, NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  std::mt19937 rng(31);
+  for (int64_t n = 0; n <= 100; ++n) {
+    auto g = testing::RandomFloats(rng, n, -12.0f, 12.0f);
+    const auto u = testing::RandomFloats(rng, n, -3.0f, 3.0f);
+    const auto sp = Specials();
+    for (int64_t i = 0; i < n; i += 3) g[i] = sp[(i / 3) % sp.size()];
+    std::vector<float> ys(n), ya(n), alias_g = g, alias_u = u;
+    SwiGlu(g.data(), u.data(), n, ys.data(), Isa::kScalar);
+    SwiGlu(g.data(), u.data(), n, ya.data(), Isa::kNeon);
+    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
+    SwiGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kNeon);
+    SwiGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kNeon);
     ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
     ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
   }

@@ -1,0 +1,31 @@
+# Cross-compiles stet for aarch64 Linux on a Debian/Ubuntu x86-64 host with the
+# distribution's cross compiler (g++-aarch64-linux-gnu) and arm64 multiarch
+# -dev packages (libs in /usr/lib/aarch64-linux-gnu); scripts/cross-arm64 installs
+# them. A native aarch64 build needs no toolchain file. The numerics flags
+# (-ffp-contract=off, no fast-math) come from the top CMakeLists.txt as on x86.
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
+set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
+
+# Libraries and config packages: the arm64 multiarch dirs and the host's
+# architecture-independent ones (header-only nlohmann_json, CLI11); never the
+# host's x86-64 libraries. Programs (pkg-config, ccache) are the host's.
+set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu /)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
+set(ENV{PKG_CONFIG_PATH} "")
+
+# ctest and gtest_discover_tests run the test binaries through qemu. `-L /`: the
+# runtime libraries (ld.so, libc, libstdc++) all from the arm64 multiarch packages.
+# With -L /usr/aarch64-linux-gnu, ld.so and libstdc++ come from the cross
+# toolchain's glibc 2.36-8 but libc from libc6:arm64 2.36-9, and every program that
+# starts a thread hangs in pthread_mutex_lock.
+find_program(STET_QEMU_AARCH64 qemu-aarch64)
+if(STET_QEMU_AARCH64)
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${STET_QEMU_AARCH64} -L /)
+endif()

@@ -1,0 +1,174 @@
+// NEON MatMul for q8_0/q4_0/q4_1 weights on 32-block quantized activations
+// (other 32-block types run ref/). Block b's exact int32 dot (SDOT where the CPU
+// has dotprod, SMULL + SADALP otherwise: integer sums, so both give the same
+// number) goes to logical lane b%8: eight blocks at a time, lanes 0-3 and 4-7 in
+// two float32x4_t, lane = fma(dw*dx, float(isum), lane) (q4_1 then fma(mw, sx,
+// lane)); the nb % 8 tail by scalar fma; fixed lane tree. Equal to
+// ref/matmul_q8.cc bit for bit (matmul_test.cc).
+#include <cmath>
+#include <type_traits>
+
+#include "base/check.h"
+#include "base/cpu_features.h"
+#include "kernels/neon/neon_util.h"
+#include "numerics/half.h"
+
+namespace stet::kernels::neon {
+
+namespace {
+
+// A block's 32 integer weights as two int8x16_t (elements 0-15, 16-31).
+inline void Decode(const BlockQ8_0& b, int8x16_t* w0, int8x16_t* w1) {
+  *w0 = vld1q_s8(b.qs);
+  *w1 = vld1q_s8(b.qs + 16);
+}
+inline void Decode(const BlockQ4_0& b, int8x16_t* w0, int8x16_t* w1) {
+  const uint8x16_t raw = vld1q_u8(b.qs);
+  const int8x16_t eight = vdupq_n_s8(8);
+  *w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), eight);
+  *w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), eight);
+}
+inline void Decode(const BlockQ4_1& b, int8x16_t* w0, int8x16_t* w1) {
+  const uint8x16_t raw = vld1q_u8(b.qs);
+  *w0 = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f)));
+  *w1 = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+}
+
+// The exact int32 dot of 32 weights with 32 q's, as four partial sums.
+struct DotProd {
+  STET_TARGET_DOTPROD static inline int32x4_t Dot(int8x16_t w0, int8x16_t w1, const int8_t* q) {
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(q)), w1, vld1q_s8(q + 16));
+  }
+};
+struct Widen {
+  // |w * q| <= 128 * 127: one product per int16 lane, then pairwise into int32.
+  static inline int32x4_t Dot(int8x16_t w0, int8x16_t w1, const int8_t* q) {
+    const int8x16_t q0 = vld1q_s8(q), q1 = vld1q_s8(q + 16);
+    int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(w0), vget_low_s8(q0)));
+    s = vpadalq_s16(s, vmull_high_s8(w0, q0));
+    s = vpadalq_s16(s, vmull_s8(vget_low_s8(w1), vget_low_s8(q1)));
+    return vpadalq_s16(s, vmull_high_s8(w1, q1));
+  }
+};
+
+template <typename Block>
+constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1>;
+
+// Integer dots of blocks b..b+3 of one row, one per lane.
+template <typename Block, typename D>
+__attribute__((always_inline)) inline int32x4_t Dots4(const Block* blocks, const int8_t* qx,
+                                                      int64_t b) {
+  int32x4_t p[4];
+  for (int t = 0; t < 4; ++t) {
+    int8x16_t w0, w1;
+    Decode(blocks[b + t], &w0, &w1);
+    p[t] = D::Dot(w0, w1, qx + (b + t) * kQK);
+  }
+  return vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
+}
+
+template <typename Block, typename D>
+__attribute__((always_inline)) inline float Row(const Block* blocks, const int8_t* qx,
+                                                const float* dx, const float* sx, int64_t nb) {
+  Lanes8 acc = ZeroLanes();
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    float dd[8], mw[8];
+    for (int t = 0; t < 8; ++t) {
+      dd[t] = F16ToF32(blocks[b + t].d) * dx[b + t];
+      if constexpr (kHasMin<Block>) mw[t] = F16ToF32(blocks[b + t].m);
+    }
+    const float32x4_t i0 = vcvtq_f32_s32(Dots4<Block, D>(blocks, qx, b));
+    const float32x4_t i1 = vcvtq_f32_s32(Dots4<Block, D>(blocks, qx, b + 4));
+    acc.lo = vfmaq_f32(acc.lo, vld1q_f32(dd), i0);
+    acc.hi = vfmaq_f32(acc.hi, vld1q_f32(dd + 4), i1);
+    if constexpr (kHasMin<Block>) {
+      acc.lo = vfmaq_f32(acc.lo, vld1q_f32(mw), vld1q_f32(sx + b));
+      acc.hi = vfmaq_f32(acc.hi, vld1q_f32(mw + 4), vld1q_f32(sx + b + 4));
+    }
+  }
+  if (b == nb) return CombineLanes8(acc);
+  float lanes[kLanes];
+  StoreLanes(acc, lanes);
+  for (; b < nb; ++b) {
+    int8x16_t w0, w1;
+    Decode(blocks[b], &w0, &w1);
+    const int32_t isum = HsumS32(D::Dot(w0, w1, qx + b * kQK));
+    float& lane = lanes[b % kLanes];
+    lane = std::fma(F16ToF32(blocks[b].d) * dx[b], static_cast<float>(isum), lane);
+    if constexpr (kHasMin<Block>) lane = std::fma(F16ToF32(blocks[b].m), sx[b], lane);
+  }
+  return CombineLanes(lanes);
+}
+
+template <typename Block, typename D>
+__attribute__((always_inline)) inline void RowsBody(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  const WeightView& w = *a.w;
+  const ActQ8& act = *a.a8;
+  for (int64_t i = 0; i < a.m; ++i) {
+    const int8_t* qx = act.qs + i * act.nb_pad * kQK;
+    const float* dx = act.d + i * act.nb_pad;
+    const float* sx = act.s + i * act.nb_pad;
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks =
+          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
+      a.y[i * w.rows + r] = Row<Block, D>(blocks, qx, dx, sx, act.nb);
+    }
+  }
+}
+
+template <typename Block>
+STET_TARGET_DOTPROD void RowsDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  RowsBody<Block, DotProd>(a, r0, r1);
+}
+template <typename Block>
+void RowsWiden(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  RowsBody<Block, Widen>(a, r0, r1);
+}
+
+template <typename Block>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  static const bool dotprod = CpuHasDotProd();
+  if (dotprod) {
+    RowsDotProd<Block>(a, r0, r1);
+  } else {
+    RowsWiden<Block>(a, r0, r1);
+  }
+}
+
+}  // namespace
+
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.w->type) {
+    case DType::kQ8_0:
+      Rows<BlockQ8_0>(a, r0, r1);
+      break;
+    case DType::kQ4_0:
+      Rows<BlockQ4_0>(a, r0, r1);
+      break;
+    case DType::kQ4_1:
+      Rows<BlockQ4_1>(a, r0, r1);
+      break;
+    default:
+      ref::MatMulQ8Rows(a, r0, r1);  // q5_0, q5_1, iq4_nl: no NEON kernel yet
+  }
+}
+
+// For the kernel tests: the same rows through the non-dotprod integer dots.
+void MatMulQ8RowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.w->type) {
+    case DType::kQ8_0:
+      RowsWiden<BlockQ8_0>(a, r0, r1);
+      break;
+    case DType::kQ4_0:
+      RowsWiden<BlockQ4_0>(a, r0, r1);
+      break;
+    case DType::kQ4_1:
+      RowsWiden<BlockQ4_1>(a, r0, r1);
+      break;
+    default:
+      ref::MatMulQ8Rows(a, r0, r1);
+  }
+}
+
+}  // namespace stet::kernels::neon

@@ -1,0 +1,82 @@
+// NEON activation quantization (rule R6: per row, per block along K). Same
+// numbers as ref/quantize_act.cc: amax by FMAXNM from 0 (a nan element is
+// ignored, as the reference's `a > amax` ignores it), d = amax/127 and id by
+// scalar IEEE division, q = FRINTN(x*id) (ties to even) clamped by FMAXNM/FMINNM
+// to [-127, 127] with nan -> -127, integer sums exact (quantize_act_test.cc).
+#include <cstring>
+
+#include "kernels/neon/neon_util.h"
+
+namespace stet::kernels::neon {
+
+namespace {
+
+// 16 consecutive floats -> 16 int8 q's.
+inline int8x16_t Quantize16(const float* x, float32x4_t id) {
+  const float32x4_t lo = vdupq_n_f32(-127.0f), hi = vdupq_n_f32(127.0f);
+  int32x4_t q[4];
+  for (int i = 0; i < 4; ++i) {
+    const float32x4_t r = vrndnq_f32(vmulq_f32(vld1q_f32(x + 4 * i), id));
+    q[i] = vcvtq_s32_f32(vminnmq_f32(vmaxnmq_f32(r, lo), hi));
+  }
+  const int16x8_t h0 = vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1]));
+  const int16x8_t h1 = vcombine_s16(vmovn_s32(q[2]), vmovn_s32(q[3]));
+  return vcombine_s8(vmovn_s16(h0), vmovn_s16(h1));
+}
+
+// amax of n (a multiple of 16) floats, nan ignored.
+inline float AbsMax(const float* x, int n) {
+  float32x4_t m = vdupq_n_f32(0.0f);
+  for (int i = 0; i < n; i += 4) m = vmaxnmq_f32(m, vabsq_f32(vld1q_f32(x + i)));
+  return vmaxnmvq_f32(m);
+}
+
+// Quantizes n (a multiple of 16) values into q; returns d.
+inline float QuantizeBlock(const float* x, int n, int8_t* q) {
+  const float amax = AbsMax(x, n);
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float32x4_t vid = vdupq_n_f32(id);
+  for (int i = 0; i < n; i += 16) vst1q_s8(q + i, Quantize16(x + i, vid));
+  return d;
+}
+
+}  // namespace
+
+void QuantizeActQ8(const float* x, ActQ8* a) {
+  for (int64_t r = 0; r < a->m; ++r) {
+    const float* xr = x + r * a->k;
+    int8_t* qs = a->qs + r * a->nb_pad * kQK;
+    float* d = a->d + r * a->nb_pad;
+    float* s = a->s + r * a->nb_pad;
+    int32_t* qsum = a->qsum + r * a->nb_pad;
+    for (int64_t b = 0; b < a->nb; ++b) {
+      int8_t* q = qs + b * kQK;
+      d[b] = QuantizeBlock(xr + b * kQK, kQK, q);
+      const int16x8_t p = vaddq_s16(vpaddlq_s8(vld1q_s8(q)), vpaddlq_s8(vld1q_s8(q + 16)));
+      qsum[b] = vaddlvq_s16(p);
+      s[b] = d[b] * static_cast<float>(qsum[b]);
+    }
+    for (int64_t b = a->nb; b < a->nb_pad; ++b) {
+      std::memset(qs + b * kQK, 0, kQK);
+      d[b] = 0.0f;
+      s[b] = 0.0f;
+      qsum[b] = 0;
+    }
+  }
+}
+
+void QuantizeActQ8K(const float* x, ActQ8K* a) {
+  for (int64_t r = 0; r < a->m; ++r) {
+    for (int64_t b = 0; b < a->nsb; ++b) {
+      const int64_t sb = r * a->nsb + b;
+      int8_t* q = a->qs + r * a->k + b * kQKK;
+      a->d[sb] = QuantizeBlock(x + r * a->k + b * kQKK, kQKK, q);
+      for (int g = 0; g < kQKK / 16; ++g) {
+        a->bsums[sb * 16 + g] = static_cast<int16_t>(vaddlvq_s8(vld1q_s8(q + 16 * g)));
+      }
+    }
+  }
+}
+
+}  // namespace stet::kernels::neon
