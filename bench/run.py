@@ -33,11 +33,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchutil import REPO, cpu_model, git, log, session_preexec  # noqa: E402
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "stet")
 REAL_MODEL = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+GEMMA3_MODEL = os.path.join(CACHE, "models", "gemma-3-270m-q4_k_m.gguf")
 
 # id, model file (None: random), gguf-random shape and type, note. `big` cases get --big-reps.
 CASES = [
     dict(id="real-q4_1", model=REAL_MODEL, label="SmolLM2-135M-Instruct Q4_1 (real weights)",
          note="token_embd/output q8_0, as llama.cpp's quantizer wrote it"),
+    dict(id="real-gemma3", model=GEMMA3_MODEL, label="Gemma 3 270M Q4_K_M (real weights)",
+         note="Q5_0/Q8_0/Q4_K/Q6_K mix, 262144-row tied output q8_0; scripts/setup --model "
+              "gemma3-270m fetches it"),
     dict(id="135m-f16", shape="smollm2-135m", type="f16", label="smollm2-135m f16 (random)"),
     dict(id="135m-q8_0", shape="smollm2-135m", type="q8_0", label="smollm2-135m q8_0 (random)"),
     dict(id="135m-q4_1", shape="smollm2-135m", type="q4_1", label="smollm2-135m q4_1 (random)"),
