@@ -234,6 +234,17 @@ def write_gguf(path, weights, tok, seed):
     w.add_rope_freq_base(s["rope_base"])
     w.add_layer_norm_rms_eps(s["rms_eps"])
     w.add_sliding_window(s["n_swa"])
+    add_tokenizer(w, tok)
+    for name, arr in weights.items():
+        w.add_tensor(name, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def add_tokenizer(w, tok):
+    """Writes read_tokenizer_meta's keys (stories260K's vocabulary) into GGUFWriter w."""
     w.add_tokenizer_model(tok["tokenizer.ggml.model"])
     w.add_token_list(tok["tokenizer.ggml.tokens"])
     w.add_token_scores(tok["tokenizer.ggml.scores"])
@@ -241,12 +252,6 @@ def write_gguf(path, weights, tok, seed):
     w.add_bos_token_id(tok["tokenizer.ggml.bos_token_id"])
     w.add_eos_token_id(tok["tokenizer.ggml.eos_token_id"])
     w.add_unk_token_id(tok["tokenizer.ggml.unknown_token_id"])
-    for name, arr in weights.items():
-        w.add_tensor(name, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
 
 
 def read_tokenizer_meta(path):

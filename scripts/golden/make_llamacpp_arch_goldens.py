@@ -74,7 +74,7 @@ import numpy as np
 import gguf
 
 from make_gemma3_goldens import (LLAMA_CPP_COMMIT, N_CTX, N_THREADS, N_VOCAB, PROMPT_IDS,
-                                 TOKENIZER_FROM, build_driver, f16, gelu_ggml, gelu_tanh,
+                                 TOKENIZER_FROM, add_tokenizer, build_driver, f16, gelu_ggml, gelu_tanh,
                                  lc_greedy, max_abs,
                                  read_tokenizer_meta, round6, sha256_file, step_record,
                                  write_json)
@@ -198,13 +198,7 @@ def write_gguf(path, s, weights, tok, seed):
     w.add_head_count_kv(s["n_head_kv"])
     w.add_rope_freq_base(s["rope_base"])
     w.add_layer_norm_rms_eps(s["rms_eps"])
-    w.add_tokenizer_model(tok["tokenizer.ggml.model"])
-    w.add_token_list(tok["tokenizer.ggml.tokens"])
-    w.add_token_scores(tok["tokenizer.ggml.scores"])
-    w.add_token_types(tok["tokenizer.ggml.token_type"])
-    w.add_bos_token_id(tok["tokenizer.ggml.bos_token_id"])
-    w.add_eos_token_id(tok["tokenizer.ggml.eos_token_id"])
-    w.add_unk_token_id(tok["tokenizer.ggml.unknown_token_id"])
+    add_tokenizer(w, tok)
     for name, arr in weights.items():
         w.add_tensor(name, arr)
     w.write_header_to_file()
@@ -395,50 +389,32 @@ def make_model(exe, name, tok, tmpdir, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     gguf_path = os.path.join(out_dir, f"{name}.gguf")
     write_gguf(gguf_path, s, W, tok, seed)
-    hp = {k: v for k, v in s.items() if k not in ("seed0",)}
-    hp.update({"n_vocab": N_VOCAB, "tied_embeddings": s["arch"] == "gemma2", "weight_type": "F32", "seed": seed,
-               "weight_std": {"token_embd": s.get("emb_std", EMB_STD),
-                              "output": None if s["arch"] == "gemma2" else OUT_STD,
-                              "other": s["w_std"],
-                              "norm": f"1 + {NORM_NOISE} * normal"}})
-    out = {
-        "source": (f"llama.cpp commit {LLAMA_CPP_COMMIT} (llama-cpp-python 0.3.36's), linked "
-                   f"statically into scripts/golden/llamacpp_run.cc, n_threads={N_THREADS}, CPU, "
-                   f"f16 KV cache, no flash attention, command: python3 "
-                   f"scripts/golden/make_llamacpp_arch_goldens.py --only {name}"),
-        "llama_cpp_commit": LLAMA_CPP_COMMIT,
-        "model_file": f"{name}.gguf",
-        "model_sha256": sha256_file(gguf_path),
-        "model_bytes": os.path.getsize(gguf_path),
-        "hparams": hp,
-        "n_ctx": N_CTX,
-        "n_steps": N_STEPS,
-        "notes": ("Pure greedy (argmax of float32 logits, ties -> lower id), no stop on EOS. "
-                  "logprob = float64 log-softmax of the chosen id. first_logits = logits after "
-                  "the prompt (step 0), last_logits = step n_steps-1; 6 significant digits."),
-        "prompt_ids": PROMPT_IDS,
-        "generated_ids": ids,
-        "min_top2_gap": min(gaps),
-        "steps": [{k: st[k] for k in ("id", "logprob", "top2_gap")} for st in steps],
-        "first_logits": round6(logits[0]),
-        "last_logits": round6(logits[-1]),
-        "checks": checks,
-    }
+    hp = hparams(s, n_vocab=N_VOCAB, tied_embeddings=s["arch"] == "gemma2", weight_type="F32",
+                 seed=seed, weight_std={"token_embd": s.get("emb_std", EMB_STD),
+                                        "output": None if s["arch"] == "gemma2" else OUT_STD,
+                                        "other": s["w_std"], "norm": f"1 + {NORM_NOISE} * normal"})
+    out = golden_json(name, hp, gguf_path, ids, logits, checks)
     write_json(os.path.join(out_dir, f"{name}.json"), out)
     shown = {k: v for k, v in checks.items() if k != "experts_chosen_per_layer_and_position"}
     print(name, json.dumps(shown, indent=1))
     print(f"{name}: seed {seed}, min top-2 gap {min(gaps):.4g}", file=sys.stderr)
 
 
-def golden_json(name, s, seed, gguf_path, ids, logits, source_extra, checks):
+def hparams(s, **extra):
+    """The JSON's hparams: the spec (without its seed search start), then extra."""
+    hp = {k: v for k, v in s.items() if k != "seed0"}
+    hp.update(extra)
+    return hp
+
+
+def golden_json(name, hp, gguf_path, ids, logits, checks):
+    """The golden file's contents (the format tests/engine/arch_golden_test.cc reads)."""
     steps = [step_record(logits[i], ids[i]) for i in range(N_STEPS)]
-    hp = {k: v for k, v in s.items() if k not in ("seed0",)}
-    hp.update({"n_vocab": N_VOCAB, "tied_embeddings": False, "seed": seed})
     out = {
         "source": (f"llama.cpp commit {LLAMA_CPP_COMMIT} (llama-cpp-python 0.3.36's), linked "
                    f"statically into scripts/golden/llamacpp_run.cc, n_threads={N_THREADS}, CPU, "
                    f"f16 KV cache, no flash attention, command: python3 "
-                   f"scripts/golden/make_llamacpp_arch_goldens.py --only {name}{source_extra}"),
+                   f"scripts/golden/make_llamacpp_arch_goldens.py --only {name}"),
         "llama_cpp_commit": LLAMA_CPP_COMMIT,
         "model_file": os.path.basename(gguf_path),
         "model_sha256": sha256_file(gguf_path),
@@ -486,7 +462,8 @@ def make_type_model(exe, wtype, tok, tmpdir, out_dir, stet):
     s["quantized_by"] = "stet quantize --type " + wtype + " (from the F32 model of this seed)"
     s["weight_std"] = {"token_embd": EMB_STD, "output": OUT_STD, "other": s["w_std"],
                        "norm": f"1 + {NORM_NOISE} * normal"}
-    out = golden_json(f"llama-{wtype}", s, seed, gguf_path, ids, logits, "", None)
+    out = golden_json(f"llama-{wtype}", hparams(s, n_vocab=N_VOCAB, tied_embeddings=False, seed=seed),
+                      gguf_path, ids, logits, None)
     write_json(os.path.join(out_dir, f"llama-{wtype}.json"), out)
     print(f"llama-{wtype}: seed {seed}, min top-2 gap {out['min_top2_gap']:.4g}", file=sys.stderr)
 
