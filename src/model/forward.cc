@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "base/check.h"
 #include "numerics/dequant.h"
@@ -24,19 +23,6 @@ int64_t WindowStart(int64_t pos, int window) {
   return window > 0 && pos >= window ? pos - window + 1 : 0;
 }
 
-// Copies rows [start, start + n) of `rows` (row_bytes each) into buf and
-// returns them as one contiguous run. Bytes are copied, never converted, so
-// attention over the copy computes what it would over the cache (R3).
-kernels::KvRows GatherWindow(const kernels::KvRows& rows, int64_t start, int64_t n,
-                             int64_t row_bytes, std::vector<uint8_t>& buf) {
-  Grow(buf, static_cast<size_t>(n * row_bytes));
-  for (int64_t t = 0; t < n; ++t) std::memcpy(&buf[t * row_bytes], rows.Row(start + t), row_bytes);
-  kernels::KvRows out;
-  out.base = buf.data();
-  out.row_stride = row_bytes;
-  return out;
-}
-
 }  // namespace
 
 Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx, NumericsMode mode)
@@ -55,8 +41,6 @@ Forward::Forward(const Model& model, ThreadPool* pool, Isa isa, int max_ctx, Num
         std::make_unique<RopeTable>(hp.rot_dim, hp.rope_base_swa, RopeScaling{}, nullptr, max_ctx);
   }
   scratch_.resize(pool ? pool->size() : 1);
-  window_k_.resize(scratch_.size());
-  window_v_.resize(scratch_.size());
 }
 
 Forward::~Forward() = default;
@@ -236,12 +220,9 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
       const int64_t n_kv1 = at.i1 >= 0 ? batch[at.i1].pos + 1 - start : 0;
       Grow(scratch, 2 * std::max(n_kv, n_kv1) + 2 * hp.head_dim);
       const int64_t kv_head_bytes = kvh * hp.head_dim * elem;
-      kernels::KvRows kh = kv.KRows(layer, t.seq).Offset(kv_head_bytes);
-      kernels::KvRows vh = kv.VRows(layer, t.seq).Offset(kv_head_bytes);
-      if (start > 0) {
-        kh = GatherWindow(kh, start, n_kv, hp.head_dim * elem, window_k_[thread]);
-        vh = GatherWindow(vh, start, n_kv, hp.head_dim * elem, window_v_[thread]);
-      }
+      // A windowed layer reads its window in place: position 0 of the view is `start`.
+      const kernels::KvRows kh = kv.KRows(layer, t.seq).Offset(kv_head_bytes).From(start);
+      const kernels::KvRows vh = kv.VRows(layer, t.seq).Offset(kv_head_bytes).From(start);
       float* out0 = &attn_[at.i0 * hp.q_dim() + at.h0 * hp.head_dim];
       const float* q0 = &q_[at.i0 * hp.q_dim() + at.h0 * hp.head_dim];
       if (at.i1 >= 0) {

@@ -69,9 +69,6 @@ class Forward {
   // Workspace, grown on demand and then reused (no allocation in steady state).
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
-  // Per thread: a sliding window's K and V rows gathered into one run (their
-  // bytes unchanged), so attention sees positions window-start.. as 0..
-  std::vector<std::vector<uint8_t>> window_k_, window_v_;
   // One attention call: query rows (i0, h0) and, for a pair, (i1, h1) over the
   // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query).
   struct AttnTask {

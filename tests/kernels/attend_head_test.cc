@@ -225,6 +225,60 @@ TEST_P(AttendHeadTest, PagedEqualsContiguous) {
   }
 }
 
+// A sliding window read in place (KvRows::From): attention over positions
+// [start, start + n) of a paged cache equals attention over a contiguous copy of
+// exactly those rows — windows starting mid-block, on a block edge, and past
+// several blocks, single and paired — on every ISA.
+TEST_P(AttendHeadTest, WindowViewEqualsCopiedRows) {
+  std::mt19937 rng(76);
+  for (int head_dim : {64, 48}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 200);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    for (int64_t block_rows : {1, 16, 64}) {
+      const int64_t n_blocks = (c.cap + block_rows - 1) / block_rows;
+      std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+      for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(b);
+      std::shuffle(table.begin(), table.end(), rng);
+      std::vector<uint8_t> kp(n_blocks * block_rows * c.stride(), 0xff);
+      std::vector<uint8_t> vp(kp.size(), 0xff);
+      for (int64_t t = 0; t < c.cap; ++t) {
+        const int64_t at = (table[t / block_rows] * block_rows + t % block_rows) * c.stride();
+        std::memcpy(&kp[at], &c.k[t * c.stride()], c.stride());
+        std::memcpy(&vp[at], &c.v[t * c.stride()], c.stride());
+      }
+      const KvRows pk{kp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+      const KvRows pv{vp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+      for (int64_t start : {1, 15, 16, 17, 70, 128}) {
+        const int64_t n0 = std::min<int64_t>(50, c.cap - start), n1 = c.cap - start;
+        // The copy: rows start.. of head 1 as one contiguous run.
+        std::vector<uint8_t> kc((c.cap - start) * c.stride()), vc(kc.size());
+        std::memcpy(kc.data(), &c.k[start * c.stride()], kc.size());
+        std::memcpy(vc.data(), &c.v[start * c.stride()], vc.size());
+        const KvRows ck{kc.data() + c.head_bytes(1), c.stride()};
+        const KvRows cv{vc.data() + c.head_bytes(1), c.stride()};
+        const auto q0 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+        const auto q1 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+        std::vector<float> scratch(static_cast<size_t>(2 * n1 + 2 * head_dim));
+        for (Isa isa : testing::AvailableIsas()) {
+          std::vector<float> want0(head_dim), want1(head_dim), out0(head_dim), out1(head_dim);
+          AttendHeadPair(q0.data(), q1.data(), ck, cv, c.type, n0, n1, head_dim, scale, 0.0f,
+                         want0.data(), want1.data(), scratch.data(), isa);
+          AttendHeadPair(q0.data(), q1.data(), pk.From(start), pv.From(start), c.type, n0, n1,
+                         head_dim, scale, 0.0f, out0.data(), out1.data(), scratch.data(), isa);
+          ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim))
+              << IsaName(isa) << " block=" << block_rows << " start=" << start;
+          ASSERT_TRUE(testing::SameBits(want1.data(), out1.data(), head_dim))
+              << IsaName(isa) << " block=" << block_rows << " start=" << start;
+          AttendHead(q1.data(), pk.From(start), pv.From(start), c.type, n1, head_dim, scale, 0.0f,
+                     out1.data(), scratch.data(), isa);
+          ASSERT_TRUE(testing::SameBits(want1.data(), out1.data(), head_dim))
+              << IsaName(isa) << " single block=" << block_rows << " start=" << start;
+        }
+      }
+    }
+  }
+}
+
 // Error model: each score carries |scale| * gamma(hd/8 + 3) * sum|q k| + u|s|
 // (the final *scale), and s - max one more u|s - max|; a max shift common to
 // all t cancels in the softmax. ExpF adds 4u relative. A relative error eta on

@@ -72,10 +72,9 @@ inline void Accumulate(const KvRows& v, int64_t n_kv, const float* e, int j0, in
   __m256 acc[NV];
   STET_UNROLL
   for (int i = 0; i < NV; ++i) acc[i] = _mm256_setzero_ps();
-  const int64_t run = v.RunRows(n_kv), stride = v.row_stride;
-  for (int64_t t0 = 0, r = 0; t0 < n_kv; t0 += run, ++r) {
-    const uint8_t* vr = v.RunBase(r);
-    const int64_t len = run < n_kv - t0 ? run : n_kv - t0;
+  const int64_t stride = v.row_stride;
+  for (int64_t t0 = 0, len = 0; t0 < n_kv; t0 += len) {
+    const uint8_t* vr = v.RunAt(t0, n_kv, &len);
     for (int64_t t = 0; t < len; ++t) {
       const __m256 et = _mm256_set1_ps(e[t0 + t]);
       const uint8_t* vt = vr + t * stride;
@@ -103,10 +102,9 @@ template <DType T>
 void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int head_dim,
             float scale, float softcap, float* out, float* scratch) {
   // Scores are independent per position: four at a time within each run.
-  const int64_t run = k.RunRows(n_kv), stride = k.row_stride;
-  for (int64_t t0 = 0, r = 0; t0 < n_kv; t0 += run, ++r) {
-    const uint8_t* kr = k.RunBase(r);
-    const int64_t len = run < n_kv - t0 ? run : n_kv - t0;
+  const int64_t stride = k.row_stride;
+  for (int64_t t0 = 0, len = 0; t0 < n_kv; t0 += len) {
+    const uint8_t* kr = k.RunAt(t0, n_kv, &len);
     int64_t t = 0;
     for (; t + 4 <= len; t += 4)
       Scores<T, 4>(q, kr + t * stride, stride, head_dim, scale, scratch + t0 + t);
@@ -189,10 +187,10 @@ inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0
   STET_UNROLL
   for (int i = 0; i < NV; ++i) a0[i] = a1[i] = _mm256_setzero_ps();
   const int64_t n_min = n0 < n1 ? n0 : n1, n_max = n0 < n1 ? n1 : n0;
-  const int64_t run = v.RunRows(n_max), stride = v.row_stride;
-  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
-    const uint8_t* vr = v.RunBase(r) - t0 * stride;  // position t's row: vr + t * stride
-    const int64_t end = t0 + run < n_max ? t0 + run : n_max;
+  const int64_t stride = v.row_stride;
+  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
+    const uint8_t* vr = v.RunAt(t0, n_max, &len) - t0 * stride;  // position t: vr + t * stride
+    const int64_t end = t0 + len;
     int64_t t = t0;
     for (; t < (end < n_min ? end : n_min); ++t) {
       const __m256 x0 = _mm256_set1_ps(e0[t]), x1 = _mm256_set1_ps(e1[t]);
@@ -230,10 +228,9 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   const int64_t n_max = n0 < n1 ? n1 : n0;
   float* s0 = scratch;
   float* s1 = scratch + n_max;
-  const int64_t run = k.RunRows(n_max), stride = k.row_stride;
-  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
-    const uint8_t* kr = k.RunBase(r);
-    const int64_t len = run < n_max - t0 ? run : n_max - t0;
+  const int64_t stride = k.row_stride;
+  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
+    const uint8_t* kr = k.RunAt(t0, n_max, &len);
     int64_t t = 0;
     for (; t + 4 <= len; t += 4)
       Scores2<T, 4>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);

@@ -68,10 +68,10 @@ void Accumulate(const KvRows& v, int64_t n0, int64_t n1, const float* e0, const 
   const int64_t n_min = std::min(n0, n1), n_max = std::max(n0, n1);
   const __mmask16 live = n0 > n1 ? 0x00FF : 0xFF00;
   const float* e_long = n0 > n1 ? e0 : e1;
-  const int64_t run = v.RunRows(n_max), stride = v.row_stride;
-  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
-    const uint8_t* vr = v.RunBase(r) - t0 * stride;  // position t's row: vr + t * stride
-    const int64_t end = std::min(t0 + run, n_max);
+  const int64_t stride = v.row_stride;
+  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
+    const uint8_t* vr = v.RunAt(t0, n_max, &len) - t0 * stride;  // position t: vr + t * stride
+    const int64_t end = t0 + len;
     int64_t t = t0;
     for (; t < std::min(end, n_min); ++t) {
       const __m512 e = _mm512_insertf32x8(_mm512_set1_ps(e0[t]), _mm256_set1_ps(e1[t]), 1);
@@ -146,10 +146,9 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   }
   // Both queries' scores up to n_max (eight positions at a time within each
   // run); each softmax reads only its own n_kv.
-  const int64_t run = k.RunRows(n_max), stride = k.row_stride;
-  for (int64_t t0 = 0, r = 0; t0 < n_max; t0 += run, ++r) {
-    const uint8_t* kr = k.RunBase(r);
-    const int64_t len = std::min(run, n_max - t0);
+  const int64_t stride = k.row_stride;
+  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
+    const uint8_t* kr = k.RunAt(t0, n_max, &len);
     int64_t t = 0;
     for (; t + 8 <= len; t += 8)
       Scores<T, 8>(qp, kr + t * stride, stride, chunks, scale, s0 + t0 + t, s1 + t0 + t);
