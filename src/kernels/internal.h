@@ -69,10 +69,10 @@ struct ActPairs {
 // ActQ8V: 32-block quantized activations (ActQ8's q's and d's) "vertical" for
 // VNNI: 16 rows per group, 4 consecutive q's of a row per 32-bit lane:
 // qs[((g * nb + b) * 8 + j) * 64 + t * 4 + e] = q[16g + t][32b + 4j + e], plus
-// 128 when `biased` (q8_0 weights are signed, so the activations must be the
-// unsigned operand; the kernel subtracts 128 * sum w exactly), raw otherwise
-// (q4 weights are the unsigned operand). d[(g * nb + b) * 16 + t] = d[16g + t][b];
-// likewise qsum (q4_0) and s (q4_1) when not null. Rows past m hold q = 0, d = 0.
+// 128 when `biased` (q8_0 and iq4_nl weights are signed, so the activations must be
+// the unsigned operand; the kernel subtracts 128 * sum w exactly), raw otherwise
+// (q4/q5 weights are the unsigned operand). d[(g * nb + b) * 16 + t] = d[16g + t][b];
+// likewise qsum (q4_0, q5_0) and s (q4_1, q5_1) when not null. Rows past m hold q = 0, d = 0.
 struct ActQ8V {
   int64_t m = 0, nb = 0, groups = 0;
   bool biased = true;
@@ -82,16 +82,22 @@ struct ActQ8V {
   float* s = nullptr;
 };
 
-// ActQ8KV: ActQ8K's rows vertical the same way, for q4_k: per group of 16 rows
-// and superblock b, 64 steps of 4 q's (signed, as quantized):
-// qs[((g * nsb + b) * 64 + s) * 64 + t * 4 + e] = q[16g + t][256b + 4s + e];
-// d[(g * nsb + b) * 16 + t]; and the sums of each 32-q sub-block j as int16
-// pairs (j even, j odd) per row: sx[((g * nsb + b) * 4 + j / 2) * 32 + 2t + j % 2].
+// ActQ8KV: ActQ8K's rows vertical the same way: per group of 16 rows and
+// superblock b, 64 steps of 4 q's:
+// qs[((g * nsb + b) * 64 + s) * 64 + t * 4 + e] = q[16g + t][256b + 4s + e],
+// signed as quantized for q4_k (its nibbles are the unsigned operand), plus 128
+// when `biased` (the other K-quants' unpacked weights are signed);
+// d[(g * nsb + b) * 16 + t]; for q4_k the sums of each 32-q sub-block j as int16
+// pairs (j even, j odd) per row: sx[((g * nsb + b) * 4 + j / 2) * 32 + 2t + j % 2];
+// for q2_k/q5_k (mins) the sums of each 16 q's (ActQ8K's bsums) the same way:
+// sx16[((g * nsb + b) * 8 + j / 2) * 32 + 2t + j % 2].
 struct ActQ8KV {
   int64_t m = 0, nsb = 0, groups = 0;
+  bool biased = false;
   int8_t* qs = nullptr;
   float* d = nullptr;
   int16_t* sx = nullptr;
+  int16_t* sx16 = nullptr;
 };
 
 // Bytes per (16-row group, 32-block) of the packed layout (kernels.h).
@@ -110,7 +116,7 @@ struct MatMulArgs {
   int64_t m;
   float* y;
   const ActPairs* xp = nullptr;  // AVX-512 float path
-  const ActQ8V* a8v = nullptr;   // AVX-512 VNNI q8_0/q4_0/q4_1 path
+  const ActQ8V* a8v = nullptr;   // AVX-512 VNNI 32-block path
   const ActQ8KV* a8kv = nullptr; // AVX-512 VNNI q4_k path
 };
 
@@ -165,16 +171,18 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
 float Softmax(float* s, int64_t n);
 }  // namespace avx2
 
-// AVX-512 (F/BW/DQ/VL/VNNI): batched MatMul for float, q8_0/q4_0/q4_1 and q4_k weights; every
+// AVX-512 (F/BW/DQ/VL/VNNI): batched MatMul for float, the 32-block types and q4_k; every
 // other kernel and m == 1 use the AVX2 path. Same bits as ref (rule R4).
 namespace avx512 {
 // Fill row pairs [p0, p1) / row groups [g0, g1) (threads split them).
 void PairActivations(const float* x, ActPairs* xp, int64_t p0, int64_t p1);
 void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1);  // a8 quantized already
 void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // needs a.xp
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q8_0/q4_0/q4_1, needs a.a8v
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);  // 32-block types, needs a.a8v
 void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1);
 void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);     // q4_k, needs a.a8kv
+// q2_k/q3_k/q5_k/q6_k/iq4_xs, needs a.a8kv (biased; sx16 for q2_k/q5_k).
+void MatMulQKUnpackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 // q8_0/q4_0/q4_1 from w.packed on ActQ8 rows; r0 a multiple of 16.
 void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k on ActQ8K

@@ -54,21 +54,21 @@ bool UseSimd(Isa isa) {
 // True for Isa::kAvx512 (checked by UseSimd as above).
 bool UseAvx512(Isa isa) { return UseSimd(isa) && isa == Isa::kAvx512; }
 
-// The AVX-512 MatMul paths serve batches (m >= 2); one row is memory-bound and
-// the AVX2 tiles already stream it — unless the weights are packed.
+// The AVX-512 float kernels serve batches from 2 rows. For quantized weights
+// one row streams a packed matrix through the AVX-512 packed kernel, but from 2
+// to kAvx512MinQuantRows - 1 rows the AVX2 tiles are faster (each weight load
+// feeds up to four rows; the vertical kernels would leave most of their 16
+// lanes idle): on a Xeon (AVX-512 VNNI) 2048x2048 at m = 2/4/8, AVX2 12.8/14.2/15.4
+// GMAC/s vs AVX-512 5.6/10.5/17.1 (q8_0), 12.5/17.2/20.6 vs 10.4/12.0/9.7 (q4_k),
+// and from 16 rows the vertical kernels lead (q8_0 36 vs 21.5).
 constexpr int64_t kAvx512MinRows = 2;
-// Below this many rows a packed matrix is streamed once per activation row
-// (the vertical-activation kernel would leave most of its 16 lanes idle).
-constexpr int64_t kPackedMaxRows = 8;
+constexpr int64_t kAvx512MinQuantRows = 16;
 
-// The weight types the AVX-512 packed and batched kernels cover; every other
-// type runs its AVX2 kernels on AVX-512 CPUs too (a packed q6_k: the AVX2
-// packed ones).
-bool HasAvx512Kernels(DType t) {
+// Every weight type has an AVX-512 batched kernel. These quantized types also
+// have an AVX-512 decode kernel for their packed layout; a packed q6_k decodes
+// with the AVX2 packed kernel (floats: the AVX2 one for m = 1).
+bool HasAvx512Packed(DType t) {
   switch (t) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_1:
@@ -158,29 +158,35 @@ void PrepareActQ8V(int64_t m, int64_t nb, DType w_type, std::vector<uint8_t>* st
   a->m = m;
   a->nb = nb;
   a->groups = (m + 15) / 16;
-  a->biased = w_type == DType::kQ8_0;
+  a->biased = w_type == DType::kQ8_0 || w_type == DType::kIQ4_NL;  // signed weights
   const size_t n = static_cast<size_t>(a->groups * nb);
   const size_t qs_bytes = n * 512, v_bytes = n * 16 * 4;
   Reserve(storage, qs_bytes + 3 * v_bytes, 4);
   size_t off = 0;
   a->qs = Carve(storage, &off, qs_bytes);
   a->d = reinterpret_cast<float*>(Carve(storage, &off, v_bytes));
-  a->qsum = w_type == DType::kQ4_0 ? reinterpret_cast<int32_t*>(Carve(storage, &off, v_bytes))
-                                   : nullptr;
-  a->s = w_type == DType::kQ4_1 ? reinterpret_cast<float*>(Carve(storage, &off, v_bytes)) : nullptr;
+  const bool offset = w_type == DType::kQ4_0 || w_type == DType::kQ5_0;  // q - 8, q - 16
+  const bool min = w_type == DType::kQ4_1 || w_type == DType::kQ5_1;
+  a->qsum = offset ? reinterpret_cast<int32_t*>(Carve(storage, &off, v_bytes)) : nullptr;
+  a->s = min ? reinterpret_cast<float*>(Carve(storage, &off, v_bytes)) : nullptr;
 }
 
-void PrepareActQ8KV(int64_t m, int64_t nsb, std::vector<uint8_t>* storage, ActQ8KV* a) {
+void PrepareActQ8KV(int64_t m, int64_t nsb, DType w_type, std::vector<uint8_t>* storage,
+                    ActQ8KV* a) {
   a->m = m;
   a->nsb = nsb;
   a->groups = (m + 15) / 16;
+  a->biased = w_type != DType::kQ4_K;
+  const bool sx = w_type == DType::kQ4_K;
+  const bool sx16 = w_type == DType::kQ2_K || w_type == DType::kQ5_K;
   const size_t n = static_cast<size_t>(a->groups * nsb);
   const size_t qs_bytes = n * 4096, d_bytes = n * 16 * 4, sx_bytes = n * 4 * 32 * 2;
-  Reserve(storage, qs_bytes + d_bytes + sx_bytes, 3);
+  Reserve(storage, qs_bytes + d_bytes + 2 * sx_bytes, 4);
   size_t off = 0;
   a->qs = reinterpret_cast<int8_t*>(Carve(storage, &off, qs_bytes));
   a->d = reinterpret_cast<float*>(Carve(storage, &off, d_bytes));
-  a->sx = reinterpret_cast<int16_t*>(Carve(storage, &off, sx_bytes));
+  a->sx = sx ? reinterpret_cast<int16_t*>(Carve(storage, &off, sx_bytes)) : nullptr;
+  a->sx16 = sx16 ? reinterpret_cast<int16_t*>(Carve(storage, &off, 2 * sx_bytes)) : nullptr;
 }
 
 namespace {
@@ -238,8 +244,9 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
   MatMulArgs args{&w, x, nullptr, nullptr, m, ys[0]};
   // The AVX-512 kernels: packed decode for few rows, vertical/paired layouts
   // for batches.
-  const bool packed512 = UseAvx512(isa) && packed && m < kPackedMaxRows && HasAvx512Kernels(w.type);
-  const bool avx512 = UseAvx512(isa) && m >= kAvx512MinRows && HasAvx512Kernels(w.type);
+  const bool is_float = w.type == DType::kF32 || w.type == DType::kF16 || w.type == DType::kBF16;
+  const bool packed512 = UseAvx512(isa) && packed && m == 1 && HasAvx512Packed(w.type);
+  const bool avx512 = UseAvx512(isa) && m >= (is_float ? kAvx512MinRows : kAvx512MinQuantRows);
   // The AVX2 packed kernels serve every m (each weight load feeds up to four
   // activation rows), on AVX2 CPUs and for what the AVX-512 kernels lack.
   [[maybe_unused]] const bool packed2 = avx && packed && !packed512 && !avx512;
@@ -313,12 +320,12 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
 #if defined(STET_KERNELS_HAVE_AVX512)
       if (packed512) {
         rows_fn = avx512::MatMulPackedQKRows;
-      } else if (avx512 && w.type == DType::kQ4_K) {
-        PrepareActQ8KV(m, a8k.nsb, &tls_act_layout, &a8kv);
+      } else if (avx512) {
+        PrepareActQ8KV(m, a8k.nsb, w.type, &tls_act_layout, &a8kv);
         ParallelRows(pool, a8kv.groups,
                      [&](int64_t g0, int64_t g1) { avx512::VerticalizeQ8K(a8k, &a8kv, g0, g1); });
         args.a8kv = &a8kv;
-        rows_fn = avx512::MatMulQKRows;
+        rows_fn = w.type == DType::kQ4_K ? avx512::MatMulQKRows : avx512::MatMulQKUnpackedRows;
       }
 #endif
       break;

@@ -151,8 +151,9 @@ TEST_P(MatMulTest, Avx512EqualsScalar) {
 
 // The packed layout (q8_0/q4_0/q4_1/q4_k/q6_k): PackWeights + a SIMD path equals
 // the scalar reference on the unpacked matrix; row counts that are not a
-// multiple of the 16-row group, pool splits included. (On AVX-512 from 8 rows
-// on the vertical kernels run instead; q6_k runs the AVX2 packed kernels.)
+// multiple of the 16-row group, pool splits included. (On AVX-512 the packed
+// kernels serve one row, the AVX2 packed ones 2..15 rows — q6_k's every m below
+// 16 — and from 16 rows the vertical kernels run instead.)
 void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
   std::mt19937 rng(4242);
   ThreadPool pool(3);
@@ -170,7 +171,7 @@ void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
         WeightView pv = wv;
         pv.packed = aligned;
         // Decode (1) and prefill tiles: full 4-row tiles, and every remainder.
-        for (int64_t m : {1, 2, 3, 4, 5, 8, 11}) {
+        for (int64_t m : {1, 2, 3, 4, 5, 8, 11, 17}) {
           const auto x = RandomActivations(rng, m * k);
           const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
           for (ThreadPool* pl : {static_cast<ThreadPool*>(nullptr), &pool}) {

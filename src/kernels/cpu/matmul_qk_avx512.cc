@@ -155,24 +155,31 @@ void GroupSweep(const MatMulArgs& a, int64_t r, int64_t gb, int64_t ge) {
 
 void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1) {
   const int64_t nsb = v->nsb;
+  const uint32_t bias = v->biased ? 0x80808080u : 0u;  // q + 128 per byte
   for (int64_t g = g0; g < g1; ++g) {
     for (int64_t b = 0; b < nsb; ++b) {
       const int64_t gb = g * nsb + b;
       int8_t* out = v->qs + gb * 4096;
-      int16_t* sx = v->sx + gb * 4 * 32;
+      int16_t* sx = v->sx != nullptr ? v->sx + gb * 4 * 32 : nullptr;
+      int16_t* sx16 = v->sx16 != nullptr ? v->sx16 + gb * 8 * 32 : nullptr;
       for (int t = 0; t < 16; ++t) {
         const int64_t row = 16 * g + t;
         const bool real = row < v->m;
         v->d[gb * 16 + t] = real ? a8k.d[row * nsb + b] : 0.0f;
         const int8_t* q = a8k.qs + row * a8k.k + b * kQKK;
         for (int s = 0; s < 64; ++s) {
-          const int32_t word = real ? Load32(q + 4 * s) : 0;
+          const uint32_t word = (real ? static_cast<uint32_t>(Load32(q + 4 * s)) : 0u) ^ bias;
           std::memcpy(out + s * 64 + t * 4, &word, 4);
         }
-        for (int j = 0; j < 8; ++j) {
-          const int16_t* bs = a8k.bsums + (row * nsb + b) * 16;
-          sx[(j / 2) * 32 + t * 2 + j % 2] =
-              real ? static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]) : int16_t{0};
+        const int16_t* bs = a8k.bsums + (row * nsb + b) * 16;
+        if (sx != nullptr) {
+          for (int j = 0; j < 8; ++j) {
+            sx[(j / 2) * 32 + t * 2 + j % 2] =
+                real ? static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]) : int16_t{0};
+          }
+        }
+        if (sx16 != nullptr) {
+          for (int j = 0; j < 16; ++j) sx16[(j / 2) * 32 + t * 2 + j % 2] = real ? bs[j] : int16_t{0};
         }
       }
     }
