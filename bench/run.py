@@ -55,6 +55,10 @@ CASES = [
     dict(id="1b-q4_k", shape="llama-3.2-1b", type="q4_k", label="llama-3.2-1b q4_k (random)",
          big=True, note="every K (2048, 8192) is a multiple of 256: all matrices q4_k, "
                         "embedding/output q6_k — the K-quant kernels proper"),
+    dict(id="1b-q4_k_m", shape="llama-3.2-1b", type="f16", quantize="q4_k_m",
+         label="llama-3.2-1b Q4_K_M (random)", big=True,
+         note="the type mix of the file people download: q4_k, with q6_k output and q6_k "
+              "attn_v/ffn_down in 8 of 16 layers (stet quantize --type q4_k_m, llama.cpp's rule)"),
 ]
 
 
@@ -126,6 +130,12 @@ def ensure_model(stet, case, models_dir, threads):
         run([stet, "gguf-random", "--shape", case["shape"], "--type", case["type"], "--seed", "1",
              "-t", str(threads), "-o", path + ".tmp"])
         os.replace(path + ".tmp", path)
+    if case.get("quantize"):  # a mix, re-encoded from the random f16 file
+        src, path = path, os.path.join(models_dir, f"{case['shape']}.{case['quantize']}.seed1.gguf")
+        if not os.path.exists(path):
+            log(f"writing {path}")
+            run([stet, "quantize", "-m", src, "-o", path + ".tmp", "--type", case["quantize"]])
+            os.replace(path + ".tmp", path)
     return path
 
 

@@ -1,6 +1,7 @@
 #include "model/quantize_model.h"
 
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "base/progress.h"
@@ -84,17 +85,105 @@ Status CopyMeta(const std::string& key, const gguf::MetaValue& v, gguf::GgufWrit
 
 }  // namespace
 
+namespace {
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The layer index of a "blk.N." tensor, or -1.
+int LayerOf(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  int i = 0;
+  size_t p = 4;
+  if (p >= name.size() || name[p] < '0' || name[p] > '9') return -1;
+  for (; p < name.size() && name[p] >= '0' && name[p] <= '9' && i < 100000; ++p)
+    i = 10 * i + (name[p] - '0');
+  return i;
+}
+
+bool UseMoreBits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// llama.cpp's quantizer's choice when the row length does not fit `t`'s block.
+DType Fallback(DType t) {
+  switch (t) {
+    case DType::kQ4_K:
+      return DType::kQ5_0;
+    case DType::kQ5_K:
+      return DType::kQ5_1;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kIQ4_XS:
+      return DType::kIQ4_NL;
+    default:
+      return DType::kQ8_0;
+  }
+}
+
+bool Fits(DType t, int64_t cols) {
+  return cols % GetDTypeTraits(static_cast<uint32_t>(t))->block_elems == 0;
+}
+
+}  // namespace
+
+Result<QuantRecipe> ParseQuantRecipe(const std::string& name) {
+  if (name == "q4_k_m") return QuantRecipe{name, DType::kQ4_K, DType::kQ6_K};
+  if (name == "q5_k_m") return QuantRecipe{name, DType::kQ5_K, DType::kQ6_K};
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto tr = GetDTypeTraits(id);
+    if (tr && DTypeSupported(static_cast<DType>(id)) && name == tr->name) {
+      return QuantRecipe{name, static_cast<DType>(id), static_cast<DType>(id)};
+    }
+  }
+  return InvalidArgument("unknown --type '" + name + "' (use " + QuantRecipeList() + ")");
+}
+
+std::string QuantRecipeList() { return std::string(SupportedDTypeList()) + ", q4_k_m, q5_k_m"; }
+
+DType RecipeType(const QuantRecipe& r, const TensorRole& t, DType current) {
+  DType want = r.base;
+  if (r.more != r.base) {
+    const int layer = LayerOf(t.name);
+    const bool output = t.name == "output.weight" || (t.tied && t.name == "token_embd.weight");
+    const bool per_layer = EndsWith(t.name, ".attn_v.weight") ||
+                           EndsWith(t.name, ".ffn_down.weight") ||
+                           EndsWith(t.name, ".ffn_down_exps.weight");
+    if (output || (per_layer && layer >= 0 && UseMoreBits(layer, t.n_layer))) want = r.more;
+  }
+  if (Fits(want, t.cols)) return want;
+  const DType fb = Fallback(want);
+  return Fits(fb, t.cols) ? fb : current;
+}
+
 Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::string& out_path,
                                      DType type, bool progress) {
-  if (!DTypeSupported(type))
-    return InvalidArgument(std::string("cannot quantize to ") + DTypeName(type));
+  return QuantizeModel(in_path, out_path, QuantRecipe{DTypeName(type), type, type}, progress);
+}
+
+Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::string& out_path,
+                                     const QuantRecipe& recipe, bool progress) {
+  for (DType t : {recipe.base, recipe.more}) {
+    if (!DTypeSupported(t))
+      return InvalidArgument(std::string("cannot quantize to ") + DTypeName(t));
+  }
   STET_ASSIGN_OR_RETURN(auto in, gguf::GgufFile::Open(in_path));
   gguf::GgufWriter w;
+  std::string arch;
   for (const auto& [key, value] : in->metadata()) {
     if (key == "general.alignment") continue;
     if (key == "general.file_type") continue;
+    if (key == "general.architecture" && value.AsString()) arch = std::string(*value.AsString());
     STET_RETURN_IF_ERROR(CopyMeta(key, value, &w));
   }
+  TensorRole role;
+  for (const auto& [key, value] : in->metadata()) {
+    if (key != arch + ".block_count") continue;
+    if (auto n = value.AsUInt(); n && *n < 100000) role.n_layer = static_cast<int>(*n);
+  }
+  role.tied = true;
+  for (const gguf::TensorInfo& t : in->tensors())
+    role.tied = role.tied && t.name != "output.weight";
   w.set_alignment(static_cast<uint32_t>(in->alignment()));
   QuantizeReport rep;
   ProgressBar bar("quantizing", static_cast<int64_t>(in->tensors().size()));
@@ -103,19 +192,13 @@ Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::stri
     if (progress) bar.Update(done++);
     // Matrices and 3-D expert stacks (MoE), row by row; a MoE router
     // (ffn_gate_inp) stays as it is, as llama.cpp's quantizer keeps it.
-    const bool matrix = (t.dims.size() == 2 || t.dims.size() == 3) && t.name.size() > 7 &&
-                        t.name.compare(t.name.size() - 7, 7, ".weight") == 0 &&
+    const bool matrix = (t.dims.size() == 2 || t.dims.size() == 3) && EndsWith(t.name, ".weight") &&
                         t.name.find("ffn_gate_inp.") == std::string::npos;
     const int64_t k = t.dims[0];
     DType target = t.type;
-    if (matrix && DTypeSupported(t.type)) {
-      const int64_t block = GetDTypeTraits(static_cast<uint32_t>(type))->block_elems;
-      if (k % block == 0) {
-        target = type;
-      } else if (k % kQK == 0) {
-        target = DType::kQ8_0;
-      }
-    }
+    role.name = t.name;
+    role.cols = k;
+    if (matrix && DTypeSupported(t.type)) target = RecipeType(recipe, role, t.type);
     if (target == t.type) {
       w.AddTensor(t.name, t.type, t.dims,
                   std::string(reinterpret_cast<const char*>(t.data), t.size_bytes));
@@ -131,7 +214,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& in_path, const std::stri
       STET_RETURN_IF_ERROR(QuantizeRow(target, row.data(), k, &out[r * out_row]));
     }
     w.AddTensor(t.name, target, t.dims, std::move(out));
-    (target == type ? rep.quantized : rep.fallback)++;
+    (target == recipe.base || target == recipe.more ? rep.quantized : rep.fallback)++;
   }
   bar.Finish();
   STET_RETURN_IF_ERROR(w.WriteFile(out_path));

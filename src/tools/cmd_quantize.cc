@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "model/quantize_model.h"
-#include "numerics/dtype.h"
 #include "tools/common.h"
 
 namespace stet::tools {
@@ -15,23 +14,15 @@ struct QuantizeArgs {
 };
 
 int RunQuantize(const QuantizeArgs& a) {
-  // Every type stet computes with is a target (its quantizer is numerics/quantize.h's).
-  DType t = DType::kF32;
-  bool known = false;
-  for (uint32_t id = 0; id < 64 && !known; ++id) {
-    const auto tr = GetDTypeTraits(id);
-    if (tr && DTypeSupported(static_cast<DType>(id)) && a.type == tr->name) {
-      t = static_cast<DType>(id);
-      known = true;
-    }
-  }
-  if (!known) {
-    return ReportError(
-        InvalidArgument("unknown --type '" + a.type + "' (use " + SupportedDTypeList() + ")"));
-  }
-  auto r = QuantizeModel(a.model, a.out, t, true);
+  // Every type stet computes with is a target (its quantizer is numerics/quantize.h's),
+  // and the llama.cpp-style _m mixes of them.
+  auto recipe = ParseQuantRecipe(a.type);
+  if (!recipe.ok()) return ReportError(recipe.status());
+  auto r = QuantizeModel(a.model, a.out, *recipe, true);
   if (!r.ok()) return ReportError(r.status());
-  std::fprintf(stderr, "stet: wrote %s: %d tensors as %s, %d as q8_0 (row length), %d unchanged\n",
+  std::fprintf(stderr,
+               "stet: wrote %s: %d tensors as %s, %d in a fallback type (row length), %d "
+               "unchanged\n",
                a.out.c_str(), r->quantized, a.type.c_str(), r->fallback, r->kept);
   return kExitOk;
 }
@@ -43,7 +34,11 @@ CLI::App* AddQuantizeCommand(CLI::App& app, int* exit_code) {
       "quantize", "Re-encode a GGUF model's weight matrices in another type (norms stay float)");
   cmd->add_option("-m,--model", a->model, "Input GGUF model")->required();
   cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
-  cmd->add_option("--type", a->type, SupportedDTypeList())->required();
+  cmd->add_option("--type", a->type,
+                  "Weight type: " + QuantRecipeList() +
+                      " (q4_k_m/q5_k_m: llama.cpp's mixes, q6_k for the output matrix and "
+                      "some layers' attn_v/ffn_down)")
+      ->required();
   cmd->callback([a, exit_code] { *exit_code = RunQuantize(*a); });
   return cmd;
 }
