@@ -12,11 +12,6 @@ namespace stet {
 
 namespace {
 
-template <typename T>
-void Grow(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-
 // First key position a query at `pos` attends to: 0, or on a windowed layer
 // (window > 0) the start of its window. Depends on pos alone (R2).
 int64_t WindowStart(int64_t pos, int window) {

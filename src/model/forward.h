@@ -45,6 +45,11 @@ class Forward {
   Status Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vector<float>* logits);
 
  private:
+  // Scratch vectors only grow (capacity is reused from step to step).
+  template <typename T>
+  static void Grow(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+  }
   void MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y);
   // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call
   // where the mode runs the canonical kernel, else one MatMul each.

@@ -13,11 +13,6 @@ namespace stet {
 
 namespace {
 
-template <typename T>
-void Grow(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-
 // The smallest sum of chosen probabilities divided by (as llama.cpp clamps it):
 // keeps the weights finite when every chosen probability underflows.
 constexpr float kMinWeightSum = 6.103515625e-5f;
