@@ -14,7 +14,9 @@ import os
 import sqlite3
 import subprocess
 import tempfile
+import threading
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 import stet_server as S
 
@@ -147,6 +149,42 @@ class ResponsesToolsTest(unittest.TestCase):
         self.assertEqual(events[4].delta, text.output_text)
         self.assertEqual([lp.logprob for lp in events[4].logprobs],
                          [lp.logprob for lp in text.output[0].content[0].logprobs])
+
+    def test_calls_under_load_equal_calls_alone(self):
+        # Forced calls (constrained decoding) and text answers with tools, streamed and not,
+        # sent all at once beside plain chat traffic: each the same bytes as alone.
+        def items(output):  # a message's id is the response's (new per request); a call's is the seed's
+            return json.dumps([o.model_dump(exclude={"id"} if o.type == "message" else None) for o in output],
+                              sort_keys=True)
+
+        def one(i):
+            kw = dict(FORCED, extra_body={"seed": 100 + i})
+            if i % 3 == 2:
+                kw = dict(tools=TOOLS, max_output_tokens=20 + i, temperature=0.9, extra_body={"seed": i})
+            if i % 2:
+                done = [e for e in self.create(stream=True, **kw) if e.type in ("response.completed",
+                                                                                "response.incomplete")]
+                return items(done[0].response.output)
+            return items(self.create(**kw).output)
+
+        def noise(i):
+            return self.chat([{"role": "user", "content": "Once upon a time"}], max_tokens=40 + i,
+                             temperature=0.7, seed=i).choices[0].message.content
+
+        alone = [one(i) for i in range(9)]
+        self.assertTrue(any("function_call" in a for a in alone) and any('"message"' in a for a in alone))
+        barrier = threading.Barrier(17)
+
+        def together(job):
+            barrier.wait()
+            return job()
+
+        jobs = [lambda i=i: one(i) for i in range(9)] + [lambda i=i: noise(i) for i in range(8)]
+        with ThreadPoolExecutor(max_workers=17) as pool:
+            out = list(pool.map(together, jobs))
+        self.assertEqual(out[:9], alone)
+        # They did run together (the engine's high-water mark; every other test here is serial).
+        self.assertGreater(self.srv.metrics()[("stet_running_sequences_max", frozenset())], 2)
 
     def test_refusals(self):
         cases = [({"tools": TOOLS, "tool_choice": {"type": "function", "name": "nope"}}, "tool_choice"),
