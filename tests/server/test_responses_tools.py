@@ -83,6 +83,14 @@ class ResponsesToolsTest(unittest.TestCase):
         self.assertEqual((tc.id, tc.function.name, tc.function.arguments),
                          (call.call_id, call.name, call.arguments))
         self.assertEqual(chat.usage.prompt_tokens, r.usage.input_tokens)
+        # A call cut short by max_output_tokens is not a call: it comes back as text, never an error.
+        cut = self.create(**dict(FORCED, max_output_tokens=4))
+        self.assertEqual((cut.status, [o.type for o in cut.output]), ("incomplete", ["message"]))
+        self.assertTrue(cut.output_text)
+        self.assertNotIn("function_call", json.dumps(cut.model_dump()["output"]))
+        events = list(self.create(stream=True, **dict(FORCED, max_output_tokens=4)))
+        self.assertEqual(events[-1].type, "response.incomplete")
+        self.assertEqual(events[-1].response.output_text, cut.output_text)
         # A named function, as the Responses API spells it.
         named = self.create(**dict(FORCED, tool_choice={"type": "function", "name": "get_weather"}))
         self.check_call(named.output[0])
