@@ -143,6 +143,13 @@ class ResponsesToolsTest(unittest.TestCase):
         self.assertEqual(item_done.item.model_dump(), full.output[0].model_dump())
         self.assertEqual([o.model_dump() for o in completed.response.output],
                          [o.model_dump() for o in full.output])
+        # The client's higher-level stream helper accumulates the same call.
+        with self.client.responses.stream(model=self.model, input=ASK, **FORCED) as st:
+            for _ in st:
+                pass
+            final = st.get_final_response()
+        self.assertEqual((final.output[0].call_id, final.output[0].arguments),
+                         (full.output[0].call_id, full.output[0].arguments))
         # Tools offered, text answered: the message is held back and sent whole.
         kw = dict(tools=TOOLS, max_output_tokens=25, temperature=0.9, extra_body={"seed": 2},
                   include=["message.output_text.logprobs"], top_logprobs=1)
