@@ -186,7 +186,7 @@ Status ValidateRecord(const RecordJson& r) {
       return InvalidArgument(std::string("record lacks a non-empty string \"") + k + "\"");
   }
   const std::string ep = Str(r, "endpoint");
-  if (ep != "/v1/completions" && ep != "/v1/chat/completions") {
+  if (ep != "/v1/completions" && ep != "/v1/chat/completions" && ep != "/v1/responses") {
     return InvalidArgument("record '" + Str(r, "id") + "': unknown endpoint '" + ep + "'");
   }
   auto seed = r.find("seed");

@@ -142,10 +142,57 @@ std::string BytesToString(const OJson& bytes) {
   return s;
 }
 
+bool IsResponses(const RecordJson& record) { return Str(record, "endpoint") == "/v1/responses"; }
+
+// Templated endpoints: the request's clock is pinned and the answer is a chat message.
+bool IsChatLike(const RecordJson& record) {
+  return Str(record, "endpoint") == "/v1/chat/completions" || IsResponses(record);
+}
+
+// A /v1/responses answer (with stet's return_token_ids) in chat's shape: one
+// choice whose text is its message text. A function-call answer has no text
+// of its own to compare: its token ids (which the text is a function of,
+// under the same fingerprint) stand for it, so it takes the recorded text
+// when it carries token ids, and a text that cannot match when it does not.
+OJson ResponsesAsChat(const OJson& resp, const std::vector<Side>& rec) {
+  std::string text;
+  bool calls = false;
+  OJson lps = OJson::array();
+  bool has_lps = false;
+  if (resp.contains("output") && resp["output"].is_array()) {
+    for (const auto& item : resp["output"]) {
+      if (Str(item, "type") == "function_call") calls = true;
+      if (Str(item, "type") != "message" || !item.contains("content") ||
+          !item["content"].is_array())
+        continue;
+      for (const auto& part : item["content"]) {
+        text += Str(part, "text");
+        if (part.contains("logprobs") && part["logprobs"].is_array()) {
+          has_lps = true;
+          for (const auto& e : part["logprobs"]) lps.push_back(e);
+        }
+      }
+    }
+  }
+  OJson c = OJson::object();
+  c["index"] = 0;
+  if (calls) text = resp.contains("token_ids") && !rec.empty() ? rec[0].text : "(function calls)";
+  c["message"] = OJson{{"role", "assistant"}, {"content", text}};
+  if (resp.contains("token_ids")) c["token_ids"] = resp["token_ids"];
+  if (has_lps && !calls) c["logprobs"] = OJson{{"content", lps}};
+  c["finish_reason"] = Str(resp, "status") == "incomplete" ? "length" : "stop";
+  OJson out = OJson::object();
+  out["choices"] = OJson::array({c});
+  if (resp.contains("prompt_token_ids")) out["prompt_token_ids"] = resp["prompt_token_ids"];
+  out["system_fingerprint"] =
+      resp.contains("system_fingerprint") ? resp["system_fingerprint"] : OJson();
+  return out;
+}
+
 std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp,
                               const std::vector<Side>& rec) {
   std::vector<Side> out;
-  const bool chat = Str(record, "endpoint") == "/v1/chat/completions";
+  const bool chat = IsChatLike(record);
   const OJson& request = record["request"];  // an object: ValidateRecord
   const bool echo = !chat && Flag(request, "echo");
   const int n = RecordN(record);
@@ -439,14 +486,16 @@ OJson ReplayRequestBody(const RecordJson& record, const ReplayOptions& options) 
   body.erase("stream_options");
   body["return_token_ids"] = true;
   if (!options.model.empty()) body["model"] = options.model;
-  const bool chat = Str(record, "endpoint") == "/v1/chat/completions";
+  const bool chat = IsChatLike(record);
   auto clock = record.find("clock");
   if (chat && clock != record.end() && clock->is_object() && clock->contains("utc")) {
     if (!body.contains("metadata") || !body["metadata"].is_object())
       body["metadata"] = OJson::object();
     body["metadata"]["stet_clock"] = (*clock)["utc"];
   }
-  if (options.force_logprobs) {
+  if (options.force_logprobs && IsResponses(record)) {
+    body["include"] = OJson::array({"message.output_text.logprobs"});
+  } else if (options.force_logprobs) {
     if (chat && !Flag(body, "logprobs")) body["logprobs"] = true;
     if (!chat && (!body.contains("logprobs") || body["logprobs"].is_null())) body["logprobs"] = 0;
   }
@@ -461,7 +510,8 @@ ReplayOutcome CompareReplay(const RecordJson& record, const OJson& response) {
   o.recorded_fingerprint = Str(record, "system_fingerprint");
   o.replayed_fingerprint = Str(response, "system_fingerprint");
   const std::vector<Side> rec = RecordSides(record);
-  const std::vector<Side> rep = AnswerSides(record, response, rec);
+  const std::vector<Side> rep =
+      AnswerSides(record, IsResponses(record) ? ResponsesAsChat(response, rec) : response, rec);
   o.choices = static_cast<int>(rec.size());
   for (const Side& s : rec) o.tokens += s.token_ids ? static_cast<int64_t>(s.token_ids->size()) : 0;
   if (rec.size() != rep.size()) {
@@ -561,9 +611,11 @@ Result<ReplayReport> RunReplay(RecordStore& store, const RecordQuery& query,
     for (size_t i = 0; i < records.size(); ++i) {
       pool.Submit([&, i](HttpClient& client) {
         const RecordJson& rec = records[i];
-        const bool chat = Str(rec, "endpoint") == "/v1/chat/completions";
+        const std::string ep = Str(rec, "endpoint");
         const std::string url =
-            EndpointUrl(options.endpoint, chat ? "chat/completions" : "completions");
+            EndpointUrl(options.endpoint, ep == "/v1/chat/completions" ? "chat/completions"
+                                          : ep == "/v1/responses"      ? "responses"
+                                                                       : "completions");
         const auto t0 = std::chrono::steady_clock::now();
         ReplayOutcome o;
         try {  // a record no check foresaw ends as its own error, never as an abort

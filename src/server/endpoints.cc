@@ -18,25 +18,6 @@ namespace {
 
 constexpr int kCompletionDefaultMaxTokens = 16;  // as OpenAI's /v1/completions
 
-// What every record of this server shares, filled per request by the handler.
-std::shared_ptr<RecordContext> NewRecordContext(const Json& body, const std::string& endpoint,
-                                                std::string received_at, uint64_t seed,
-                                                bool seed_generated, const std::string& model,
-                                                const Engine& engine) {
-  auto c = std::make_shared<RecordContext>();
-  c->request = body;
-  c->id = CurrentRecord().id;
-  c->endpoint = endpoint;
-  c->received_at = std::move(received_at);
-  c->seed = seed;
-  c->seed_generated = seed_generated;
-  c->model = model;
-  c->fingerprint = engine.fingerprint();
-  c->fingerprint_descriptor = engine.fingerprint_descriptor();
-  c->model_sha256 = engine.model_sha256();
-  return c;
-}
-
 }  // namespace
 
 ResponseMeta Server::Impl::Meta(uint64_t seed) const {
@@ -47,6 +28,35 @@ ResponseMeta Server::Impl::Meta(uint64_t seed) const {
   m.fingerprint = engine->fingerprint();
   m.seed = seed;
   return m;
+}
+
+std::shared_ptr<RecordContext> Server::Impl::NewRecord(const Json& body,
+                                                       const std::string& endpoint,
+                                                       std::string received_at, uint64_t seed,
+                                                       bool seed_generated) const {
+  auto c = std::make_shared<RecordContext>();
+  c->request = body;
+  c->id = CurrentRecord().id;
+  c->endpoint = endpoint;
+  c->received_at = std::move(received_at);
+  c->seed = seed;
+  c->seed_generated = seed_generated;
+  c->model = info.names.id;
+  c->fingerprint = engine->fingerprint();
+  c->fingerprint_descriptor = engine->fingerprint_descriptor();
+  c->model_sha256 = engine->model_sha256();
+  return c;
+}
+
+ToolParseFn Server::Impl::ToolParser(const Json& tools, uint64_t seed) const {
+  // Parsed from the tokens with special tokens written out: markers such as
+  // <|python_tag|> and [TOOL_CALLS] are control tokens the text leaves out.
+  const Tokenizer* tok = &engine->tokenizer();
+  return [tok, fmt = tool_format, tools, seed](int index, const ChoiceResult& c) {
+    std::string raw;
+    for (const TokenOut& t : c.tokens) raw += tok->TokenToPiece(t.id, /*render_special=*/true);
+    return ParseToolCalls(fmt, raw, c.text, tools, seed, index);
+  };
 }
 
 PieceFn Server::Impl::Piece() const {
@@ -101,8 +111,7 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   }
   RecordFn record;
   if (opts.recorder) {
-    auto ctx = NewRecordContext(*body, "/v1/completions", received_at, seed, seed_generated,
-                                info.names.id, *engine);
+    auto ctx = NewRecord(*body, "/v1/completions", received_at, seed, seed_generated);
     ctx->params = params;
     record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
       return BuildRecord(*ctx, choices, u);
@@ -214,8 +223,7 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (return_token_ids) prompt_ids.push_back(params[0].prompt);
   RecordFn record;
   if (opts.recorder) {
-    auto ctx = NewRecordContext(*body, "/v1/chat/completions", received_at, seed, seed_generated,
-                                info.names.id, *engine);
+    auto ctx = NewRecord(*body, "/v1/chat/completions", received_at, seed, seed_generated);
     ctx->chat = true;
     ctx->clock_unix = now_unix;
     ctx->clock_from_client = clock->has_value();
@@ -234,17 +242,7 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   const ResponseMeta meta = Meta(seed);
   const PieceFn piece = Piece();
   ToolParseFn tool_parse;
-  if (r->parse_tool_calls) {
-    // Parsed from the tokens with special tokens written out: markers such as
-    // <|python_tag|> and [TOOL_CALLS] are control tokens the text leaves out.
-    const Tokenizer* tok = &engine->tokenizer();
-    tool_parse = [tok, fmt = tool_format, tools = r->tools, seed](int index,
-                                                                  const ChoiceResult& c) {
-      std::string raw;
-      for (const TokenOut& t : c.tokens) raw += tok->TokenToPiece(t.id, /*render_special=*/true);
-      return ParseToolCalls(fmt, raw, c.text, tools, seed, index);
-    };
-  }
+  if (r->parse_tool_calls) tool_parse = ToolParser(r->tools, seed);
   std::shared_ptr<Stream> hooks;
   if (s.stream) {
     hooks = std::make_shared<Stream>();

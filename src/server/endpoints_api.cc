@@ -7,6 +7,7 @@
 #include "server/record_builder.h"
 #include "server/responses_api.h"
 #include "server/server_internal.h"
+#include "server/structured_output.h"
 #include "server/tokenize_api.h"
 
 namespace stet::server {
@@ -32,15 +33,26 @@ void Answer(const Request& req, Response& res, const BodyFn& fn) {
 }  // namespace
 
 void Server::Impl::HandleResponses(const Request& req, Response& res) {
+  const std::string received_at = UtcNowMillis();
   auto body = ParseBody(req.body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseResponsesRequest(*body, info.names);
   if (!r.ok()) return SendError(res, r.error());
   auto clock = ReadStetClock(*body);
   if (!clock.ok()) return SendError(res, clock.error());
+  const int64_t now_unix = clock->value_or(ChatTemplateOptions{}.now_unix);
+  bool return_token_ids = false;  // stet's extension, as on chat (what `stet replay` compares)
+  if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
-  if (!s.params.sampling.seed) s.params.sampling.seed = NewSeed();
+  const ResponsesTools& tools = r->tools;
+  if (!tools.forced.empty()) {  // tool_choice "required" / named: calls in the template's format
+    if (auto e = ForceToolCalls(tool_format, tools.chat_tools,
+                                tools.forced == "*" ? "" : tools.forced, tools.parallel, &s.params))
+      return SendError(res, *e);
+  }
+  const bool seed_generated = !s.params.sampling.seed;
+  if (seed_generated) s.params.sampling.seed = NewSeed();
   const uint64_t seed = *s.params.sampling.seed;
   s.params.cache_salt = CacheSalt(req, s.cache_salt);  // the tenant's prefix-cache scope
   for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
@@ -50,8 +62,9 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
 
   Slot slot = AdmitOrRefuse(res);  // before the render and the tokenization
   if (!slot) return;
-  auto ids = chat->Build(r->messages, nullptr, nullptr,
-                         clock->value_or(ChatTemplateOptions{}.now_unix), max_prompt_bytes);
+  std::string rendered;
+  auto ids = chat->Build(r->messages, tools.chat_tools, opts.recorder ? &rendered : nullptr,
+                         now_unix, max_prompt_bytes);
   if (!ids.ok()) {
     ApiError e = ids.error();
     if (e.param == "messages") e.param = "input";
@@ -61,15 +74,31 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   if (!rp.ok()) return SendError(res, rp.error());
   std::vector<RequestParams> params;
   params.push_back(std::move(*rp));
+  RecordFn record;
+  if (opts.recorder) {
+    auto ctx = NewRecord(*body, "/v1/responses", received_at, seed, seed_generated);
+    ctx->chat = true;
+    ctx->clock_unix = now_unix;
+    ctx->clock_from_client = clock->has_value();
+    ctx->template_sha256 = chat_template_sha256;
+    ctx->template_fallback = chat->is_fallback();
+    ctx->rendered_prompt = std::move(rendered);
+    ctx->params = params;
+    record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+      return BuildRecord(*ctx, choices, u);
+    };
+  }
 
   ResponsesShape shape = r->shape;
   shape.meta = Meta(seed);
   const PieceFn piece = Piece();
+  const ToolParseFn parse = tools.parse ? ToolParser(tools.chat_tools, seed) : nullptr;
   std::shared_ptr<Stream> hooks;
   if (s.stream) {
     hooks = std::make_shared<Stream>();
     hooks->done_marker = false;  // the Responses API ends with response.completed
     auto rs = std::make_shared<ResponsesStream>(shape, piece);
+    if (parse) rs->SetToolParsing(parse);
     hooks->start = [rs] { return rs->Start(); };
     hooks->event = [rs](int, const Job::Item& it, bool shown) -> std::string {
       switch (it.ev.kind) {
@@ -84,10 +113,20 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
     };
     hooks->usage = [rs](const UsageCounts& u) { return rs->Done(u); };
   }
-  auto build = [shape, piece](std::vector<ChoiceResult>& choices, const UsageCounts& u) {
-    return ResponsesBody(shape, choices.at(0), u, piece);
+  std::vector<int32_t> prompt_ids;
+  if (return_token_ids) prompt_ids = params[0].prompt;
+  auto build = [shape, piece, parse, return_token_ids, prompt_ids](
+                   std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+    Json j = ResponsesBody(shape, choices.at(0), u, piece, parse);
+    if (return_token_ids) {
+      j["prompt_token_ids"] = prompt_ids;
+      Json ids = Json::array();
+      for (const TokenOut& t : choices.at(0).tokens) ids.push_back(t.id);
+      j["token_ids"] = std::move(ids);
+    }
+    return j;
   };
-  Run(std::move(slot), std::move(params), s.stream, hooks, build, "input", res);
+  Run(std::move(slot), std::move(params), s.stream, hooks, build, "input", res, std::move(record));
 }
 
 void Server::Impl::HandleTokenize(const Request& req, Response& res) {

@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include "server/json_schema_oneof.h"
+
 namespace stet::server {
 namespace {
 
@@ -187,6 +189,15 @@ Result<std::string> JsonGrammarBuilder::Visit(const Json& s, const std::string& 
     const Json& list = s[key];
     if (!list.is_array() || list.empty()) {
       return Refuse(std::string("'") + key + "' must be a non-empty array");
+    }
+    if (std::string(key) == "oneOf") {
+      if (auto pair = OverlappingBranches(list, *doc_)) {
+        return Refuse("'oneOf' branches " + *pair +
+                      " may both match one value, and a grammar cannot enforce \"exactly one\": "
+                      "stet takes 'oneOf' only when its branches are provably disjoint (distinct "
+                      "types, const/enum values, or a required property with distinct "
+                      "const/enum values); use 'anyOf' if a value may match several");
+      }
     }
     std::vector<std::string> parts;
     for (size_t i = 0; i < list.size(); ++i) {

@@ -24,7 +24,8 @@ constexpr int kMaxJsonBlanks = 20;
 // function). Supported: type (one or a list), properties, required,
 // additionalProperties (false when properties are given — as OpenAI's strict
 // mode requires; true or a schema only without properties), items, minItems,
-// maxItems, enum, const, anyOf, oneOf (as anyOf), allOf of one schema, $ref to
+// maxItems, enum, const, anyOf, oneOf (when its branches are provably
+// disjoint: server/json_schema_oneof.h), allOf of one schema, $ref to
 // "#" or "#/..." (recursion allowed), $defs / definitions, minLength,
 // maxLength; annotations (title, description, default, examples, $schema,
 // $id, $comment, deprecated, readOnly, writeOnly) are ignored. Anything else

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "server/json_fields.h"
+#include "server/responses_tools.h"
 #include "server/structured_output.h"
 
 namespace stet::server {
@@ -72,11 +73,15 @@ std::optional<ApiError> ReadInput(const Json& body, Json* messages) {
     const std::string ip = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return BadRequest("'" + ip + "' must be an object", ip);
     const Json type = item.value("type", Json("message"));
+    if (type == "function_call" || type == "function_call_output") {
+      STET_API_TRY(AppendToolItem(item, ip, messages));
+      continue;
+    }
     if (type != "message") {
-      return BadRequest(
-          "'" + ip + ".type' is " + Dump(type) +
-              "; this server takes message items only (function calls are not supported yet)",
-          ip + ".type");
+      return BadRequest("'" + ip + ".type' is " + Dump(type) +
+                            "; this server takes message, function_call and function_call_output "
+                            "items",
+                        ip + ".type");
     }
     const Json role = item.value("role", Json());
     if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
@@ -111,13 +116,6 @@ std::optional<ApiError> RefuseUnsupported(const Json& body) {
           std::string("'") + key + "': true is not supported: this server stores no responses",
           key);
   }
-  auto tools = body.find("tools");
-  if (tools != body.end() && !tools->is_null() && !(tools->is_array() && tools->empty()))
-    return BadRequest("'tools' is not supported on /v1/responses yet (tool calls are not parsed)",
-                      "tools");
-  auto choice = body.find("tool_choice");
-  if (choice != body.end() && !choice->is_null() && *choice != "none" && *choice != "auto")
-    return BadRequest("'tool_choice' supports only \"none\" and \"auto\"", "tool_choice");
   return std::nullopt;
 }
 
@@ -194,14 +192,14 @@ Json ResponseObject(const ResponsesShape& s, const char* status, Json output, Js
   j["max_output_tokens"] = s.max_output_tokens;
   j["model"] = s.meta.model;
   j["output"] = std::move(output);
-  j["parallel_tool_calls"] = true;
+  j["parallel_tool_calls"] = s.parallel_tool_calls;
   j["previous_response_id"] = nullptr;
   j["reasoning"] = Json{{"effort", nullptr}, {"summary", nullptr}};
   j["store"] = false;
   j["temperature"] = s.temperature;
   j["text"] = Json{{"format", s.text_format}};
   j["tool_choice"] = s.tool_choice;
-  j["tools"] = Json::array();
+  j["tools"] = s.tools;
   j["top_logprobs"] = s.top_logprobs;
   j["top_p"] = s.top_p;
   j["truncation"] = "disabled";
@@ -214,8 +212,23 @@ Json ResponseObject(const ResponsesShape& s, const char* status, Json output, Js
 
 bool Incomplete(FinishReason why) { return why == FinishReason::kLength; }
 
+// The answer's tool calls: none without parsing, or when the answer is not well-formed calls.
+ParsedAnswer Calls(const ToolParseFn& parse, const ChoiceResult& c) {
+  return parse ? parse(0, c) : ParsedAnswer{};
+}
+
 Json FinalResponse(const ResponsesShape& s, const ChoiceResult& c, const UsageCounts& u,
-                   const PieceFn& piece) {
+                   const PieceFn& piece, const ParsedAnswer& p) {
+  if (!p.calls.empty()) {  // the text before the calls (if any) as a message, then the calls
+    Json output = Json::array();
+    if (!p.content.empty()) {
+      ChoiceResult text;
+      text.text = p.content;
+      output.push_back(MessageItem(s, text, "completed", piece, true));
+    }
+    for (const ToolCall& call : p.calls) output.push_back(FunctionCallItem(call, "completed"));
+    return ResponseObject(s, "completed", std::move(output), UsageObject(u), nullptr);
+  }
   const bool incomplete = Incomplete(c.finish);
   Json details = incomplete ? Json{{"reason", "max_output_tokens"}} : Json(nullptr);
   Json output =
@@ -263,15 +276,21 @@ ApiOr<ResponsesRequest> ParseResponsesRequest(const Json& body, const ServedMode
   if (r.shape.logprobs) r.s.params.top_logprobs = r.shape.top_logprobs;
   if (Present(body, "temperature")) r.shape.temperature = body["temperature"];
   if (Present(body, "top_p")) r.shape.top_p = body["top_p"];
-  if (Present(body, "tool_choice")) r.shape.tool_choice = body["tool_choice"];
+  STET_API_TRY(ReadResponsesTools(body, &r.tools));
+  r.shape.tool_choice = r.tools.tool_choice;
+  r.shape.tools = r.tools.echo;
+  r.shape.parallel_tool_calls = r.tools.parallel;
+  if (!r.tools.forced.empty() && r.s.params.grammar)
+    return BadRequest("a forced 'tool_choice' cannot be combined with a JSON 'text.format'",
+                      "tool_choice");
   auto md = body.find("metadata");
   r.shape.metadata = md != body.end() && md->is_object() ? *md : Json::object();
   return r;
 }
 
 Json ResponsesBody(const ResponsesShape& shape, const ChoiceResult& choice,
-                   const UsageCounts& usage, const PieceFn& piece) {
-  return FinalResponse(shape, choice, usage, piece);
+                   const UsageCounts& usage, const PieceFn& piece, const ToolParseFn& parse) {
+  return FinalResponse(shape, choice, usage, piece, Calls(parse, choice));
 }
 
 // ---------------------------------------------------------------------------
@@ -287,10 +306,10 @@ std::string ResponsesStream::Event(const char* type, Json data) {
   return std::string("event: ") + type + "\ndata: " + Dump(j) + "\n\n";
 }
 
-Json ResponsesStream::TextEvent() const {
+Json ResponsesStream::TextEvent(int output_index) const {
   Json j = Json::object();
   j["item_id"] = MessageId(shape_.meta);
-  j["output_index"] = 0;
+  j["output_index"] = output_index;
   j["content_index"] = 0;
   return j;
 }
@@ -299,31 +318,80 @@ std::string ResponsesStream::Start() {
   const Json pending = ResponseObject(shape_, "in_progress", Json::array(), nullptr, nullptr);
   std::string out = Event("response.created", Json{{"response", pending}});
   out += Event("response.in_progress", Json{{"response", pending}});
-  out += Event(
-      "response.output_item.added",
-      Json{{"output_index", 0}, {"item", MessageItem(shape_, acc_, "in_progress", piece_, false)}});
-  Json part = TextEvent();
+  // With tool parsing the answer is held back: its items are known at the end.
+  return parse_ ? out : out + MessageStart(0);
+}
+
+std::string ResponsesStream::MessageStart(int output_index) {
+  std::string out = Event("response.output_item.added",
+                          Json{{"output_index", output_index},
+                               {"item", MessageItem(shape_, acc_, "in_progress", piece_, false)}});
+  Json part = TextEvent(output_index);
   Json empty = Json::object();
   empty["type"] = "output_text";
   empty["text"] = "";
   empty["annotations"] = Json::array();
   part["part"] = std::move(empty);
-  out += Event("response.content_part.added", std::move(part));
+  return out + Event("response.content_part.added", std::move(part));
+}
+
+std::string ResponsesStream::TextDelta(int output_index, const std::string& text, Json lps) {
+  if (text.empty() && lps.empty()) return "";
+  Json d = TextEvent(output_index);
+  d["delta"] = text;
+  d["logprobs"] = std::move(lps);
+  return Event("response.output_text.delta", std::move(d));
+}
+
+std::string ResponsesStream::MessageEnd(int output_index, const ChoiceResult& c, bool incomplete) {
+  Json text_done = TextEvent(output_index);
+  text_done["text"] = c.text;
+  text_done["logprobs"] = shape_.logprobs
+                              ? ChatLogprobs(c.tokens, shape_.top_logprobs, piece_)["content"]
+                              : Json::array();
+  std::string out = Event("response.output_text.done", std::move(text_done));
+  Json part_done = TextEvent(output_index);
+  part_done["part"] = TextPart(shape_, c, piece_);
+  out += Event("response.content_part.done", std::move(part_done));
+  out += Event("response.output_item.done",
+               Json{{"output_index", output_index},
+                    {"item", MessageItem(shape_, c, incomplete ? "incomplete" : "completed", piece_,
+                                         true)}});
+  return out;
+}
+
+std::string ResponsesStream::CallEvents(int output_index, const ToolCall& call) {
+  Json pending = FunctionCallItem(call, "in_progress");
+  pending["arguments"] = "";
+  std::string out = Event("response.output_item.added",
+                          Json{{"output_index", output_index}, {"item", std::move(pending)}});
+  Json ref = Json::object();
+  ref["item_id"] = FunctionCallItemId(call);
+  ref["output_index"] = output_index;
+  Json delta = ref;
+  delta["delta"] = call.arguments;
+  out += Event("response.function_call_arguments.delta", std::move(delta));
+  Json done = ref;
+  done["arguments"] = call.arguments;
+  out += Event("response.function_call_arguments.done", std::move(done));
+  out += Event("response.output_item.done",
+               Json{{"output_index", output_index}, {"item", FunctionCallItem(call, "completed")}});
   return out;
 }
 
 std::string ResponsesStream::Token(const std::string& text_delta, const TokenOut* tok) {
+  if (parse_) {  // held back until the answer is parsed
+    acc_.text += text_delta;
+    if (tok) acc_.tokens.push_back(*tok);
+    return "";
+  }
   Json lps = Json::array();
   if (shape_.logprobs && tok) {
     lps = ChatLogprobs({*tok}, shape_.top_logprobs, piece_)["content"];
     acc_.tokens.push_back(*tok);
   }
   acc_.text += text_delta;
-  if (text_delta.empty() && lps.empty()) return "";
-  Json d = TextEvent();
-  d["delta"] = text_delta;
-  d["logprobs"] = std::move(lps);
-  return Event("response.output_text.delta", std::move(d));
+  return TextDelta(0, text_delta, std::move(lps));
 }
 
 std::string ResponsesStream::Finish(const std::string& text_delta, FinishReason why) {
@@ -332,22 +400,32 @@ std::string ResponsesStream::Finish(const std::string& text_delta, FinishReason 
 }
 
 std::string ResponsesStream::Done(const UsageCounts& usage) {
-  const bool incomplete = Incomplete(acc_.finish);
-  Json text_done = TextEvent();
-  text_done["text"] = acc_.text;
-  text_done["logprobs"] = shape_.logprobs
-                              ? ChatLogprobs(acc_.tokens, shape_.top_logprobs, piece_)["content"]
-                              : Json::array();
-  std::string out = Event("response.output_text.done", std::move(text_done));
-  Json part_done = TextEvent();
-  part_done["part"] = TextPart(shape_, acc_, piece_);
-  out += Event("response.content_part.done", std::move(part_done));
-  out += Event("response.output_item.done",
-               Json{{"output_index", 0},
-                    {"item", MessageItem(shape_, acc_, incomplete ? "incomplete" : "completed",
-                                         piece_, true)}});
+  const ParsedAnswer p = Calls(parse_, acc_);
+  const bool incomplete = p.calls.empty() && Incomplete(acc_.finish);
+  std::string out;
+  if (!p.calls.empty()) {
+    int index = 0;
+    if (!p.content.empty()) {
+      ChoiceResult text;
+      text.text = p.content;
+      // One statement per event: each takes the next sequence_number.
+      out += MessageStart(index);
+      out += TextDelta(index, p.content, Json::array());
+      out += MessageEnd(index, text, false);
+      ++index;
+    }
+    for (const ToolCall& call : p.calls) out += CallEvents(index++, call);
+  } else {
+    if (parse_) {  // held back: the whole text in one delta
+      Json lps = shape_.logprobs ? ChatLogprobs(acc_.tokens, shape_.top_logprobs, piece_)["content"]
+                                 : Json::array();
+      out += MessageStart(0);
+      out += TextDelta(0, acc_.text, std::move(lps));
+    }
+    out += MessageEnd(0, acc_, incomplete);
+  }
   out += Event(incomplete ? "response.incomplete" : "response.completed",
-               Json{{"response", FinalResponse(shape_, acc_, usage, piece_)}});
+               Json{{"response", FinalResponse(shape_, acc_, usage, piece_, p)}});
   return out;
 }
 

@@ -154,6 +154,12 @@ struct Server::Impl {
   Json ModelJson() const;
   ResponseMeta Meta(uint64_t seed) const;
   PieceFn Piece() const;
+  // What every record of this server shares (--record), filled per request by the handler.
+  std::shared_ptr<RecordContext> NewRecord(const Json& body, const std::string& endpoint,
+                                           std::string received_at, uint64_t seed,
+                                           bool seed_generated) const;
+  // The template's tool-call format parsed out of a choice's tokens (special tokens written out).
+  ToolParseFn ToolParser(const Json& tools, uint64_t seed) const;
 
   // endpoints_api.cc
   void HandleResponses(const httplib::Request& req, httplib::Response& res);

@@ -125,5 +125,51 @@ TEST(JsonSchema, RefusesWhatItCannotEnforce) {
   EXPECT_NE(Refusal(deep).find("deeper"), std::string::npos);
 }
 
+// oneOf is a choice the grammar can enforce only when no value matches two
+// branches; stet must prove that or refuse (never accept what oneOf forbids).
+TEST(JsonSchema, OneOfOnlyWhenBranchesAreProvablyDisjoint) {
+  auto types = Compile(R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})");
+  EXPECT_TRUE(Matches(types, R"("x")"));
+  EXPECT_TRUE(Matches(types, "12"));
+  EXPECT_TRUE(Matches(types, "null"));
+  EXPECT_FALSE(Matches(types, "true"));
+  auto values = Compile(R"({"oneOf": [{"const": "a"}, {"enum": ["b", 3]}, {"type": "boolean"}]})");
+  EXPECT_TRUE(Matches(values, R"("a")"));
+  EXPECT_TRUE(Matches(values, "3"));
+  EXPECT_TRUE(Matches(values, "false"));
+  EXPECT_FALSE(Matches(values, R"("c")"));
+  // A tagged union, branches through $ref as pydantic writes them.
+  auto tagged = Compile(R"({"$defs": {
+      "Cat": {"type": "object", "properties": {"kind": {"const": "cat"}, "lives": {"type": "integer"}},
+              "required": ["kind", "lives"]},
+      "Dog": {"type": "object", "properties": {"kind": {"enum": ["dog", "puppy"]}, "name": {"type": "string"}},
+              "required": ["kind"]}},
+    "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]})");
+  EXPECT_TRUE(Matches(tagged, R"({"kind": "cat", "lives": 9})"));
+  EXPECT_TRUE(Matches(tagged, R"({"kind": "puppy"})"));
+  EXPECT_FALSE(Matches(tagged, R"({"kind": "cow"})"));
+  // Overlaps, or what stet cannot prove disjoint: refused, naming the pair.
+  EXPECT_NE(Refusal(R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})").find("0 and 1"),
+            std::string::npos);
+  EXPECT_NE(Refusal(R"({"oneOf": [{"type": "string"}, {"enum": [1, "x"]}]})").find("'oneOf'"),
+            std::string::npos);
+  EXPECT_NE(
+      Refusal(R"({"oneOf": [{"const": 1}, {"const": 2}, {"enum": [3, 1.0]}]})").find("0 and 2"),
+      std::string::npos);
+  EXPECT_NE(Refusal(R"({"oneOf": [{"type": "object", "properties": {"a": {"type": "string"}}},
+                                  {"type": "object", "properties": {"b": {"type": "string"}}}]})")
+                .find("provably disjoint"),
+            std::string::npos);
+  EXPECT_NE(Refusal(R"({"oneOf": [{"type": "string"}, {}]})").find("0 and 1"), std::string::npos);
+  // Tags that are not required do not separate the branches.
+  EXPECT_NE(Refusal(R"({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}},
+                                  {"type": "object", "properties": {"k": {"const": 2}}}]})")
+                .find("'oneOf'"),
+            std::string::npos);
+  // anyOf stays a plain choice.
+  auto any = Compile(R"({"anyOf": [{"type": "number"}, {"type": "integer"}]})");
+  EXPECT_TRUE(Matches(any, "1.5"));
+}
+
 }  // namespace
 }  // namespace stet::server

@@ -3,8 +3,8 @@ on stories260K: plain and streamed (the Responses event sequence, deltas that
 concatenate to the text, a final response equal to the non-streamed one),
 the same text as the equivalent chat request with the same seed, logprobs
 through include, stet's seed and system_fingerprint, incomplete on
-max_output_tokens, and clear 400s for what a stateless server without tool
-calls or structured outputs cannot do."""
+max_output_tokens, and clear 400s for what a stateless server cannot do or a
+request gets wrong. Function tools: test_responses_tools.py."""
 import json
 import unittest
 
@@ -148,14 +148,23 @@ class ResponsesTest(unittest.TestCase):
     def test_refusals_are_clear_400s(self):
         cases = [({"previous_response_id": "resp_abc"}, "previous_response_id"),
                  ({"store": True}, "store"),
-                 ({"tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]}, "tools"),
+                 ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+                 ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools[0].name"),
+                 ({"tool_choice": "required"}, "tool_choice"),
+                 ({"tool_choice": {"type": "function"}, "tools": [{"type": "function", "name": "f"}]},
+                  "tool_choice.name"),
+                 ({"text": {"format": {"type": "json_schema", "name": "x",
+                                       "schema": {"oneOf": [{"type": "number"}, {"type": "integer"}]}}}},
+                  "text.format.schema"),
                  ({"text": {"format": {"type": "json_schema", "name": "x",
                                        "schema": {"type": "object", "patternProperties": {}}}}},
                   "text.format.schema"),
                  ({"text": {"format": {"type": "yaml"}}}, "text.format.type"),
                  ({"include": ["reasoning.encrypted_content"]}, "include"),
                  ({"max_output_tokens": 0}, "max_output_tokens"),
-                 ({"input": [{"type": "function_call_output", "call_id": "c", "output": "{}"}]}, "input[0].type"),
+                 ({"input": [{"type": "function_call_output", "output": "{}"}]}, "input[0].call_id"),
+                 ({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}, "input[0].arguments"),
+                 ({"input": [{"type": "reasoning", "summary": []}]}, "input[0].type"),
                  ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
                   "input[0].content[0].type"),
                  ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role"),
