@@ -211,7 +211,8 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 void GeGlu(const float* gate, const float* up, int64_t n, float* out);
 void Add(const float* a, const float* b, int64_t n, float* out);
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
-using ref::AttendHead;
+void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
+                int head_dim, float scale, float softcap, float* out, float* scratch);
 using ref::MatMulQKRows;
 }  // namespace neon
 

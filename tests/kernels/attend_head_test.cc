@@ -84,6 +84,28 @@ TEST_P(AttendHeadTest, Avx2EqualsScalar) {
   }
 }
 
+// The NEON kernel (aarch64; under qemu in CI): head_dims with 64-, 16- and 4-dim
+// chunks and a scalar tail, every n_kv up to 300 (the 8-wide softmax and its tail).
+TEST_P(AttendHeadTest, NeonEqualsScalar) {
+  STET_REQUIRE_NEON();
+  std::mt19937 rng(72);
+  for (int head_dim : {64, 128, 80, 13, 8, 1}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 300);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    for (int64_t n_kv = 1; n_kv <= 300; ++n_kv) {
+      if (n_kv % 7 != 0 && n_kv > 20) continue;  // fewer shapes: emulation is slow
+      const auto q = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+      const int h = static_cast<int>(n_kv % 2);
+      for (float softcap : {0.0f, 3.0f}) {
+        const auto s = Attend(c, h, q, n_kv, scale, Isa::kScalar, softcap);
+        const auto a = Attend(c, h, q, n_kv, scale, Isa::kNeon, softcap);
+        ASSERT_TRUE(testing::SameBits(s.data(), a.data(), head_dim))
+            << "head_dim=" << head_dim << " n_kv=" << n_kv << " softcap=" << softcap;
+      }
+    }
+  }
+}
+
 // AttendHeadPair == two scalar AttendHead calls, on every SIMD path this host
 // has (the scalar pair is two scalar calls by definition, so it is not a check):
 // equal and different n_kv either way round, head_dims with and without the
