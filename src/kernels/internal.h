@@ -199,10 +199,13 @@ namespace neon {
 void QuantizeActQ8(const float* x, ActQ8* act);
 void QuantizeActQ8K(const float* x, ActQ8K* act);
 void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-// q8_0/q4_0/q4_1 with SDOT where the CPU has dotprod; other 32-block types: ref.
+// Every 32-block type, SDOT where the CPU has dotprod, SMULL + SADALP otherwise.
 void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);
+// q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, likewise.
+void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 // The same through the plain-NEON integer dots (for the tests on dotprod CPUs).
 void MatMulQ8RowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1);
+void MatMulQKRowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1);
 float Dot(const float* a, const float* b, int64_t n);
 void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
 void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
@@ -213,7 +216,6 @@ void Add(const float* a, const float* b, int64_t n, float* out);
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float softcap, float* out, float* scratch);
-using ref::MatMulQKRows;
 }  // namespace neon
 
 }  // namespace stet::kernels

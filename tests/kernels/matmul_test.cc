@@ -104,7 +104,8 @@ TEST_P(MatMulTest, NeonEqualsScalar) {
 // reference, whatever this CPU has.
 TEST(MatMulNeon, WithoutDotProdEqualsScalar) {
   std::mt19937 rng(77);
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+  for (DType t :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL}) {
     for (int64_t k : {32, 256, 288, 544}) {
       const Problem p = MakeProblem(rng, t, 5, k);
       const WeightView w = p.view();
@@ -117,6 +118,31 @@ TEST(MatMulNeon, WithoutDotProdEqualsScalar) {
         std::vector<float> y(static_cast<size_t>(m * p.rows), -777.0f);
         MatMulArgs args{&w, x.data(), &a8, nullptr, m, y.data()};
         neon::MatMulQ8RowsNoDotProd(args, 0, p.rows);
+        const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
+        ASSERT_TRUE(SameBits(ys.data(), y.data(), m * p.rows))
+            << DTypeName(t) << " k=" << k << " m=" << m;
+      }
+    }
+  }
+}
+
+// The same for the K-quants (256-superblocks; 2304 wraps the 8 lanes).
+TEST(MatMulNeon, KQuantsWithoutDotProdEqualsScalar) {
+  std::mt19937 rng(78);
+  for (DType t :
+       {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
+    for (int64_t k : {256, 768, 2304}) {
+      const Problem p = MakeProblem(rng, t, 5, k);
+      const WeightView w = p.view();
+      for (int64_t m : {1, 3}) {
+        const auto x = RandomActivations(rng, m * k);
+        std::vector<uint8_t> storage;
+        ActQ8K a8k;
+        PrepareActQ8K(m, k, &storage, &a8k);
+        ref::QuantizeActQ8K(x.data(), &a8k);
+        std::vector<float> y(static_cast<size_t>(m * p.rows), -777.0f);
+        MatMulArgs args{&w, x.data(), nullptr, &a8k, m, y.data()};
+        neon::MatMulQKRowsNoDotProd(args, 0, p.rows);
         const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
         ASSERT_TRUE(SameBits(ys.data(), y.data(), m * p.rows))
             << DTypeName(t) << " k=" << k << " m=" << m;
@@ -220,9 +246,10 @@ TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
 }
 
 // Activations outside the usual range still give equal bits: huge blocks, a
-// block of subnormals only (1/d overflows; q clamps to +-127), zeros, nan.
-TEST_P(MatMulTest, Avx2EqualsScalarOnExtremeActivations) {
-  STET_REQUIRE_AVX2();
+// block of subnormals only (1/d overflows; q clamps to +-127), zeros, nan. On
+// every SIMD path the CPU has (AVX2, AVX-512, NEON).
+TEST_P(MatMulTest, SimdEqualsScalarOnExtremeActivations) {
+  if (testing::AvailableIsas().size() < 2) GTEST_SKIP() << "CPU has no SIMD kernel path";
   const DType t = GetParam();
   std::mt19937 rng(555 + static_cast<int>(t));
   const int64_t k = IsKQuant(t) ? 1024 : 320, m = 3, rows = 7;

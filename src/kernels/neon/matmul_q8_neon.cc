@@ -1,9 +1,9 @@
-// NEON MatMul for q8_0/q4_0/q4_1 weights on 32-block quantized activations
-// (other 32-block types run ref/). Block b's exact int32 dot (SDOT where the CPU
+// NEON MatMul for the 32-block weights (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl) on
+// 32-block quantized activations. Block b's exact int32 dot (SDOT where the CPU
 // has dotprod, SMULL + SADALP otherwise: integer sums, so both give the same
 // number) goes to logical lane b%8: eight blocks at a time, lanes 0-3 and 4-7 in
 // two float32x4_t, lane = fma(dw*dx, float(isum), lane) (q4_1 then fma(mw, sx,
-// lane)); the nb % 8 tail by scalar fma; fixed lane tree. Equal to
+// lane); q5_1 likewise); the nb % 8 tail by scalar fma; fixed lane tree. Equal to
 // ref/matmul_q8.cc bit for bit (matmul_test.cc).
 #include <cmath>
 #include <type_traits>
@@ -34,6 +34,40 @@ inline void Decode(const BlockQ4_1& b, int8x16_t* w0, int8x16_t* w1) {
   *w1 = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
 }
 
+// Element e's fifth bit (bit e of qh) as 0x10 in byte e: elements 0-15 in *h0,
+// 16-31 in *h1.
+inline void HighBits(const uint8_t* qh, uint8x16_t* h0, uint8x16_t* h1) {
+  static const uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bit = vld1q_u8(kBit), x10 = vdupq_n_u8(0x10);
+  const uint8x16_t b0 = vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1]));
+  const uint8x16_t b1 = vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3]));
+  *h0 = vandq_u8(vtstq_u8(b0, bit), x10);
+  *h1 = vandq_u8(vtstq_u8(b1, bit), x10);
+}
+// q5_1's q = nibble | fifth bit in [0, 31]; q5_0's the same minus 16.
+inline void Decode(const BlockQ5_1& b, int8x16_t* w0, int8x16_t* w1) {
+  const uint8x16_t raw = vld1q_u8(b.qs);
+  uint8x16_t h0, h1;
+  HighBits(b.qh, &h0, &h1);
+  *w0 = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0f)), h0));
+  *w1 = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(raw, 4), h1));
+}
+inline void Decode(const BlockQ5_0& b, int8x16_t* w0, int8x16_t* w1) {
+  const uint8x16_t raw = vld1q_u8(b.qs);
+  uint8x16_t h0, h1;
+  HighBits(b.qh, &h0, &h1);
+  const int8x16_t sixteen = vdupq_n_s8(16);
+  *w0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0f)), h0)), sixteen);
+  *w1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(raw, 4), h1)), sixteen);
+}
+// iq4_nl: each nibble through the 16-entry level table (TBL).
+inline void Decode(const BlockIQ4_NL& b, int8x16_t* w0, int8x16_t* w1) {
+  const int8x16_t table = vld1q_s8(kIQ4NLValues);
+  const uint8x16_t raw = vld1q_u8(b.qs);
+  *w0 = vqtbl1q_s8(table, vandq_u8(raw, vdupq_n_u8(0x0f)));
+  *w1 = vqtbl1q_s8(table, vshrq_n_u8(raw, 4));
+}
+
 // The exact int32 dot of 32 weights with 32 q's, as four partial sums.
 struct DotProd {
   STET_TARGET_DOTPROD static inline int32x4_t Dot(int8x16_t w0, int8x16_t w1, const int8_t* q) {
@@ -41,7 +75,7 @@ struct DotProd {
   }
 };
 struct Widen {
-  // |w * q| <= 128 * 127: one product per int16 lane, then pairwise into int32.
+  // |w * q| <= 128 * 128: one product per int16 lane, then pairwise into int32.
   static inline int32x4_t Dot(int8x16_t w0, int8x16_t w1, const int8_t* q) {
     const int8x16_t q0 = vld1q_s8(q), q1 = vld1q_s8(q + 16);
     int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(w0), vget_low_s8(q0)));
@@ -52,7 +86,7 @@ struct Widen {
 };
 
 template <typename Block>
-constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1>;
+constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
 
 // Integer dots of blocks b..b+3 of one row, one per lane.
 template <typename Block, typename D>
@@ -149,8 +183,17 @@ void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
     case DType::kQ4_1:
       Rows<BlockQ4_1>(a, r0, r1);
       break;
+    case DType::kQ5_0:
+      Rows<BlockQ5_0>(a, r0, r1);
+      break;
+    case DType::kQ5_1:
+      Rows<BlockQ5_1>(a, r0, r1);
+      break;
+    case DType::kIQ4_NL:
+      Rows<BlockIQ4_NL>(a, r0, r1);
+      break;
     default:
-      ref::MatMulQ8Rows(a, r0, r1);  // q5_0, q5_1, iq4_nl: no NEON kernel yet
+      STET_CHECK_MSG(false, "neon::MatMulQ8Rows: not a 32-block weight type");
   }
 }
 
@@ -166,8 +209,17 @@ void MatMulQ8RowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
     case DType::kQ4_1:
       RowsWiden<BlockQ4_1>(a, r0, r1);
       break;
+    case DType::kQ5_0:
+      RowsWiden<BlockQ5_0>(a, r0, r1);
+      break;
+    case DType::kQ5_1:
+      RowsWiden<BlockQ5_1>(a, r0, r1);
+      break;
+    case DType::kIQ4_NL:
+      RowsWiden<BlockIQ4_NL>(a, r0, r1);
+      break;
     default:
-      ref::MatMulQ8Rows(a, r0, r1);
+      STET_CHECK_MSG(false, "neon::MatMulQ8RowsNoDotProd: not a 32-block weight type");
   }
 }
 
