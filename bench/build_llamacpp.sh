@@ -8,17 +8,23 @@
 # Usage: bench/build_llamacpp.sh [--avx2] [LLAMA_CPP_PYTHON_VERSION]   (default 0.3.36)
 #   --avx2: a build without AVX-512 (GGML_NATIVE=OFF, AVX2+FMA+F16C), the peer for
 #           `stet --isa avx2` on an AVX-512 machine; into ~/.cache/stet/llama.cpp-<version>-avx2/.
-# Env:   JOBS (default: nproc), STET_LLAMACPP_DIR (default ~/.cache/stet/llama.cpp-<version>[-avx2])
+#   --no-amx: AVX-512 (VNNI, VBMI, BF16) without AMX (GGML_NATIVE=OFF): where llama.cpp's
+#           AMX backend crashes (a Sapphire Rapids VM here: SIGSEGV in ggml_backend_amx_mul_mat
+#           at the first matmul, any model); into ~/.cache/stet/llama.cpp-<version>-noamx/.
+# Env:   JOBS (default: nproc), STET_LLAMACPP_DIR (default ~/.cache/stet/llama.cpp-<version>[-avx2|-noamx])
 set -euo pipefail
 
 VARIANT=native
 if [[ "${1:-}" == "--avx2" ]]; then
   VARIANT=avx2
   shift
+elif [[ "${1:-}" == "--no-amx" ]]; then
+  VARIANT=noamx
+  shift
 fi
 VERSION="${1:-0.3.36}"
 SUFFIX=""
-[[ "$VARIANT" == avx2 ]] && SUFFIX="-avx2"
+[[ "$VARIANT" != native ]] && SUFFIX="-$VARIANT"
 DEST="${STET_LLAMACPP_DIR:-$HOME/.cache/stet/llama.cpp-$VERSION$SUFFIX}"
 JOBS="${JOBS:-$(nproc)}"
 CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF
@@ -27,6 +33,11 @@ if [[ "$VARIANT" == avx2 ]]; then
   CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
                 -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF
                 -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF)
+elif [[ "$VARIANT" == noamx ]]; then
+  CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+                -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON
+                -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
+                -DGGML_AMX_BF16=OFF)
 else
   CMAKE_FLAGS+=(-DGGML_NATIVE=ON)
 fi
