@@ -1,4 +1,4 @@
-// PackWeights: the row-interleaved layout of q8_0/q4_0/q4_1/q4_k/q6_k and
+// PackWeights: the row-interleaved layout of q8_0/q4_0/q4_1/q5_0/q5_1/q4_k/q6_k and
 // f16/bf16 matrices (see kernels.h). Pure byte moves, so any CPU can build it; the kernels that
 // read it are cpu/matmul_packed_avx512.cc (decode, not q6_k) and
 // cpu/matmul_packed{,_qk}_avx2.cc (decode and prefill).
@@ -16,7 +16,8 @@ namespace {
 template <typename Block>
 void Pack(const WeightView& w, uint8_t* dst) {
   constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
-  constexpr bool kQ41 = std::is_same_v<Block, BlockQ4_1>;
+  constexpr bool kQ41 = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
   const int64_t nb = w.cols / kQK, groups = (w.rows + 15) / 16;
   const int64_t stride = PackedBlockBytes(w.type);
   constexpr int kQBytes = kQ8 ? 512 : 256;
@@ -38,6 +39,16 @@ void Pack(const WeightView& w, uint8_t* dst) {
       }
       std::memcpy(p + kQBytes + t * 2, &row[b].d, 2);
       if constexpr (kQ41) std::memcpy(p + kQBytes + 32 + t * 2, &row[b].m, 2);
+      if constexpr (kQ5) {
+        // Word j's fifth bits: elements 4j..4j+3 (low nibble) and 16+4j.. (high).
+        uint32_t qh;
+        std::memcpy(&qh, row[b].qh, 4);
+        uint8_t* hb = p + kQBytes + (kQ41 ? 64 : 32);
+        for (int j = 0; j < 4; ++j) {
+          hb[j * 16 + t] = static_cast<uint8_t>(((qh >> (4 * j)) & 0xfu) |
+                                                (((qh >> (16 + 4 * j)) & 0xfu) << 4));
+        }
+      }
     }
   }
 }
@@ -117,6 +128,10 @@ int64_t PackedBlockBytes(DType t) {
       return 256 + 32;
     case DType::kQ4_1:
       return 256 + 64;
+    case DType::kQ5_0:
+      return 256 + 32 + 64;
+    case DType::kQ5_1:
+      return 256 + 64 + 64;
     case DType::kQ4_K:
       return 2048 + 128 + 128 + 64;
     case DType::kQ6_K:
@@ -147,6 +162,12 @@ void PackWeights(const WeightView& w, void* dst) {
       break;
     case DType::kQ4_0:
       Pack<BlockQ4_0>(w, out);
+      break;
+    case DType::kQ5_0:
+      Pack<BlockQ5_0>(w, out);
+      break;
+    case DType::kQ5_1:
+      Pack<BlockQ5_1>(w, out);
       break;
     case DType::kQ4_K:
       PackQ4K(w, out);

@@ -175,7 +175,7 @@ TEST_P(MatMulTest, Avx512EqualsScalar) {
   }
 }
 
-// The packed layout (q8_0/q4_0/q4_1/q4_k/q6_k): PackWeights + a SIMD path equals
+// The packed layout (q8_0/q4_0/q4_1/q5_0/q5_1/q4_k/q6_k): PackWeights + a SIMD path equals
 // the scalar reference on the unpacked matrix; row counts that are not a
 // multiple of the 16-row group, pool splits included. (On AVX-512 the packed
 // kernels serve one row, the AVX2 packed ones 2..15 rows — q6_k's every m below
@@ -216,7 +216,7 @@ void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
 
 TEST(MatMulPacked, Avx512PackedEqualsScalar) {
   STET_REQUIRE_AVX512();
-  PackedEqualsScalar(Isa::kAvx512, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+  PackedEqualsScalar(Isa::kAvx512, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
                                     DType::kQ6_K, DType::kF16, DType::kBF16});
 }
 
@@ -224,13 +224,13 @@ TEST(MatMulPacked, Avx512PackedEqualsScalar) {
 // and prefill.
 TEST(MatMulPacked, Avx2PackedEqualsScalar) {
   STET_REQUIRE_AVX2();
-  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
                                   DType::kQ6_K, DType::kF16, DType::kBF16});
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
-  for (DType t : {DType::kF32, DType::kQ5_K, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
-                  DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
+  for (DType t : {DType::kF32, DType::kQ5_K, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
+                  DType::kIQ4_XS}) {
     WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
     EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
   }
@@ -240,6 +240,9 @@ TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
   EXPECT_EQ(PackedBytes(WeightView{DType::kBF16, 16, 63, nullptr, RowBytes(DType::kBF16, 63)}), 0);
   WeightView w{DType::kQ4_1, 17, 64, nullptr, RowBytes(DType::kQ4_1, 64)};
   EXPECT_EQ(PackedBytes(w), 2 * 2 * 320);  // 2 groups of 16 rows x 2 blocks x 320 bytes
+  // q5_0 packs to exactly its blocks' size (16 rows x 22 bytes per block).
+  WeightView w5{DType::kQ5_0, 16, 64, nullptr, RowBytes(DType::kQ5_0, 64)};
+  EXPECT_EQ(PackedBytes(w5), 16 * RowBytes(DType::kQ5_0, 64));
   // q6_k packs to exactly its blocks' size (16 rows x 210 bytes per superblock).
   WeightView w6{DType::kQ6_K, 16, 512, nullptr, RowBytes(DType::kQ6_K, 512)};
   EXPECT_EQ(PackedBytes(w6), 16 * RowBytes(DType::kQ6_K, 512));

@@ -1,4 +1,4 @@
-// AVX2 MatMul for q8_0/q4_0/q4_1 weights in the packed 16-row layout
+// AVX2 MatMul for q8_0/q4_0/q4_1/q5_0/q5_1 weights in the packed 16-row layout
 // (kernels/pack.cc), for decode and prefill alike. The group is walked as two
 // 8-row halves: a 32-byte load brings 4 quants of 8 rows, and one maddubs with
 // a broadcast 4-byte activation word does 32 exact multiply-adds, so a block's
@@ -16,6 +16,7 @@
 // for any RM (matmul_test.cc: Avx2PackedEqualsScalar).
 #include <immintrin.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "base/check.h"
@@ -25,6 +26,69 @@
 namespace stet::kernels::avx2 {
 
 namespace {
+
+template <typename Block>
+constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
+template <typename Block>
+constexpr bool kQMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+template <typename Block>
+constexpr int kQBytesOf = std::is_same_v<Block, BlockQ8_0> ? 512 : 256;
+
+// q5_0/q5_1: word j's nibbles with their fifth bits (pack.cc: a byte per row and
+// word after the scales, bits 0-3 for the low nibbles' elements 4j..4j+3, 4-7 for
+// the high ones'), 0..31, maddubs' unsigned operand. Four maddubs pairs
+// (<= 4 * 2 * 31 * 127 = 31496) are added in int16, exact, then widened.
+template <typename Block, int NH, int RM>
+inline void Q5Dots(const uint8_t* p, const int* half, const int8_t* const* xq, __m256i* is) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i mask = _mm256_set1_epi8(0x0f), five = _mm256_set1_epi8(0x10);
+  // Byte 4u + e of each 128-bit lane <- row byte u (lane 1: rows 4..7).
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
+                                          5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+  const __m256i bit_lo = _mm256_set1_epi32(0x08040201), bit_hi = _mm256_set1_epi32(
+                                                            static_cast<int32_t>(0x80402010u));
+  const uint8_t* hb = p + kQBytesOf<Block> + (kQMin<Block> ? 64 : 32);
+  __m256i s16[NH * RM];
+  STET_UNROLL
+  for (int k = 0; k < NH * RM; ++k) {
+    is[k] = _mm256_setzero_si256();
+    s16[k] = _mm256_setzero_si256();
+  }
+  STET_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    __m256i xl[RM], xh[RM];
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      xl[i] = Bcast32(xq[i] + 4 * j);
+      xh[i] = Bcast32(xq[i] + 16 + 4 * j);
+    }
+    STET_UNROLL
+    for (int h = 0; h < NH; ++h) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * j + half[h]));
+      int64_t bits8;
+      std::memcpy(&bits8, hb + 16 * j + half[h] / 4, 8);
+      const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi64x(bits8), spread);
+      const __m256i f_lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit_lo), bit_lo), five);
+      const __m256i f_hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit_hi), bit_hi), five);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, mask), f_lo);
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), mask), f_hi);
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) {
+        __m256i& acc = s16[h * RM + i];
+        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, xl[i]));
+        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, xh[i]));
+        KeepInRegister(acc);
+      }
+    }
+    if (j % 2 == 1) {
+      STET_UNROLL
+      for (int k = 0; k < NH * RM; ++k) {
+        is[k] = _mm256_add_epi32(is[k], _mm256_madd_epi16(s16[k], ones));
+        s16[k] = _mm256_setzero_si256();
+      }
+    }
+  }
+}
 
 // Exact int32 dots of one 32-block (at p) for the 8 rows of NH halves (byte
 // offsets half[h] = 0 or 32 in each 64-byte word) and RM activation rows, whose
@@ -55,6 +119,8 @@ inline void BlockDots(const uint8_t* p, const int* half, const int8_t* const* xq
         }
       }
     }
+  } else if constexpr (std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>) {
+    Q5Dots<Block, NH, RM>(p, half, xq, is);
   } else {
     const __m256i mask = _mm256_set1_epi8(0x0f);
     __m256i s16[NH * RM];
@@ -94,7 +160,7 @@ inline void BlockDots(const uint8_t* p, const int* half, const int8_t* const* xq
 template <typename Block, int NH, int RM>
 inline void OneBlock(const uint8_t* p, const int* half, const ActQ8& act, const int64_t* blk,
                      __m256* const* acc) {
-  constexpr int kQBytes = std::is_same_v<Block, BlockQ8_0> ? 512 : 256;
+  constexpr int kQBytes = kQBytesOf<Block>;
   const int8_t* xq[RM];
   STET_UNROLL
   for (int i = 0; i < RM; ++i) xq[i] = act.qs + blk[i] * kQK;
@@ -105,7 +171,7 @@ inline void OneBlock(const uint8_t* p, const int* half, const ActQ8& act, const 
     const __m256 dw = _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + half[h] / 2)));
     __m256 mw = _mm256_setzero_ps();
-    if constexpr (std::is_same_v<Block, BlockQ4_1>) {
+    if constexpr (kQMin<Block>) {
       mw = _mm256_cvtph_ps(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + 32 + half[h] / 2)));
     }
@@ -115,9 +181,12 @@ inline void OneBlock(const uint8_t* p, const int* half, const ActQ8& act, const 
       if constexpr (std::is_same_v<Block, BlockQ4_0>) {
         v = _mm256_sub_epi32(v, _mm256_set1_epi32(8 * act.qsum[blk[i]]));
       }
+      if constexpr (std::is_same_v<Block, BlockQ5_0>) {
+        v = _mm256_sub_epi32(v, _mm256_set1_epi32(16 * act.qsum[blk[i]]));
+      }
       const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(act.d[blk[i]]));
       __m256 a = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(v), *acc[h * RM + i]);
-      if constexpr (std::is_same_v<Block, BlockQ4_1>) {
+      if constexpr (kQMin<Block>) {
         a = _mm256_fmadd_ps(mw, _mm256_set1_ps(act.s[blk[i]]), a);
       }
       *acc[h * RM + i] = a;
@@ -215,6 +284,12 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
       break;
     case DType::kQ4_1:
       Rows<BlockQ4_1>(a, r0, r1);
+      break;
+    case DType::kQ5_0:
+      Rows<BlockQ5_0>(a, r0, r1);
+      break;
+    case DType::kQ5_1:
+      Rows<BlockQ5_1>(a, r0, r1);
       break;
     default:
       STET_CHECK_MSG(false, "avx2::MatMulPackedRows: not a packed 32-block type");
