@@ -99,8 +99,8 @@ Status CheckSameTokenizer(const VocabData& target, const std::string& target_pat
   std::string diff = FirstDifference(target, draft);
   if (diff.empty()) diff = "digests differ";
   return InvalidArgument("the draft model " + draft_path + " does not share the tokenizer of " +
-                         target_path + " (tokenizer digest " + Hex(hd) + " vs " + Hex(ht) +
-                         "; first difference, target vs draft: " + diff +
+                         target_path + " (tokenizer digests: target " + Hex(ht) + ", draft " +
+                         Hex(hd) + "; first difference, target vs draft: " + diff +
                          "): a draft model must have the target's tokenizer");
 }
 
