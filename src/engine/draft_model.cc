@@ -152,21 +152,21 @@ bool DraftModel::Prepare(const DraftWork& w, Active* a) {
     st.slot = free_slots_.back();
     free_slots_.pop_back();
   }
-  const int n = static_cast<int>(s->tokens.size());
-  // The longest prefix of the tokens the draft cache holds, less the last
-  // token: its row gives the first draft.
+  const int n = w.k > 0 ? static_cast<int>(s->tokens.size()) : w.upto;
+  // The longest prefix of the tokens the draft cache holds; when drafting,
+  // less the last token: its row gives the first draft.
   const size_t common =
       std::mismatch(st.fed.begin(), st.fed.end(), s->tokens.begin(), s->tokens.end()).first -
       st.fed.begin();
-  Truncate(&st, std::min<int>(static_cast<int>(common), n - 1));
+  Truncate(&st, std::min<int>(static_cast<int>(common), w.k > 0 ? n - 1 : n));
   // Positions [0, n + k - 1): the tokens and all drafts but the last.
   const int have = static_cast<int>(st.blocks.size() + free_blocks_.size());
   const int k = std::min({w.k, o_.n_ctx - n + 1, have * o_.block_size - n + 1});
-  if (k < 1) {
+  if (w.k > 0 ? k < 1 : n > have * o_.block_size) {
     Release(s);
     return false;
   }
-  const int want = (n + k - 1 + o_.block_size - 1) / o_.block_size;
+  const int want = (n + std::max(0, k - 1) + o_.block_size - 1) / o_.block_size;
   for (int b = static_cast<int>(st.blocks.size()); b < want; ++b) {
     st.blocks.push_back(free_blocks_.back());
     free_blocks_.pop_back();
@@ -180,7 +180,7 @@ Status DraftModel::Propose(const std::vector<DraftWork>& work) {
   std::vector<Active> act;
   for (const DraftWork& w : work) {
     Active a{};
-    if (w.k > 0 && Prepare(w, &a)) act.push_back(a);
+    if ((w.k > 0 || w.upto > 0) && Prepare(w, &a)) act.push_back(a);
   }
   if (act.empty()) return Status::Ok();
   Status st = CatchUp(act);
@@ -212,10 +212,11 @@ Status DraftModel::CatchUp(std::vector<Active>& act) {
       const int c = std::min({a.n - from, o_.chunk_size, budget});
       for (int i = 0; i < c; ++i) {
         const int pos = from + i;
-        batch_.push_back({a.seq->tokens[pos], pos, a.st->slot, pos == a.n - 1});
+        const bool first_draft = a.k > 0 && pos == a.n - 1;
+        batch_.push_back({a.seq->tokens[pos], pos, a.st->slot, first_draft});
         a.st->fed.push_back(a.seq->tokens[pos]);
       }
-      if (c > 0 && from + c == a.n) last.push_back(&a);
+      if (c > 0 && a.k > 0 && from + c == a.n) last.push_back(&a);
       budget -= std::max(0, c);
     }
     if (batch_.empty()) return Status::Ok();

@@ -38,10 +38,14 @@ namespace engine_internal {
 
 struct Sequence;
 
-// One sequence to draft for this step: up to k tokens after its tokens.
+// One sequence's draft work this step: k > 0, up to k drafts after its
+// tokens; k == 0, prefill only — the draft KV brought up to its first `upto`
+// tokens (while the target prefills them, so the draft's prompt is not paid
+// for in decode steps).
 struct DraftWork {
   Sequence* seq;
   int k;
+  int upto = 0;
 };
 
 class DraftModel {
@@ -59,8 +63,9 @@ class DraftModel {
   DraftModel(std::unique_ptr<Model> model, std::vector<int32_t> eog_ids, ThreadPool* pool,
              const Options& o);
 
-  // Fills each work item's seq->draft (cleared by the caller) with up to k
-  // greedy draft tokens. A sequence without room in the draft pool gets none.
+  // Fills each drafting item's seq->draft (cleared by the caller) with up to k
+  // greedy draft tokens, and prefills the others' draft KV. A sequence
+  // without room in the draft pool gets no draft (or no prefill).
   // An error from the draft forward leaves every draft empty.
   Status Propose(const std::vector<DraftWork>& work);
   // The sequence's draft KV goes back to the pool (finished or preempted).
@@ -79,7 +84,7 @@ class DraftModel {
     Sequence* seq;
     State* st;
     int k;
-    int n;  // the sequence's tokens (the draft continues after them)
+    int n;  // tokens to feed: the sequence's (drafting: the draft continues after them) or upto
   };
   bool Prepare(const DraftWork& w, Active* a);  // truncate, slot, blocks; false: no room
   void Truncate(State* st, int n);

@@ -74,6 +74,7 @@ struct Engine::Impl {
   bool Intake(std::vector<uint64_t>* cancels_out);
   void ApplyCancellations(const std::vector<uint64_t>& ids);
   void ProposeDrafts();
+  void PrefillDrafts();
   bool RunBatch();
   void ConsumeLogits();
   void SampleAndEmit();
@@ -254,6 +255,7 @@ void Engine::Loop() {
       I.Collect();
       continue;
     }
+    I.PrefillDrafts();
     if (I.RunBatch()) {
       I.ConsumeLogits();
       I.SampleAndEmit();
@@ -334,6 +336,21 @@ void Engine::Impl::ProposeDrafts() {
     }
   }
   // A draft forward error only costs this step its drafts.
+  if (!draft_work.empty()) (void)draft->Propose(draft_work);
+}
+
+// The draft model prefills what the target prefills this step (up to, not
+// including, a sequence's last token, whose row gives its first draft), so a
+// drafting sequence's first decode steps do not also carry its prompt.
+void Engine::Impl::PrefillDrafts() {
+  if (!draft) return;
+  draft_work.clear();
+  for (const StepPlan& pl : plans) {
+    Sequence* s = pl.seq;
+    const int last = static_cast<int>(s->tokens.size()) - 1;
+    if (s->spec_k <= 0 || pl.n_draft > 0 || pl.start >= last) continue;  // not a prefill
+    draft_work.push_back({s, 0, std::min(pl.start + pl.count, last)});
+  }
   if (!draft_work.empty()) (void)draft->Propose(draft_work);
 }
 
