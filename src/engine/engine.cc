@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "engine/draft_model.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "model/forward.h"
@@ -16,6 +17,8 @@
 
 namespace stet {
 
+using engine_internal::DraftModel;
+using engine_internal::DraftWork;
 using engine_internal::RequestState;
 using engine_internal::Scheduler;
 using engine_internal::Sequence;
@@ -55,6 +58,8 @@ struct Engine::Impl {
   Forward fwd;
   PagedKvCache kv;
   Scheduler sched;
+  std::unique_ptr<DraftModel> draft;  // the draft-model drafter, when SpecOptions::draft_model
+  std::vector<DraftWork> draft_work;
   Sampler sampler;
   std::list<std::unique_ptr<Sequence>> all;  // owns every live sequence
   std::vector<StepPlan> plans;
@@ -69,6 +74,7 @@ struct Engine::Impl {
   bool Intake(std::vector<uint64_t>* cancels_out);
   void ApplyCancellations(const std::vector<uint64_t>& ids);
   void ProposeDrafts();
+  void PrefillDrafts();
   bool RunBatch();
   void ConsumeLogits();
   void SampleAndEmit();
@@ -107,6 +113,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                            ") cannot hold one sequence of the context (" +
                            std::to_string(e->n_ctx_) + " positions)");
   }
+  std::unique_ptr<Model> draft;
+  if (!opts.spec.draft_model.empty()) {
+    STET_ASSIGN_OR_RETURN(LoadedModel d, LoadModelAndTokenizer(opts.spec.draft_model));
+    STET_RETURN_IF_ERROR(CheckSameTokenizer(tokenizer->vocab(), model->file().path(),
+                                            d.tokenizer->vocab(), opts.spec.draft_model));
+    draft = std::move(d.model);
+  }
   STET_ASSIGN_OR_RETURN(e->model_sha256_, Sha256File(model->file().path()));
   FingerprintInputs fi{e->model_sha256_, opts.kv_type, opts.numerics};
   e->fingerprint_ = Fingerprint(fi);
@@ -115,6 +128,19 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   e->tokenizer_ = std::move(tokenizer);
   e->impl_ = std::make_unique<Impl>(*e, opts, e->n_ctx_, n_blocks);
   e->impl_->stats.kv_blocks_total = n_blocks;
+  if (draft) {  // its own pool: as many blocks and slots as the target's
+    DraftModel::Options d;
+    d.isa = opts.isa;
+    d.numerics = opts.numerics;
+    d.n_ctx = e->n_ctx_;
+    d.n_blocks = n_blocks;
+    d.block_size = opts.block_size;
+    d.n_slots = opts.max_seqs;
+    d.max_batch_tokens = opts.max_batch_tokens;
+    d.chunk_size = opts.chunk_size;
+    e->impl_->draft = std::make_unique<DraftModel>(std::move(draft), e->tokenizer_->eog_ids(),
+                                                   &e->impl_->pool, d);
+  }
   e->impl_->thread = std::thread([eng = e.get()] { eng->Loop(); });
   return e;
 }
@@ -229,6 +255,7 @@ void Engine::Loop() {
       I.Collect();
       continue;
     }
+    I.PrefillDrafts();
     if (I.RunBatch()) {
       I.ConsumeLogits();
       I.SampleAndEmit();
@@ -286,19 +313,45 @@ void Engine::Impl::ApplyCancellations(const std::vector<uint64_t>& ids) {
 }
 
 // Drafts for the sequences about to decode that speculate: prompt lookup over
-// their tokens, at most one fewer than the tokens they may still emit (the
-// row after a last token would be wasted). The scheduler keeps what budget and
-// KV blocks allow; a sequence preempted meanwhile is simply not planned.
+// their tokens, or the draft model's greedy continuation (all of them in one
+// batch), at most one fewer than the tokens they may still emit (the row after
+// a last token would be wasted). The scheduler keeps what budget and KV
+// blocks allow; a sequence preempted meanwhile is simply not planned. A
+// waiting (preempted) sequence's draft KV goes back to the draft pool.
 void Engine::Impl::ProposeDrafts() {
+  draft_work.clear();
   for (auto& sp : all) {
     Sequence* s = sp.get();
     s->draft.clear();
+    if (draft && s->slot < 0) draft->Release(s);
     if (s->finished || s->spec_k <= 0 || s->slot < 0) continue;
     if (static_cast<int>(s->tokens.size()) - s->n_computed != 1) continue;
     if (s->req->params.prompt_logprobs && !s->prompt_scored) continue;  // scoring: every row
     const int k = std::min(s->spec_k, s->max_new - s->n_generated - 1);
-    if (k > 0) s->draft = PromptLookupDraft(s->tokens, k, spec.ngram_min, spec.ngram_max);
+    if (k <= 0) continue;
+    if (draft) {
+      draft_work.push_back({s, k});
+    } else {
+      s->draft = PromptLookupDraft(s->tokens, k, spec.ngram_min, spec.ngram_max);
+    }
   }
+  // A draft forward error only costs this step its drafts.
+  if (!draft_work.empty()) (void)draft->Propose(draft_work);
+}
+
+// The draft model prefills what the target prefills this step (up to, not
+// including, a sequence's last token, whose row gives its first draft), so a
+// drafting sequence's first decode steps do not also carry its prompt.
+void Engine::Impl::PrefillDrafts() {
+  if (!draft) return;
+  draft_work.clear();
+  for (const StepPlan& pl : plans) {
+    Sequence* s = pl.seq;
+    const int last = static_cast<int>(s->tokens.size()) - 1;
+    if (s->spec_k <= 0 || pl.n_draft > 0 || pl.start >= last) continue;  // not a prefill
+    draft_work.push_back({s, 0, std::min(pl.start + pl.count, last)});
+  }
+  if (!draft_work.empty()) (void)draft->Propose(draft_work);
 }
 
 void Engine::Impl::Finish(Sequence* s, FinishReason why, const std::string& error) {
@@ -314,6 +367,7 @@ void Engine::Impl::Finish(Sequence* s, FinishReason why, const std::string& erro
   ev.completion_tokens = s->n_generated;
   ev.cached_prompt_tokens = s->cached_prompt_tokens;
   sched.Remove(s);
+  if (draft) draft->Release(s);
   ++finished;
   if (s->req->callback) s->req->callback(ev);
   if (s->choice == 0 && !s->req->parked.empty()) {  // ended before it scored the prompt

@@ -11,10 +11,20 @@ namespace stet {
 Result<SpecMode> ParseSpecMode(const std::string& name) {
   if (name == "off") return SpecMode::kOff;
   if (name == "lookup") return SpecMode::kLookup;
-  return InvalidArgument("unknown speculation mode '" + name + "' (expected off or lookup)");
+  if (name == "draft") return SpecMode::kDraft;
+  return InvalidArgument("unknown speculation mode '" + name + "' (expected off, lookup or draft)");
 }
 
-const char* SpecModeName(SpecMode m) { return m == SpecMode::kLookup ? "lookup" : "off"; }
+const char* SpecModeName(SpecMode m) {
+  switch (m) {
+    case SpecMode::kLookup:
+      return "lookup";
+    case SpecMode::kDraft:
+      return "draft";
+    default:
+      return "off";
+  }
+}
 
 Status ValidateSpecOptions(const SpecOptions& o) {
   if (o.k < 1 || o.k > kMaxSpecK)
@@ -23,6 +33,10 @@ Status ValidateSpecOptions(const SpecOptions& o) {
   if (o.ngram_min < 1 || o.ngram_max < o.ngram_min || o.ngram_max > kMaxSpecNgram)
     return InvalidArgument("spec n-gram sizes must satisfy 1 <= min <= max <= " +
                            std::to_string(kMaxSpecNgram));
+  if (o.mode == SpecMode::kDraft && o.draft_model.empty())
+    return InvalidArgument("speculation mode draft needs a draft model (draft_model)");
+  if (o.mode == SpecMode::kLookup && !o.draft_model.empty())
+    return InvalidArgument("draft_model goes with speculation mode draft (or off), not lookup");
   return Status::Ok();
 }
 

@@ -1,9 +1,9 @@
-// Speculative decoding that cannot change a byte: the drafter (prompt lookup)
-// and the acceptance rule. A draft token is kept only when it equals what the
-// sampler picks from the target model's logits at its position — the same
-// pick, keyed by (seed, choice, position), that decoding without speculation
-// makes — so the emitted tokens, logprobs and text are identical by
-// construction; drafts and k only change how many positions one step verifies.
+// Speculative decoding that cannot change a byte: the prompt-lookup drafter
+// (the draft-model drafter is engine/draft_model.h) and the acceptance rule. A draft token is kept
+// only when it equals what the sampler picks from the target model's logits at its position — the
+// same pick, keyed by (seed, choice, position), that decoding without speculation makes — so the
+// emitted tokens, logprobs and text are identical by construction; drafts and k only change how
+// many positions one step verifies.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,8 @@
 
 namespace stet {
 
-enum class SpecMode { kOff, kLookup };
+// kLookup drafts by prompt lookup, kDraft by a draft model (SpecOptions::draft_model).
+enum class SpecMode { kOff, kLookup, kDraft };
 
 constexpr int kMaxSpecK = 32;  // draft tokens per sequence per step
 constexpr int kMaxSpecNgram = 16;
@@ -25,11 +26,16 @@ struct SpecOptions {
   int k = 4;                       // most draft tokens per step (adaptive below it)
   int ngram_min = 2;               // prompt lookup matches the last ngram_max .. ngram_min tokens
   int ngram_max = 4;
+  // A GGUF with the target's tokenizer (checked at load). When set, it is the
+  // drafter of every speculating request, so mode is kDraft, or kOff (loaded,
+  // for requests that turn speculation on); kDraft requires it.
+  std::string draft_model;
 };
 
-Result<SpecMode> ParseSpecMode(const std::string& name);  // "off", "lookup"
+Result<SpecMode> ParseSpecMode(const std::string& name);  // "off", "lookup", "draft"
 const char* SpecModeName(SpecMode m);
-// InvalidArgument naming the field when k or the n-gram sizes are out of range.
+// InvalidArgument naming the field when k or the n-gram sizes are out of range,
+// or the mode and draft_model disagree.
 Status ValidateSpecOptions(const SpecOptions& o);
 
 // Prompt lookup: the continuation, up to k tokens, of the latest earlier

@@ -38,7 +38,8 @@ struct RunArgs {
   bool no_bos = false;
   bool no_parse_special = false;
   bool quiet = false;
-  std::string spec = "off";
+  std::string spec;  // "": off, or draft with --draft-model
+  std::string draft_model;
   int spec_k = 4;
 };
 
@@ -72,10 +73,12 @@ int RunRun(const RunArgs& a) {
   eo.max_batch_tokens = eo.chunk_size;
   eo.max_seqs = 1;
   eo.prefix_cache = false;
-  auto spec = ParseSpecMode(a.spec);
+  auto spec = ParseSpecMode(!a.spec.empty() ? a.spec : a.draft_model.empty() ? "off" : "draft");
   if (!spec.ok()) return ReportError(spec.status());
   eo.spec.mode = *spec;
   eo.spec.k = a.spec_k;
+  eo.spec.draft_model = a.draft_model;
+  if (Status st = ValidateSpecOptions(eo.spec); !st.ok()) return ReportError(st);
   auto opened = Engine::Open(a.model, eo, !a.quiet);
   if (!opened.ok()) return ReportError(opened.status());
   Engine& engine = **opened;
@@ -224,14 +227,19 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
                 "Treat special-token text in the prompt as plain text");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress or speed report on stderr");
   cmd->add_option("--spec", a->spec,
-                  "Speculative decoding: off or lookup (prompt lookup); never changes the output")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"off", "lookup"}));
+                  "Speculative decoding: off, lookup (prompt lookup) or draft (--draft-model); "
+                  "never changes the output [default: off, draft with --draft-model]")
+      ->check(CLI::IsMember({"off", "lookup", "draft"}));
+  cmd->add_option("--draft-model", a->draft_model,
+                  "Draft model for --spec draft: a GGUF (or pulled name) with the target's "
+                  "tokenizer, checked at load");
   cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per step (adaptive below)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxSpecK));
   cmd->callback([a, exit_code] {
-    if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunRun(*a);
+    if (!ResolveModelOrReport(&a->model, exit_code)) return;
+    if (!a->draft_model.empty() && !ResolveModelOrReport(&a->draft_model, exit_code)) return;
+    *exit_code = RunRun(*a);
   });
   return cmd;
 }

@@ -57,7 +57,8 @@ struct ServeArgs {
   bool no_log = false;
   std::string record;  // --record FILE.db
   std::string chat_template_file;  // replaces the GGUF's tokenizer.chat_template
-  std::string spec = "off";
+  std::string spec;  // "": off, or draft with --draft-model
+  std::string draft_model;
   int spec_k = 4;
   TemplateLimits template_limits;
 };
@@ -176,8 +177,11 @@ int RunServe(const ServeArgs& a) {
   eo.max_seqs = a.max_seqs;
   eo.max_batch_tokens = a.batch_tokens;
   eo.chunk_size = a.chunk;
-  eo.spec.mode = a.spec == "lookup" ? SpecMode::kLookup : SpecMode::kOff;  // checked at parse
+  // Checked at parse; --spec off with --draft-model: loaded, for requests that ask for it.
+  eo.spec.mode = *ParseSpecMode(!a.spec.empty() ? a.spec : a.draft_model.empty() ? "off" : "draft");
   eo.spec.k = a.spec_k;
+  eo.spec.draft_model = a.draft_model;
+  if (Status vs = ValidateSpecOptions(eo.spec); !vs.ok()) return ReportError(vs);
   auto engine = Engine::Open(a.model, eo, /*progress=*/true);
   if (!engine.ok()) return ReportError(engine.status());
   server::ModelInfo info = server::ModelInfoOf(a.model, **engine);
@@ -289,10 +293,14 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
   cmd->add_option("--spec", a->spec,
-                  "Speculative decoding for requests that do not set 'speculative': off or lookup "
-                  "(prompt lookup); never changes results")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"off", "lookup"}));
+                  "Speculative decoding for requests that do not set 'speculative': off, lookup "
+                  "(prompt lookup) or draft (--draft-model); never changes results [default: "
+                  "off, draft with --draft-model]")
+      ->check(CLI::IsMember({"off", "lookup", "draft"}));
+  cmd->add_option("--draft-model", a->draft_model,
+                  "Draft model for speculation: a GGUF (or pulled name) with the model's "
+                  "tokenizer, checked at load; with --spec off, used by requests that set "
+                  "'speculative': true");
   cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per sequence per step")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxSpecK));
@@ -358,7 +366,9 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{86400000}));
   cmd->callback([a, exit_code] {
-    if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunServe(*a);
+    if (!ResolveModelOrReport(&a->model, exit_code)) return;
+    if (!a->draft_model.empty() && !ResolveModelOrReport(&a->draft_model, exit_code)) return;
+    *exit_code = RunServe(*a);
   });
   return cmd;
 }

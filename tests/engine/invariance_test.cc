@@ -5,12 +5,13 @@
 // warm and partial prefix-cache hits), chunk sizes 1/7/64/whole, KV caches small
 // enough to force preemption, 1–3 threads, scalar and AVX2 paths, n > 1, seeded
 // temperature sampling, stop strings, end-of-generation tokens, and speculative
-// decoding (prompt lookup, k 3..8, on prompts that quote themselves) as one
-// more engine axis, and constrained decoding (a GBNF grammar on a quarter of
-// the requests, its token mask computed beside unconstrained rows) — every choice's tokens,
-// logprobs, top-logprobs and the hash of every step's full logits are bitwise equal to the same
-// request run alone, without speculation, on a cold engine. Scoring parity is asserted on the same
-// runs. STET_INVARIANCE_SEED=S reruns one scenario; STET_INVARIANCE_SCENARIOS=N scales.
+// decoding (prompt lookup, k 3..8, on prompts that quote themselves; and a
+// draft model — the model itself, k 4..5) as one more engine axis, and constrained decoding (a GBNF
+// grammar on a quarter of the requests, its token mask computed beside unconstrained rows) — every
+// choice's tokens, logprobs, top-logprobs and the hash of every step's full logits are bitwise
+// equal to the same request run alone, without speculation, on a cold engine. Scoring parity is
+// asserted on the same runs. STET_INVARIANCE_SEED=S reruns one scenario;
+// STET_INVARIANCE_SCENARIOS=N scales.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -34,13 +35,15 @@ struct Config {
   int n_kv_blocks;  // 0: default
   int max_batch_tokens;
   bool prefix_cache;
-  int spec_k = 0;  // speculative decoding (prompt lookup) with this k; 0: off
+  int spec_k = 0;      // speculative decoding (prompt lookup) with this k; 0: off
+  bool draft = false;  // with spec_k: the model drafts for itself (SpecMode::kDraft)
   std::string Describe() const {
     return "threads=" + std::to_string(threads) + " isa=" + IsaName(isa) +
            " chunk=" + std::to_string(chunk) + " block=" + std::to_string(block_size) +
            " kv_blocks=" + std::to_string(n_kv_blocks) +
            " batch_tokens=" + std::to_string(max_batch_tokens) +
-           " prefix_cache=" + (prefix_cache ? "on" : "off") + " spec_k=" + std::to_string(spec_k);
+           " prefix_cache=" + (prefix_cache ? "on" : "off") + " spec_k=" + std::to_string(spec_k) +
+           (draft ? " draft" : "");
   }
 };
 
@@ -60,7 +63,11 @@ std::unique_ptr<Engine> MakeEngine(const std::string& path, const Config& c) {
   o.n_kv_blocks = c.n_kv_blocks;
   o.max_batch_tokens = c.max_batch_tokens;
   o.prefix_cache = c.prefix_cache;
-  if (c.spec_k > 0) {
+  if (c.spec_k > 0 && c.draft) {
+    o.spec.mode = SpecMode::kDraft;
+    o.spec.k = c.spec_k;
+    o.spec.draft_model = path;  // greedy drafts all accepted, sampled ones often not
+  } else if (c.spec_k > 0) {
     o.spec.mode = SpecMode::kLookup;
     o.spec.k = c.spec_k;
     o.spec.ngram_min = 1;  // draft eagerly: many accepted and many rejected drafts
@@ -155,6 +162,9 @@ class Fixture {
         {1, Avx2OrScalar(), 64, 16, 0, 512, true, 8},
         {3, BestIsa(), 1, 8, 40, 32, true, 3},
         {2, Isa::kScalar, 4096, 16, 14, 4096, false, 6},
+        // A draft model: its own KV pool beside a small target pool, chunks of 7.
+        {2, BestIsa(), 7, 4, 48, 64, true, 4, true},
+        {3, Avx2OrScalar(), 64, 8, 0, 512, false, 5, true},
     };
     for (const Config& c : configs) engines_.push_back({c, MakeEngine(path_, c)});
   }

@@ -112,9 +112,20 @@ TEST(SpecK, AdaptsToAcceptance) {
 TEST(SpecOptions, ParseAndValidate) {
   EXPECT_EQ(*ParseSpecMode("lookup"), SpecMode::kLookup);
   EXPECT_EQ(*ParseSpecMode("off"), SpecMode::kOff);
-  EXPECT_FALSE(ParseSpecMode("draft").ok());
+  EXPECT_EQ(*ParseSpecMode("draft"), SpecMode::kDraft);
+  EXPECT_FALSE(ParseSpecMode("eagle").ok());
   SpecOptions o;
   EXPECT_TRUE(ValidateSpecOptions(o).ok());
+  o.mode = SpecMode::kDraft;  // a draft model is needed
+  EXPECT_FALSE(ValidateSpecOptions(o).ok());
+  o.draft_model = "d.gguf";
+  EXPECT_TRUE(ValidateSpecOptions(o).ok());
+  o.mode = SpecMode::kOff;  // loaded for requests that turn speculation on
+  EXPECT_TRUE(ValidateSpecOptions(o).ok());
+  o.mode = SpecMode::kLookup;  // a draft model and lookup exclude each other
+  EXPECT_FALSE(ValidateSpecOptions(o).ok());
+  o.mode = SpecMode::kOff;
+  o.draft_model.clear();
   o.k = 0;
   EXPECT_FALSE(ValidateSpecOptions(o).ok());
   o.k = kMaxSpecK + 1;
@@ -126,7 +137,8 @@ TEST(SpecOptions, ParseAndValidate) {
 }
 
 // ---------------------------------------------------------------------------
-// The engine with speculation on against the engine with it off.
+// The engine with speculation on against the engine with it off
+// (prompt lookup here; the draft-model drafter in draft_model_test.cc).
 
 std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
 

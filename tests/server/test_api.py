@@ -4,8 +4,8 @@ logprobs in both shapes, seeds, n and multiple prompts, stop, echo and
 max_tokens 0 scoring (equal to the generating logprobs), token-id prompts,
 penalties and logit_bias, the prefix cache, /v1/models, /metrics (strict
 format check, and promtool when present) and the request log; and a server
-with speculative decoding (--spec lookup) answering byte for byte what it
-answers with the per-request 'speculative' extension off."""
+with speculative decoding (--spec lookup, or --draft-model) answering byte for
+byte what it answers with the per-request 'speculative' extension off."""
 import json
 import math
 import subprocess
@@ -405,6 +405,16 @@ class SpeculativeApiTest(unittest.TestCase):
         status, err = self.srv.post("/v1/completions", self.body(speculative="yes"))
         self.assertEqual(status, 400)
         self.assertEqual(err["error"]["param"], "speculative")
+
+
+class DraftModelApiTest(SpeculativeApiTest):
+    """`stet serve --draft-model F` (the model drafting for itself): the same bytes,
+    logprobs and fingerprint as with speculation off."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = S.StetServer(STORIES, "--threads", "2", "--draft-model", STORIES, "--spec-k", "5")
+        cls.model = cls.srv.client().models.list().data[0].id
 
 
 if __name__ == "__main__":

@@ -170,6 +170,38 @@ TEST(StetCli, NewWeightTypesRunTheSameOnEveryPath) {
   }
 }
 
+// --draft-model: the same bytes as without speculation (greedy and seeded);
+// a draft with another tokenizer, or --spec draft without a draft, exits 1
+// with a message naming the files.
+TEST(StetCli, DraftModelSpeculation) {
+  STET_REQUIRE_FILE(Stories());
+  const std::string tiny =
+      testing::SharedDir() + "/models/llama-2-tiny-random/llama-2-tiny-random.gguf";
+  STET_REQUIRE_FILE(tiny);
+  const std::string q8 = ::testing::TempDir() + "/stories-draft-q8_0.gguf";
+  ASSERT_EQ(Sh("quantize -m " + Stories() + " -o " + q8 + " --type q8_0").exit_code, 0);
+  for (const char* sampling : {"--temp 0", "--temp 0.9 --seed 3"}) {
+    const std::string run = "run -m " + Stories() + " -p 'Once upon' -n 60 " + sampling;
+    auto off = Sh(run);
+    auto on = Sh(run + " --draft-model " + q8 + " --spec-k 5");
+    auto explicit_on = Sh(run + " --spec draft --draft-model " + q8, true);
+    EXPECT_EQ(off.exit_code, 0);
+    EXPECT_EQ(on.exit_code, 0);
+    EXPECT_EQ(on.out, off.out) << sampling;
+    EXPECT_NE(explicit_on.out.find("speculation draft"), std::string::npos) << explicit_on.out;
+    EXPECT_NE(explicit_on.out.find("draft tokens accepted"), std::string::npos) << explicit_on.out;
+  }
+  auto bad = Sh("run -m " + Stories() + " -p hi -n 4 --draft-model " + tiny, true);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find(Stories()), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find(tiny), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("tokenizer"), std::string::npos) << bad.out;
+  auto none = Sh("run -m " + Stories() + " -p hi -n 4 --spec draft", true);
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.out.find("draft model"), std::string::npos) << none.out;
+  EXPECT_EQ(Sh("run -m " + Stories() + " -p hi --spec lookup --draft-model " + q8).exit_code, 1);
+}
+
 TEST(StetCli, TokenizeIds) {
   STET_REQUIRE_FILE(Stories());
   auto r = Sh("tokenize -m " + Stories() + " --ids 'Once upon a time'");

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Speculative decoding on stet: decode tok/s with speculation off / prompt lookup / a draft
+model, on a copy-heavy task (rewrite a paragraph or code block with one small change) and free
+generation, greedy, and free generation with seeded temperature 0.7, at 1 and 4 concurrent
+sequences; the acceptance
+rate; and whether every request's tokens and logprobs equal the run without speculation.
+
+Targets are SmolLM2-135M-Instruct re-encoded from the cached Q4_1 file by `stet quantize`
+(q8_0, f16) into ~/.cache/stet/bench-models/; the draft is the Q4_1 file itself. Runs
+build-dir/bin/stet_spec_bench (bench/spec/spec_bench.cc), which keeps one engine per mode,
+runs the modes interleaved and reports medians over --reps. Writes bench/results/DATE-spec-HOST.{json,md}.
+
+    bench/spec/run.py --build build --reps 3
+    bench/spec/run.py --targets q8_0 --reps 1 -n 64        # quick
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import socket
+import statistics
+import tempfile
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchutil import REPO, cpu_model, git, log  # noqa: E402
+
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "stet")
+DRAFT = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def isa_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    fl = set(line.split(":", 1)[1].split())
+                    return [x for x in ("avx2", "fma", "f16c", "avx512f", "avx512_vnni",
+                                        "avx512_bf16") if x in fl]
+    except OSError:
+        pass
+    return []
+
+
+def target(build, dtype):
+    path = os.path.join(CACHE, "bench-models", f"SmolLM2-135M-Instruct.{dtype}-from-q4_1.gguf")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        log(f"stet quantize -> {path}")
+        subprocess.run([os.path.join(build, "bin", "stet"), "quantize", "-m", DRAFT, "-o", path,
+                        "--type", dtype], check=True)
+    return path
+
+
+def bench(build, model, args):
+    cmd = [os.path.join(build, "bin", "stet_spec_bench"), "-m", model, "--draft", DRAFT,
+           "--threads", str(args.threads), "--reps", str(args.reps), "-n", str(args.n),
+           "--k", str(args.k), "--conc", args.conc, "--modes", "off,lookup,draft"]
+    log(" ".join(cmd))
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+LLAMA_SPEC = """llama.cpp's own speculation, one sequence (its examples run one stream), greedy,
+--ignore-eos, the same prompts (the first of each task), files and threads: `llama-completion`
+(off), `llama-speculative-simple --spec-type ngram-simple` (lookup) and `llama-speculative-simple
+--spec-type draft-simple -md DRAFT` (draft), --spec-draft-n-max = k, all with --no-repack (this
+VM's CPU reports AMX, and ggml's AMX matmul segfaults here; on x86 repacking covers none of these
+weight types, so --no-repack only turns AMX off). Built from the same pinned sources as
+bench/build_llamacpp.sh, with LLAMA_BUILD_EXAMPLES=ON, into build-spec/. tok/s as each prints it
+(its decode phase, the draft's prompt excluded), accept as it prints it; `same` = its generated
+text equals llama-completion's over their common length (the speculative example may overshoot
+-n by a few accepted tokens)."""
+
+
+def llama_runs(peer, model, prompts, args):
+    """llama.cpp off / lookup / draft on the first prompt of each task: median tok/s, acceptance,
+    and whether the text equals the non-speculative run."""
+    rows = []
+    for task in ("copy", "free"):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write(prompts[task][0])
+            pfile = f.name
+        common = ["-m", model, "-f", pfile, "-n", str(args.n), "-t", str(args.threads),
+                  "--temp", "0", "--ignore-eos", "-c", "2048", "--no-repack"]
+        cmds = {
+            "off": [os.path.join(peer, "llama-completion"), *common, "-no-cnv",
+                    "--no-display-prompt"],
+            "lookup": [os.path.join(peer, "llama-speculative-simple"), *common,
+                       "--spec-type", "ngram-simple", "--spec-draft-n-max", str(args.k)],
+            "draft": [os.path.join(peer, "llama-speculative-simple"), *common,
+                      "--spec-type", "draft-simple", "-md", DRAFT, "-td", str(args.threads),
+                      "--spec-draft-n-max", str(args.k)],
+        }
+        texts = {}
+        for mode, cmd in cmds.items():
+            speeds, acc, text = [], None, None
+            for _ in range(args.reps):
+                log(" ".join(cmd))
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                if p.returncode != 0:
+                    log(f"llama.cpp {mode} failed: {p.stderr[-800:]}")
+                    break
+                err = p.stderr
+                m = (re.search(r"eval time =.*?/\s*(\d+) runs.*?([\d.]+) tokens per second", err)
+                     if mode == "off" else
+                     re.search(r"decoded\s+(\d+) tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+)", err))
+                if m:
+                    speeds.append(float(m.group(2)))
+                a = re.search(r"accept\s+=\s+([\d.]+)%", err)
+                acc = float(a.group(1)) if a else acc
+                text = p.stdout
+                if mode != "off":  # it echoes the prompt first
+                    text = text.split("<|im_start|>assistant", 1)[-1]
+            texts[mode] = text
+            same = None
+            if mode != "off" and text is not None and texts.get("off") is not None:
+                # It may overshoot -n by a few accepted tokens: compare the common length.
+                a, b = texts["off"].strip(), text.strip()
+                m = min(len(a), len(b))
+                same = m > 0 and a[:m] == b[:m]
+            rows.append(dict(engine="llama.cpp", task=task, conc=1, mode=mode,
+                             decode_tok_s=statistics.median(speeds) if speeds else None,
+                             runs=speeds, accept_pct=acc, same_as_off=same))
+        os.unlink(pfile)
+    return rows
+
+
+def write_markdown(res, path):
+    rows = res["rows"]
+    lines = [f"# Speculative decoding — {res['date']}", "",
+             f"CPU: {res['cpu']} ({res['nproc']} cores; ISA flags {', '.join(res['isa'])}); "
+             f"stet {res['commit']}; {res['threads']} threads; {res['tokens']} tokens per "
+             f"request (ignore_eos); k = {res['k']} (adaptive below); median of {res['reps']} "
+             "runs, the three modes interleaved (off, lookup, draft, off, ...) so the machine's "
+             "drifts hit them alike. Draft: SmolLM2-135M-Instruct Q4_1 (the cached file); targets: the same "
+             "weights re-encoded by `stet quantize`. copy = rewrite a paragraph / code block / "
+             "list / email with one small change; free = open prompts; both greedy; free-t0.7 = "
+             "the open prompts with seeded temperature 0.7 (the draft still drafts greedily). Decode tok/s is aggregate over the concurrent requests, from "
+             "the last first token to the last finish (the draft model prefills the prompt beside the "
+             "target's prefill, before the first token, as llama.cpp's example does). "
+             "`same` = every request's tokens and logprobs bitwise equal to speculation off.",
+             "", res.get("note", ""), "",
+             "| target | task | conc | off tok/s | lookup tok/s | ×off | lookup accept | "
+             "draft tok/s | ×off | draft accept | same (lookup/draft) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    keys = sorted({(r["target"], r["task"], r["conc"]) for r in rows},
+                  key=lambda t: (t[0], ["copy", "free", "free-t0.7"].index(t[1]), t[2]))
+    for tgt, task, conc in keys:
+        by = {r["mode"]: r for r in rows if (r["target"], r["task"], r["conc"]) == (tgt, task, conc)}
+        off = by.get("off", {}).get("decode_tok_s")
+
+        def cell(m):
+            r = by.get(m)
+            if not r:
+                return "—", "—", "—"
+            acc = f"{100 * r['accepted'] / r['drafted']:.0f}%" if r["drafted"] else "—"
+            x = f"{r['decode_tok_s'] / off:.2f}" if off else "—"
+            return f"{r['decode_tok_s']:.1f}", x, acc
+
+        lt, lx, la = cell("lookup")
+        dt, dx, da = cell("draft")
+        same = "/".join("yes" if by.get(m, {}).get("same_as_off") else "NO"
+                        for m in ("lookup", "draft"))
+        lines.append(f"| {tgt} | {task} | {conc} | {off:.1f} | {lt} | {lx} | {la} | {dt} | {dx} "
+                     f"| {da} | {same} |")
+    if res.get("llama"):
+        lines += ["", "## llama.cpp, same files", "", LLAMA_SPEC, "",
+                  "| target | task | off tok/s | lookup tok/s | lookup accept | same | "
+                  "draft tok/s | draft accept | same |", "|---|---|---:|---:|---:|---|---:|---:|---|"]
+        for tgt in sorted({r["target"] for r in res["llama"]}):
+            for task in ("copy", "free"):
+                by = {r["mode"]: r for r in res["llama"] if (r["target"], r["task"]) == (tgt, task)}
+
+                def f(m, key, fmtx="{:.1f}"):
+                    v = by.get(m, {}).get(key)
+                    return "—" if v is None else fmtx.format(v)
+
+                def sm(m):
+                    v = by.get(m, {}).get("same_as_off")
+                    return "—" if v is None else ("yes" if v else "no")
+                lines.append(f"| {tgt} | {task} | {f('off', 'decode_tok_s')} | "
+                             f"{f('lookup', 'decode_tok_s')} | {f('lookup', 'accept_pct', '{:.0f}%')} "
+                             f"| {sm('lookup')} | {f('draft', 'decode_tok_s')} | "
+                             f"{f('draft', 'accept_pct', '{:.0f}%')} | {sm('draft')} |")
+    elif res.get("llama_note"):
+        lines += ["", "llama.cpp: " + res["llama_note"]]
+    lines += ["", "Runs per row (tok/s):", ""]
+    for r in rows:
+        lines.append(f"- {r['target']} {r['task']} conc {r['conc']} {r['mode']}: "
+                     + ", ".join(f"{x:.1f}" for x in r["runs"]))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--targets", default="q8_0,f16")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--conc", default="1,4")
+    ap.add_argument("--out", default=None, help="results path without extension")
+    ap.add_argument("--llamacpp", default=os.path.join(CACHE, "llama.cpp-0.3.36", "build-spec", "bin"),
+                    help="folder with llama-completion and llama-speculative-simple (none: skip)")
+    args = ap.parse_args()
+    if not os.path.exists(DRAFT):
+        sys.exit(f"missing {DRAFT}: run scripts/setup")
+    res = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               cpu=cpu_model(), nproc=os.cpu_count(), isa=isa_flags(),
+               commit=git("rev-parse", "--short", "HEAD"), threads=args.threads,
+               reps=args.reps, tokens=args.n, k=args.k, rows=[])
+    for dtype in args.targets.split(","):
+        for r in bench(args.build, target(args.build, dtype), args):
+            r["target"] = f"SmolLM2-135M {dtype}"
+            res["rows"].append(r)
+            log(json.dumps(r))
+    peer = args.llamacpp
+    if peer != "none" and all(os.path.exists(os.path.join(peer, b))
+                              for b in ("llama-completion", "llama-speculative-simple")):
+        prompts = json.loads(subprocess.run(
+            [os.path.join(args.build, "bin", "stet_spec_bench"), "-m", DRAFT, "--dump-prompts"],
+            check=True, capture_output=True, text=True).stdout)
+        res["llama"] = []
+        for dtype in args.targets.split(","):
+            for r in llama_runs(peer, target(args.build, dtype), prompts, args):
+                r["target"] = f"SmolLM2-135M {dtype}"
+                res["llama"].append(r)
+                log(json.dumps(r))
+    else:
+        res["llama_note"] = f"not run: no llama-completion / llama-speculative-simple in {peer}"
+    out = args.out or os.path.join(
+        REPO, "bench", "results",
+        f"{datetime.date.today().isoformat()}-spec-{socket.gethostname()}")
+    with open(out + ".json", "w") as f:
+        json.dump(res, f, indent=1)
+    write_markdown(res, out + ".md")
+    log(f"wrote {out}.md")
+
+
+if __name__ == "__main__":
+    main()
