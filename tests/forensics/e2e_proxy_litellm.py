@@ -55,12 +55,15 @@ class LiteLLM:
 
     def __init__(self, binary, upstream, model, tmp):
         self.port = free_port()
+        # LiteLLM refuses to start without a master key; clients send it, stet proxy forwards it.
+        self.key = "sk-stet-" + os.urandom(16).hex()
         self.url = f"http://127.0.0.1:{self.port}"
         cfg = os.path.join(tmp, "litellm.yaml")
         with open(cfg, "w") as f:
             f.write(f"model_list:\n  - model_name: {ALIAS}\n    litellm_params:\n"
                     f"      model: openai/{model}\n      api_base: {upstream}/v1\n      api_key: none\n"
-                    "litellm_settings:\n  telemetry: false\n  num_retries: 0\n")
+                    "litellm_settings:\n  telemetry: false\n  num_retries: 0\n"
+                    f"general_settings:\n  master_key: {self.key}\n")
         env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_TELEMETRY="False",
                    NO_PROXY="*", no_proxy="*")
         for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "DATABASE_URL", "LITELLM_MASTER_KEY"):
@@ -69,7 +72,7 @@ class LiteLLM:
         self.proc = subprocess.Popen([binary, "--config", cfg, "--host", "127.0.0.1", "--port", str(self.port),
                                       "--num_workers", "1"], stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, env=env)
-        self.startup_s = self._wait_ready(180)
+        self.startup_s = self._wait_ready(300)  # 20 s idle; minutes on a loaded 2-core machine
 
     def _wait_ready(self, timeout):
         t0 = time.time()
@@ -83,9 +86,10 @@ class LiteLLM:
             except OSError:
                 pass
             time.sleep(0.5)
-        self.stop()
         self.log.seek(0)
-        raise RuntimeError("LiteLLM did not start:\n" + self.log.read()[-4000:])
+        text = self.log.read()[-4000:]
+        self.stop()
+        raise RuntimeError("LiteLLM did not start:\n" + text)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -133,7 +137,7 @@ class ProxyVsLiteLLM(unittest.TestCase):
         import openai
         db = os.path.join(self.tmp, "litellm.db")
         with sup.StetProxy(self.litellm.url, db, "--no-log") as p:
-            client = openai.OpenAI(base_url=p.url + "/v1", api_key="none", max_retries=0, timeout=120)
+            client = openai.OpenAI(base_url=p.url + "/v1", api_key=self.litellm.key, max_retries=0, timeout=120)
             msgs = [{"role": "user", "content": "Tell me a story"}]
 
             # Non-streamed chat: the record holds the body as sent and the answer as received.
@@ -147,10 +151,15 @@ class ProxyVsLiteLLM(unittest.TestCase):
             self.assertEqual(rec["response"], got)
             self.assertEqual(rec["model_requested"], ALIAS)
             self.assertEqual(rec["model_answered"], answer.model)
+            # LiteLLM answers under its route's name, not stet's; stet's fingerprint passes through.
+            self.assertEqual(answer.model, ALIAS)
+            self.assertNotEqual(ALIAS, self.server.model)
+            self.assertEqual(rec["system_fingerprint"], self.server.fingerprint)
             self.assertTrue(answer.choices[0].message.content)
             # The words are stet's: LiteLLM relays what stet serve says to the same request.
-            direct = self.server.post("/v1/chat/completions", {"model": self.server.model, "messages": msgs,
+            st, direct = self.server.post("/v1/chat/completions", {"model": self.server.model, "messages": msgs,
                                                                "max_tokens": 10, "seed": 5})
+            self.assertEqual(st, 200, direct)
             self.assertEqual(answer.choices[0].message.content, direct["choices"][0]["message"]["content"])
 
             # Streamed chat: LiteLLM re-chunks; the record folds the chunks into one message.
@@ -187,12 +196,17 @@ class ProxyVsLiteLLM(unittest.TestCase):
                              (err.status_code, err.status_code, "upstream_error"))
             self.assertEqual(rec["response"], json.loads(err.content))
             self.assertIn("no-such-model", json.dumps(rec["response"]))
-        self.assertEqual(len(sup.exchanges(db)), 4)
+        recs = sup.exchanges(db)
+        self.assertEqual(len(recs), 4)
+        print("recorded (status, model_answered, system_fingerprint): "
+              f"{[(r['status'], r['model_answered'], r['system_fingerprint']) for r in recs]}", file=sys.stderr)
+        with open(db, "rb") as f:
+            self.assertNotIn(self.litellm.key.encode(), f.read(), "the key is not stored")
 
         # Replay against LiteLLM: the three answered exchanges again, the error not replayable.
         out = os.path.join(self.tmp, "replay.json")
         t0 = time.time()
-        r = sup.run_stet("replay", db, "--endpoint", self.litellm.url, "--json", out, timeout=120)
+        r = sup.run_stet("replay", db, "--endpoint", self.litellm.url, "--api-key", self.litellm.key, "--json", out, timeout=120)
         print(f"replay through LiteLLM: {time.time() - t0:.1f} s\n{r.stdout}", file=sys.stderr)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rep = sup.read_json(out)
