@@ -1,6 +1,6 @@
 // PackWeights: the row-interleaved layout of q8_0/q4_0/q4_1/q5_0/q5_1/q4_k/q6_k and
-// f16/bf16 matrices (see kernels.h). Pure byte moves, so any CPU can build it; the kernels that
-// read it are cpu/matmul_packed_avx512.cc (decode, not q6_k) and
+// f16/bf16 matrices (see kernels.h). Pure byte moves (q6_k: bit moves), so any CPU can build it;
+// the kernels that read it are cpu/matmul_packed_avx512.cc (decode, not q5/q6_k) and
 // cpu/matmul_packed{,_qk}_avx2.cc (decode and prefill).
 #include <cstring>
 #include <type_traits>
@@ -68,7 +68,8 @@ void PackQ4K(const WeightView& w, uint8_t* dst) {
     const int64_t g = r / 16, t = r % 16;
     for (int64_t b = 0; b < nsb; ++b) {
       uint8_t* p = dst + (g * nsb + b) * stride;
-      for (int word = 0; word < 32; ++word) std::memcpy(p + word * 64 + t * 4, row[b].qs + 4 * word, 4);
+      for (int word = 0; word < 32; ++word)
+        std::memcpy(p + word * 64 + t * 4, row[b].qs + 4 * word, 4);
       for (int j = 0; j < 8; ++j) {
         uint8_t sc, mn;
         UnpackScaleMinK4(row[b].scales, j, &sc, &mn);
@@ -81,9 +82,28 @@ void PackQ4K(const WeightView& w, uint8_t* dst) {
   }
 }
 
-// q6_k: per 16-row group and superblock, the 32 ql words (word w: ql[4w..4w+3]
-// of each row), the 16 qh words likewise, the 16 int8 scales as bytes [j][row]
-// and d as f16 [row]: 3360 bytes, exactly the 16 blocks' size.
+// A q6_k block's 256 quants, 0..63: element 128n + 32c + l has its low 4 bits
+// in ql[64n + 32(c & 1) + l] (c < 2: low nibble, else high), its top 2 in bits
+// 2c, 2c+1 of qh[32n + l].
+void Q6Values(const BlockQ6_K& b, uint8_t* q) {
+  for (int n = 0; n < 2; ++n) {
+    for (int c = 0; c < 4; ++c) {
+      const uint8_t* ql = b.ql + 64 * n + 32 * (c & 1);
+      const int shift = 4 * (c >> 1);
+      for (int l = 0; l < 32; ++l) {
+        q[128 * n + 32 * c + l] = static_cast<uint8_t>(((ql[l] >> shift) & 0x0f) |
+                                                       (((b.qh[32 * n + l] >> (2 * c)) & 3) << 4));
+      }
+    }
+  }
+}
+
+// q6_k: per 16-row group and superblock, 3 words per sub-block j (16
+// elements): byte i of row t's word 3j + k (k < 3) is q[16j + 4k + i] (6 bits)
+// with bits 2k, 2k+1 of q[16j + 12 + i] on top, so the AVX2 kernel gets three
+// quants with one and and the fourth from three 2-bit pieces. Then the 16 int8
+// scales as bytes [j][row] and d as f16 [row]: 3360 bytes, exactly the 16
+// blocks' size.
 void PackQ6K(const WeightView& w, uint8_t* dst) {
   const int64_t nsb = w.cols / kQKK, groups = (w.rows + 15) / 16;
   const int64_t stride = PackedBlockBytes(DType::kQ6_K);
@@ -94,11 +114,19 @@ void PackQ6K(const WeightView& w, uint8_t* dst) {
     const int64_t g = r / 16, t = r % 16;
     for (int64_t b = 0; b < nsb; ++b) {
       uint8_t* p = dst + (g * nsb + b) * stride;
-      for (int word = 0; word < 32; ++word) std::memcpy(p + word * 64 + t * 4, row[b].ql + 4 * word, 4);
-      for (int word = 0; word < 16; ++word) {
-        std::memcpy(p + 2048 + word * 64 + t * 4, row[b].qh + 4 * word, 4);
+      uint8_t q[kQKK];
+      Q6Values(row[b], q);
+      for (int j = 0; j < 16; ++j) {
+        for (int k = 0; k < 3; ++k) {
+          uint8_t word[4];
+          for (int i = 0; i < 4; ++i) {
+            const int top = (q[16 * j + 12 + i] >> (2 * k)) & 3;
+            word[i] = static_cast<uint8_t>(q[16 * j + 4 * k + i] | (top << 6));
+          }
+          std::memcpy(p + (3 * j + k) * 64 + t * 4, word, 4);
+        }
+        p[3072 + j * 16 + t] = static_cast<uint8_t>(row[b].scales[j]);
       }
-      for (int j = 0; j < 16; ++j) p[3072 + j * 16 + t] = static_cast<uint8_t>(row[b].scales[j]);
       std::memcpy(p + 3328 + t * 2, &row[b].d, 2);
     }
   }

@@ -3,15 +3,17 @@
 // bytes of 8 rows (one half of a group), one maddubs with a broadcast 4-byte
 // activation word does 32 exact multiply-adds, and each weight load serves RM
 // activation rows. Per superblock the 8 rows' int32 sums land in one vector.
-// q4_k decode reads both halves of a group in one pass (each activation
+// Decode (m = 1) reads both halves of a group in one pass (each activation
 // broadcast feeds two weight loads).
 //  * q4_k: a sub-block's 8 maddubs partials are added in int16 (|sum| <=
 //    8 * 2 * 15 * 127 = 30480), then madd with the row's 6-bit scale (both
 //    int16 partials of a row times its scale: exact int32);
 //    msum = sum_j min_j * sum qx_j by madd on (min_2q, min_2q+1) pairs.
-//  * q6_k: q = low 4 bits | 2 high bits (0..63); two maddubs partials are
-//    added in int16 (<= 2 * 2 * 63 * 127 = 32004), then madd with the row's
-//    int8 scale; the -32 offset is -32 * sum_j sc_j * sum qx_j (madd on pairs).
+//  * q6_k: per sub-block, three quants are a word's low 6 bits (one and) and
+//    the fourth gathers the words' top 2 bits (pack.cc's layout); two maddubs
+//    partials are added in int16 (<= 2 * 2 * 63 * 127 = 32004), then madd with
+//    the row's int8 scale; the -32 offset is -32 * sum_j sc_j * sum qx_j (madd
+//    on pairs).
 // Numerics: per output, superblock b's exact isum (and q4_k's msum) go to
 // logical lane b % 8 with the fmas of ref/matmul_qk.cc, then the fixed lane
 // tree: equal to the scalar reference bit for bit (matmul_test.cc:
@@ -101,71 +103,78 @@ inline void SuperQ4K(const uint8_t* p, const int* half, const int8_t* const* xq,
   }
 }
 
-// q6_k superblock (at p) of one 8-row half: isum = sum_e sc[e/16] (q_e - 32) qx_e
-// for RM activation rows (row i's quants at xq[i], its 16 bsums at bs[i]).
-// Element e = 128n + 32c + l (l < 32): its low 4 bits are in ql[64n + 32(c&1) + l]
-// (c < 2: low nibble, else high), its high 2 bits are bits 2c, 2c+1 of qh[32n + l].
-template <int RM>
-inline void SuperQ6K(const uint8_t* p, int half, const int8_t* const* xq, const int16_t* const* bs,
-                     __m256i* isum) {
-  const int rows8 = half / 4;
+// q6_k superblock (at p) of NH 8-row halves: isum = sum_e sc[e/16] (q_e - 32) qx_e
+// for RM activation rows (row i's quants at xq[i], its 16 bsums at bs[i]),
+// output k = h * RM + i. Sub-block j is 3 words (kernels/pack.cc): the low 6
+// bits of word 3j + k hold elements 16j + 4k.., their top 2 bits the 2-bit
+// pieces of elements 16j + 12.. (masked first, so 16-bit shifts move no bit
+// across a byte).
+template <int NH, int RM>
+inline void SuperQ6K(const uint8_t* p, const int* half, const int8_t* const* xq,
+                     const int16_t* const* bs, __m256i* isum) {
   const uint8_t* sc = p + 3072;  // int8 scales [j][row]
-  // Each sub-block's scale for the half's 8 rows, as madd pairs, once per superblock.
-  __m256i scale[16];
+  const __m256i low6 = _mm256_set1_epi8(0x3f), top2 = _mm256_set1_epi8(static_cast<char>(0xc0));
   STET_UNROLL
-  for (int j = 0; j < 16; ++j) scale[j] = RowPairsI8(sc + 16 * j + rows8);
-  const __m256i low4 = _mm256_set1_epi8(0x0f), bits45 = _mm256_set1_epi8(0x30);
-  STET_UNROLL
-  for (int i = 0; i < RM; ++i) isum[i] = _mm256_setzero_si256();
-  for (int n = 0; n < 2; ++n) {
+  for (int k = 0; k < NH * RM; ++k) isum[k] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+  for (int j = 0; j < 16; ++j) {
+    __m256i x[RM][4];
     STET_UNROLL
-    for (int sp = 0; sp < 4; ++sp) {  // l = 8sp..8sp+7, as words s = 2sp and 2sp + 1
-      __m256i q[2][4];
+    for (int i = 0; i < RM; ++i) {
       STET_UNROLL
-      for (int e = 0; e < 2; ++e) {
-        const int s = 2 * sp + e;
-        const __m256i qa = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(p + (16 * n + s) * 64 + half));
-        const __m256i qb = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(p + (16 * n + 8 + s) * 64 + half));
-        const __m256i qh = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(p + 2048 + (8 * n + s) * 64 + half));
-        // qh bits 2c, 2c+1 to bits 4, 5 (16-bit shifts; the mask keeps only
-        // bits that stayed within their byte).
-        q[e][0] = _mm256_or_si256(_mm256_and_si256(qa, low4),
-                                  _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
-        q[e][1] = _mm256_or_si256(_mm256_and_si256(qb, low4),
-                                  _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
-        q[e][2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), low4),
-                                  _mm256_and_si256(qh, bits45));
-        q[e][3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), low4),
-                                  _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
-      }
+      for (int w = 0; w < 4; ++w) x[i][w] = Bcast32(xq[i] + 16 * j + 4 * w);
+    }
+    STET_UNROLL
+    for (int h = 0; h < NH; ++h) {
+      const uint8_t* wp = p + 3 * j * 64 + half[h];
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 64));
+      const __m256i b2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 128));
+      const __m256i q0 = _mm256_and_si256(b0, low6), q1 = _mm256_and_si256(b1, low6);
+      const __m256i q2 = _mm256_and_si256(b2, low6);
+      const __m256i q3 =
+          _mm256_or_si256(_mm256_or_si256(_mm256_srli_epi16(_mm256_and_si256(b0, top2), 6),
+                                          _mm256_srli_epi16(_mm256_and_si256(b1, top2), 4)),
+                          _mm256_srli_epi16(_mm256_and_si256(b2, top2), 2));
+      const __m256i scl = RowPairsI8(sc + 16 * j + half[h] / 4);
       STET_UNROLL
-      for (int c = 0; c < 4; ++c) {
-        const __m256i scl = scale[8 * n + 2 * c + sp / 2];
-        STET_UNROLL
-        for (int i = 0; i < RM; ++i) {
-          const int8_t* x = xq[i] + 128 * n + 32 * c + 8 * sp;
-          const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0][c], Bcast32(x)),
-                                               _mm256_maddubs_epi16(q[1][c], Bcast32(x + 4)));
-          isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(s16, scl));
-          KeepInRegister(isum[i]);
-        }
+      for (int i = 0; i < RM; ++i) {
+        const int k = h * RM + i;
+        // Two maddubs partials per int16: <= 2 * 2 * 63 * 127 = 32004.
+        const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, x[i][0]),
+                                             _mm256_maddubs_epi16(q1, x[i][1]));
+        const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(q2, x[i][2]),
+                                             _mm256_maddubs_epi16(q3, x[i][3]));
+        isum[k] = _mm256_add_epi32(
+            isum[k], _mm256_add_epi32(_mm256_madd_epi16(s01, scl), _mm256_madd_epi16(s23, scl)));
+        KeepInRegister(isum[k]);
       }
     }
   }
-  // -32 * sum_j sc_j * bsum_j, on (sc_2k, sc_2k+1) pairs per row.
+  // -32 * sum_j sc_j * bsum_j, on (sc_2k, sc_2k+1) pairs per row (|sum| <= 16 *
+  // 128 * 2032: times 32 still an exact int32).
   STET_UNROLL
-  for (int k = 0; k < 8; ++k) {
-    const __m128i e = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * k) + rows8));
-    const __m128i o =
-        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * k + 1) + rows8));
-    const __m256i pairs = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(e, o));
+  for (int h = 0; h < NH; ++h) {
+    const int rows8 = half[h] / 4;
+    __m256i off[RM];
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) off[i] = _mm256_setzero_si256();
+    STET_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const __m128i e =
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * k) + rows8));
+      const __m128i o =
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * k + 1) + rows8));
+      const __m256i pairs = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(e, o));
+      STET_UNROLL
+      for (int i = 0; i < RM; ++i) {
+        off[i] = _mm256_add_epi32(
+            off[i], _mm256_madd_epi16(pairs, Int16Pair(bs[i][2 * k], bs[i][2 * k + 1])));
+      }
+    }
     STET_UNROLL
     for (int i = 0; i < RM; ++i) {
-      const __m256i off = _mm256_madd_epi16(pairs, Int16Pair(bs[i][2 * k], bs[i][2 * k + 1]));
-      isum[i] = _mm256_sub_epi32(isum[i], _mm256_slli_epi32(off, 5));
+      isum[h * RM + i] = _mm256_sub_epi32(isum[h * RM + i], _mm256_slli_epi32(off[i], 5));
     }
   }
 }
@@ -175,12 +184,11 @@ inline void SuperQ6K(const uint8_t* p, int half, const int8_t* const* xq, const 
 constexpr int64_t kPrefetchAhead = 3;
 
 // The outputs of NH halves (packed group at p; NH = 1: the half at byte offset
-// half0, NH = 2: both, 16 rows; q6_k: NH = 1) for activation rows i0..i0+RM-1;
+// half0, NH = 2: both, 16 rows) for activation rows i0..i0+RM-1;
 // n_out counts from the first output row.
 template <bool kQ6, int NH, int RM>
 void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
               int64_t ldy, int64_t n_out) {
-  static_assert(!kQ6 || NH == 1, "q6_k reads one half per pass");
   const int half[2] = {NH == 2 ? 0 : half0, 32};
   const int dofs = kQ6 ? 3328 : 2048 + 256;  // f16 d [row] (q4_k: then dmin [row])
   __m256 acc[NH * RM][kLanes];
@@ -201,7 +209,7 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, in
     }
     __m256i isum[NH * RM], msum[NH * RM];
     if constexpr (kQ6) {
-      SuperQ6K<RM>(pb, half[0], xq, bs, isum);
+      SuperQ6K<NH, RM>(pb, half, xq, bs, isum);
     } else {
       SuperQ4K<NH, RM>(pb, half, xq, bs, isum, msum);
     }
@@ -260,14 +268,12 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const int64_t stride = PackedBlockBytes(w.type);
   const auto* packed = static_cast<const uint8_t*>(w.packed);
   STET_CHECK(r0 % 16 == 0);
-  if constexpr (!kQ6) {
-    if (a.m == 1) {  // q4_k decode: both halves in one pass, each line read once
-      for (int64_t row0 = r0; row0 < r1; row0 += 16) {
-        const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
-        HalfTile<false, 2, 1>(p, 0, stride, *a.a8k, 0, a.y + row0, w.rows, r1 - row0);
-      }
-      return;
+  if (a.m == 1) {  // decode: both halves in one pass, each line read once
+    for (int64_t row0 = r0; row0 < r1; row0 += 16) {
+      const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
+      HalfTile<kQ6, 2, 1>(p, 0, stride, *a.a8k, 0, a.y + row0, w.rows, r1 - row0);
     }
+    return;
   }
   for (int64_t row0 = r0; row0 < r1; row0 += 8) {
     const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
