@@ -33,6 +33,21 @@ static inline void StoreRows16(__m512 r, int64_t row0, int64_t m, float* y, int6
   for (int t = 0; t < 16 && row0 + t < m; ++t) y[(row0 + t) * ldy] = out[t];
 }
 
+// The end of a vertical kernel's tile: lanes[l][g][n] holds logical lane l of
+// the 16 outputs of row group g0 + g and weight row n; each gets the fixed lane
+// tree and goes to y[(16 (g0 + g) + t) * ldy + n] for the rows t < m.
+template <int TG, int RN>
+static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g0, int64_t m,
+                                  float* y, int64_t ldy) {
+  for (int g = 0; g < TG; ++g) {
+    for (int n = 0; n < RN; ++n) {
+      __m512 l8[8];
+      for (int l = 0; l < 8; ++l) l8[l] = _mm512_load_ps(lanes[l][g][n]);
+      StoreRows16(CombineLanes16(l8), 16 * (g0 + g), m, y + n, ldy);
+    }
+  }
+}
+
 // -(a * b), as C++'s unary minus of the rounded product (sign flip, nan too).
 static inline __m512 NegMul(__m512 a, __m512 b) {
   return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(a, b)),

@@ -201,14 +201,7 @@ void Tile(const Block* const* wrow, const BlockAux* aux, const uint8_t* wq, cons
     for (int g = 0; g < TG; ++g) STET_UNROLL
     for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
   }
-  // The fixed lane tree, 16 outputs at a time.
-  for (int g = 0; g < TG; ++g) {
-    for (int n = 0; n < RN; ++n) {
-      __m512 l8[kLanes];
-      for (int l = 0; l < kLanes; ++l) l8[l] = _mm512_load_ps(lanes[l][g][n]);
-      StoreRows16(CombineLanes16(l8), 16 * (g0 + g), act.m, y + n, ldy);
-    }
-  }
+  StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
 }
 
 // Measured on Zen 5 (576x1536 and 1536x576, m = 512): RN x TG = 4 x 2.

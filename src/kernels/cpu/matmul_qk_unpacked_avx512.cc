@@ -232,13 +232,7 @@ void Tile(const Super* const* us, const ActQ8KV& act, int64_t g0, float* y, int6
     for (int g = 0; g < TG; ++g) STET_UNROLL
     for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
   }
-  for (int g = 0; g < TG; ++g) {  // the fixed lane tree, 16 outputs at a time
-    for (int n = 0; n < RN; ++n) {
-      __m512 l8[kLanes];
-      for (int l = 0; l < kLanes; ++l) l8[l] = _mm512_load_ps(lanes[l][g][n]);
-      StoreRows16(CombineLanes16(l8), 16 * (g0 + g), act.m, y + n, ldy);
-    }
-  }
+  StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
 }
 
 constexpr int kRN = 2;
