@@ -48,6 +48,21 @@ std::shared_ptr<RecordContext> Server::Impl::NewRecord(const Json& body,
   return c;
 }
 
+RecordFn Server::Impl::ChatRecord(std::shared_ptr<RecordContext> ctx, int64_t now_unix,
+                                  bool clock_from_client, std::string rendered,
+                                  const std::vector<RequestParams>& params) const {
+  ctx->chat = true;
+  ctx->clock_unix = now_unix;
+  ctx->clock_from_client = clock_from_client;
+  ctx->template_sha256 = chat_template_sha256;
+  ctx->template_fallback = chat->is_fallback();
+  ctx->rendered_prompt = std::move(rendered);
+  ctx->params = params;
+  return [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
+    return BuildRecord(*ctx, choices, u);
+  };
+}
+
 ToolParseFn Server::Impl::ToolParser(const Json& tools, uint64_t seed) const {
   // Parsed from the tokens with special tokens written out: markers such as
   // <|python_tag|> and [TOOL_CALLS] are control tokens the text leaves out.
@@ -223,17 +238,8 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (return_token_ids) prompt_ids.push_back(params[0].prompt);
   RecordFn record;
   if (opts.recorder) {
-    auto ctx = NewRecord(*body, "/v1/chat/completions", received_at, seed, seed_generated);
-    ctx->chat = true;
-    ctx->clock_unix = now_unix;
-    ctx->clock_from_client = clock->has_value();
-    ctx->template_sha256 = chat_template_sha256;
-    ctx->template_fallback = chat->is_fallback();
-    ctx->rendered_prompt = std::move(rendered);
-    ctx->params = params;
-    record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
-      return BuildRecord(*ctx, choices, u);
-    };
+    record = ChatRecord(NewRecord(*body, "/v1/chat/completions", received_at, seed, seed_generated),
+                        now_unix, clock->has_value(), std::move(rendered), params);
   }
 
   const bool logprobs = r->logprobs;

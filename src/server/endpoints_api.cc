@@ -76,17 +76,8 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   params.push_back(std::move(*rp));
   RecordFn record;
   if (opts.recorder) {
-    auto ctx = NewRecord(*body, "/v1/responses", received_at, seed, seed_generated);
-    ctx->chat = true;
-    ctx->clock_unix = now_unix;
-    ctx->clock_from_client = clock->has_value();
-    ctx->template_sha256 = chat_template_sha256;
-    ctx->template_fallback = chat->is_fallback();
-    ctx->rendered_prompt = std::move(rendered);
-    ctx->params = params;
-    record = [ctx](const std::vector<ChoiceResult>& choices, const UsageCounts& u) {
-      return BuildRecord(*ctx, choices, u);
-    };
+    record = ChatRecord(NewRecord(*body, "/v1/responses", received_at, seed, seed_generated),
+                        now_unix, clock->has_value(), std::move(rendered), params);
   }
 
   ResponsesShape shape = r->shape;

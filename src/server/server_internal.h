@@ -158,6 +158,10 @@ struct Server::Impl {
   std::shared_ptr<RecordContext> NewRecord(const Json& body, const std::string& endpoint,
                                            std::string received_at, uint64_t seed,
                                            bool seed_generated) const;
+  // The recorder of a templated request (chat, /v1/responses): ctx from NewRecord plus
+  // the template's instant, hash and fallback flag, the rendered prompt and the params.
+  RecordFn ChatRecord(std::shared_ptr<RecordContext> ctx, int64_t now_unix, bool clock_from_client,
+                      std::string rendered, const std::vector<RequestParams>& params) const;
   // The template's tool-call format parsed out of a choice's tokens (special tokens written out).
   ToolParseFn ToolParser(const Json& tools, uint64_t seed) const;
 
