@@ -34,60 +34,21 @@ constexpr bool kQMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block,
 template <typename Block>
 constexpr int kQBytesOf = std::is_same_v<Block, BlockQ8_0> ? 512 : 256;
 
-// q5_0/q5_1: word j's nibbles with their fifth bits (pack.cc: a byte per row and
-// word after the scales, bits 0-3 for the low nibbles' elements 4j..4j+3, 4-7 for
-// the high ones'), 0..31, maddubs' unsigned operand. Four maddubs pairs
-// (<= 4 * 2 * 31 * 127 = 31496) are added in int16, exact, then widened.
-template <typename Block, int NH, int RM>
-inline void Q5Dots(const uint8_t* p, const int* half, const int8_t* const* xq, __m256i* is) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i mask = _mm256_set1_epi8(0x0f), five = _mm256_set1_epi8(0x10);
+// q5_0/q5_1: the fifth bits of word j's 8 rows of one half as 0x10 per byte,
+// for the low (elements 4j..4j+3) and high (16+4j..) nibbles (pack.cc: a byte
+// per row and word after the scales, bits 0-3 and 4-7).
+inline void FifthBits(const uint8_t* hb, __m256i* lo, __m256i* hi) {
   // Byte 4u + e of each 128-bit lane <- row byte u (lane 1: rows 4..7).
   const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
                                           5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
-  const __m256i bit_lo = _mm256_set1_epi32(0x08040201), bit_hi = _mm256_set1_epi32(
-                                                            static_cast<int32_t>(0x80402010u));
-  const uint8_t* hb = p + kQBytesOf<Block> + (kQMin<Block> ? 64 : 32);
-  __m256i s16[NH * RM];
-  STET_UNROLL
-  for (int k = 0; k < NH * RM; ++k) {
-    is[k] = _mm256_setzero_si256();
-    s16[k] = _mm256_setzero_si256();
-  }
-  STET_UNROLL
-  for (int j = 0; j < 4; ++j) {
-    __m256i xl[RM], xh[RM];
-    STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      xl[i] = Bcast32(xq[i] + 4 * j);
-      xh[i] = Bcast32(xq[i] + 16 + 4 * j);
-    }
-    STET_UNROLL
-    for (int h = 0; h < NH; ++h) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * j + half[h]));
-      int64_t bits8;
-      std::memcpy(&bits8, hb + 16 * j + half[h] / 4, 8);
-      const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi64x(bits8), spread);
-      const __m256i f_lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit_lo), bit_lo), five);
-      const __m256i f_hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit_hi), bit_hi), five);
-      const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, mask), f_lo);
-      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), mask), f_hi);
-      STET_UNROLL
-      for (int i = 0; i < RM; ++i) {
-        __m256i& acc = s16[h * RM + i];
-        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, xl[i]));
-        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, xh[i]));
-        KeepInRegister(acc);
-      }
-    }
-    if (j % 2 == 1) {
-      STET_UNROLL
-      for (int k = 0; k < NH * RM; ++k) {
-        is[k] = _mm256_add_epi32(is[k], _mm256_madd_epi16(s16[k], ones));
-        s16[k] = _mm256_setzero_si256();
-      }
-    }
-  }
+  const __m256i bit_lo = _mm256_set1_epi32(0x08040201);
+  const __m256i bit_hi = _mm256_set1_epi32(static_cast<int32_t>(0x80402010u));
+  const __m256i five = _mm256_set1_epi8(0x10);
+  int64_t bits8;
+  std::memcpy(&bits8, hb, 8);
+  const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi64x(bits8), spread);
+  *lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit_lo), bit_lo), five);
+  *hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit_hi), bit_hi), five);
 }
 
 // Exact int32 dots of one 32-block (at p) for the 8 rows of NH halves (byte
@@ -119,13 +80,19 @@ inline void BlockDots(const uint8_t* p, const int* half, const int8_t* const* xq
         }
       }
     }
-  } else if constexpr (std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>) {
-    Q5Dots<Block, NH, RM>(p, half, xq, is);
   } else {
+    // q4_0/q4_1 nibbles (0..15) or q5's with their fifth bits (0..31), maddubs'
+    // unsigned operand. int16 partials are widened every kWiden words: 4 words of
+    // q4 (<= 8 * 2 * 15 * 127 = 30480) or 2 of q5 (<= 4 * 2 * 31 * 127 = 31496), exact.
+    constexpr int kWiden = kQ5<Block> ? 2 : 4;
     const __m256i mask = _mm256_set1_epi8(0x0f);
+    const uint8_t* hb = p + kQBytesOf<Block> + (kQMin<Block> ? 64 : 32);
     __m256i s16[NH * RM];
     STET_UNROLL
-    for (int k = 0; k < NH * RM; ++k) s16[k] = _mm256_setzero_si256();
+    for (int k = 0; k < NH * RM; ++k) {
+      is[k] = _mm256_setzero_si256();
+      s16[k] = _mm256_setzero_si256();
+    }
     STET_UNROLL
     for (int j = 0; j < 4; ++j) {
       // Low nibbles: elements 4j..4j+3; high nibbles: 16+4j..16+4j+3.
@@ -139,8 +106,14 @@ inline void BlockDots(const uint8_t* p, const int* half, const int8_t* const* xq
       for (int h = 0; h < NH; ++h) {
         const __m256i raw =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * j + half[h]));
-        const __m256i lo = _mm256_and_si256(raw, mask);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+        __m256i lo = _mm256_and_si256(raw, mask);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+        if constexpr (kQ5<Block>) {
+          __m256i f_lo, f_hi;
+          FifthBits(hb + 16 * j + half[h] / 4, &f_lo, &f_hi);
+          lo = _mm256_or_si256(lo, f_lo);
+          hi = _mm256_or_si256(hi, f_hi);
+        }
         STET_UNROLL
         for (int i = 0; i < RM; ++i) {
           __m256i& acc = s16[h * RM + i];
@@ -149,9 +122,14 @@ inline void BlockDots(const uint8_t* p, const int* half, const int8_t* const* xq
           KeepInRegister(acc);
         }
       }
+      if ((j + 1) % kWiden == 0) {
+        STET_UNROLL
+        for (int k = 0; k < NH * RM; ++k) {
+          is[k] = _mm256_add_epi32(is[k], _mm256_madd_epi16(s16[k], ones));
+          s16[k] = _mm256_setzero_si256();
+        }
+      }
     }
-    STET_UNROLL
-    for (int k = 0; k < NH * RM; ++k) is[k] = _mm256_madd_epi16(s16[k], ones);
   }
 }
 
