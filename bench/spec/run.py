@@ -69,11 +69,19 @@ LLAMA_SPEC = """llama.cpp's own speculation, one sequence (its examples run one 
 (off), `llama-speculative-simple --spec-type ngram-simple` (lookup) and `llama-speculative-simple
 --spec-type draft-simple -md DRAFT` (draft), --spec-draft-n-max = k, all with --no-repack (this
 VM's CPU reports AMX, and ggml's AMX matmul segfaults here; on x86 repacking covers none of these
-weight types, so --no-repack only turns AMX off). Built from the same pinned sources as
-bench/build_llamacpp.sh, with LLAMA_BUILD_EXAMPLES=ON, into build-spec/. tok/s as each prints it
+weight types, so --no-repack only turns AMX off). Built by bench/build_llamacpp.sh (pinned
+sources; the -noamx build where the native one's AMX crashes). tok/s as each prints it
 (its decode phase, the draft's prompt excluded), accept as it prints it; `same` = its generated
 text equals llama-completion's over their common length (the speculative example may overshoot
 -n by a few accepted tokens)."""
+
+
+def default_peer():
+    for variant in ("-noamx", ""):
+        d = os.path.join(CACHE, "llama.cpp-0.3.36" + variant, "bin")
+        if os.path.exists(os.path.join(d, "llama-speculative-simple")):
+            return d
+    return os.path.join(CACHE, "llama.cpp-0.3.36", "bin")
 
 
 def llama_runs(peer, model, prompts, args):
@@ -207,8 +215,9 @@ def main():
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--conc", default="1,4")
     ap.add_argument("--out", default=None, help="results path without extension")
-    ap.add_argument("--llamacpp", default=os.path.join(CACHE, "llama.cpp-0.3.36", "build-spec", "bin"),
-                    help="folder with llama-completion and llama-speculative-simple (none: skip)")
+    ap.add_argument("--llamacpp", default=default_peer(),
+                    help="folder with llama-completion and llama-speculative-simple (none: skip; "
+                         "default: bin/ of bench/build_llamacpp.sh's -noamx build, else its native one)")
     args = ap.parse_args()
     if not os.path.exists(DRAFT):
         sys.exit(f"missing {DRAFT}: run scripts/setup")
