@@ -38,9 +38,9 @@ struct ConnLimits {
   // Stop(): how long the connections workers hold get to finish writing their
   // answers (a drain's cancelled requests answer just before Stop) before they are shut.
   std::chrono::milliseconds stop_grace{1000};
-  size_t max_header_bytes = 32u << 10;     // request line + headers; more gets 431
-  int workers = 16;                        // requests served at once (POST and the rest)
-  int light_workers = 4;                   // reserved for GET and HEAD
+  size_t max_header_bytes = 32u << 10;  // request line + headers; more gets 431
+  int workers = 16;                     // requests served at once (POST and the rest)
+  int light_workers = 4;                // reserved for GET and HEAD
   int max_requests_per_connection = 100;
   int max_connections = 0;  // open at once; 0: RLIMIT_NOFILE less a margin, at most 4096
   // Which requests go to the light_workers pool, judged on the request line
