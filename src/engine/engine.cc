@@ -320,14 +320,28 @@ void Engine::Impl::ApplyCancellations(const std::vector<uint64_t>& ids) {
 // waiting (preempted) sequence's draft KV goes back to the draft pool.
 void Engine::Impl::ProposeDrafts() {
   draft_work.clear();
+  std::vector<Sequence*> spec_seqs;
+  int decoding = 0;
   for (auto& sp : all) {
     Sequence* s = sp.get();
     s->draft.clear();
     if (draft && s->slot < 0) draft->Release(s);
-    if (s->finished || s->spec_k <= 0 || s->slot < 0) continue;
+    if (s->finished || s->slot < 0) continue;
     if (static_cast<int>(s->tokens.size()) - s->n_computed != 1) continue;
+    ++decoding;
+    if (s->spec_k <= 0) continue;
     if (s->req->params.prompt_logprobs && !s->prompt_scored) continue;  // scoring: every row
-    const int k = std::min(s->spec_k, s->max_new - s->n_generated - 1);
+    spec_seqs.push_back(s);
+  }
+  // Drafts pay while a step's decode rows stay few (the weights are read once
+  // for all of them); a busy batch is compute-bound already, so the step's
+  // draft rows share what is left of kSpecRowBudget. Speed only: the tokens are
+  // the same whatever the drafts.
+  const int share = spec_seqs.empty()
+                        ? 0
+                        : std::max(0, kSpecRowBudget - decoding) / static_cast<int>(spec_seqs.size());
+  for (Sequence* s : spec_seqs) {
+    const int k = std::min({s->spec_k, share, s->max_new - s->n_generated - 1});
     if (k <= 0) continue;
     if (draft) {
       draft_work.push_back({s, k});

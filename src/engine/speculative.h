@@ -20,6 +20,12 @@ enum class SpecMode { kOff, kLookup, kDraft };
 
 constexpr int kMaxSpecK = 32;  // draft tokens per sequence per step
 constexpr int kMaxSpecNgram = 16;
+// Decode rows (one per decoding sequence, plus the drafts) a step verifies at
+// most: up to 15 rows the small-batch matmul kernels read each weight once for
+// all rows, so drafts there cost little; past it a step is compute-bound and
+// drafts that fail cost what they add. Sequences share what their decode rows
+// leave.
+constexpr int kSpecRowBudget = 16;
 
 struct SpecOptions {
   SpecMode mode = SpecMode::kOff;  // the default for requests that do not say
