@@ -337,9 +337,7 @@ void Engine::Impl::ProposeDrafts() {
   // for all of them); a busy batch is compute-bound already, so the step's
   // draft rows share what is left of kSpecRowBudget. Speed only: the tokens are
   // the same whatever the drafts.
-  const int share = spec_seqs.empty()
-                        ? 0
-                        : std::max(0, kSpecRowBudget - decoding) / static_cast<int>(spec_seqs.size());
+  const int share = DraftShare(decoding, static_cast<int>(spec_seqs.size()));
   for (Sequence* s : spec_seqs) {
     const int k = std::min({s->spec_k, share, s->max_new - s->n_generated - 1});
     if (k <= 0) continue;

@@ -70,6 +70,10 @@ struct Verdict {
 // choice, or after row k (the bonus token).
 Verdict VerifyDraft(const std::vector<int32_t>& draft, const std::function<Emitted(int row)>& emit);
 
+// The most draft tokens each of `speculating` sequences may carry in a step
+// with `decoding` decode rows (kSpecRowBudget): 0 once the rows fill it.
+int DraftShare(int decoding, int speculating);
+
 // Adaptive k for one sequence: grows by 2 after a fully accepted draft (up to
 // k_max), falls to one more than the accepted count after a rejection. It
 // changes only how much one step verifies, never a result.
