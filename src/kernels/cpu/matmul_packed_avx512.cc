@@ -1,7 +1,7 @@
 // AVX-512 VNNI MatMul for q8_0/q4_0/q4_1 (and q4_k) weights in the packed layout
 // (kernels/pack.cc), for small batches (decode, speculative verification: up
-// to 15 rows; each weight load serves up to kRM = 4 activation rows, the group
-// is re-read from cache for the next 4). One 16-lane vector holds 16
+// to 15 rows; each weight load serves up to 8 activation rows (q4_k: 4), the
+// group is re-read from cache for the next pass). One 16-lane vector holds 16
 // weight rows: a 64-byte load brings 4 quants of each, and one vpdpbusd with a
 // broadcast 4-byte activation word does 64 exact multiply-adds, so a block's
 // int32 dots for 16 rows land in one vector with no horizontal sums. q8_0 is
@@ -30,7 +30,8 @@ namespace {
 
 // Activation rows sharing each weight load (verification steps of speculative
 // decoding, a few concurrent decodes); one row keeps the register-unrolled path.
-constexpr int kRM = 4;
+constexpr int kRMax = 8;
+constexpr int kRMaxQK = 4;
 
 // Block b of a 16-row group for RM activation rows (block indices blk[r]) into
 // the lane accumulators *acc[r]. Each 64-byte weight load (and its nibble
@@ -146,24 +147,28 @@ void GroupRows(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, f
   }
 }
 
-// Rows i0 .. m - 1 of one group, RM rows per pass (the group stays in L1/L2
-// after the first pass).
-template <typename Block, int RM>
-void GroupTiles(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, int64_t m,
-                float* y, int64_t ldy, int64_t n) {
-  if constexpr (RM > 1) {
-    if (m - i0 < RM) return GroupTiles<Block, RM - 1>(p, stride, act, i0, m, y, ldy, n);
+// Splits m activation rows into the fewest passes of at most RMax rows, as
+// even as they go (RMax 8: m = 5 one pass, 9 passes of 5 and 4), and calls
+// pass(i0, rows) for each; the group stays in L1/L2 after the first pass.
+template <int RMax, typename Pass>
+void BalancedPasses(int64_t m, const Pass& pass) {
+  int64_t i = 0;
+  for (int64_t left = (m + RMax - 1) / RMax; left > 0; --left) {
+    const int64_t rm = (m - i + left - 1) / left;
+    pass(i, static_cast<int>(rm));
+    i += rm;
   }
-  int64_t i = i0;
-  for (; i + RM <= m; i += RM) {
-    if constexpr (RM == 1) {
-      GroupOneRow<Block>(p, stride, act, i, y + i * ldy, n);
-    } else {
-      GroupRows<Block, RM>(p, stride, act, i, y + i * ldy, ldy, n);
-    }
-  }
+}
+
+// Rows i0 .. i0 + rm - 1 of one group, one pass (rm <= kRMax).
+template <typename Block, int RM = kRMax>
+void GroupPass(int rm, const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, float* y,
+               int64_t ldy, int64_t n) {
   if constexpr (RM > 1) {
-    if (i < m) GroupTiles<Block, RM - 1>(p, stride, act, i, m, y, ldy, n);
+    if (rm < RM) return GroupPass<Block, RM - 1>(rm, p, stride, act, i0, y, ldy, n);
+    GroupRows<Block, RM>(p, stride, act, i0, y, ldy, n);
+  } else {
+    GroupOneRow<Block>(p, stride, act, i0, y, n);
   }
 }
 
@@ -176,8 +181,10 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   STET_CHECK(r0 % 16 == 0);
   for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
     const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
-    GroupTiles<Block, kRM>(packed + g * act.nb * stride, stride, act, 0, a.m, a.y + row0, w.rows,
-                           n);
+    const uint8_t* p = packed + g * act.nb * stride;
+    BalancedPasses<kRMax>(a.m, [&](int64_t i0, int rm) {
+      GroupPass<Block>(rm, p, stride, act, i0, a.y + i0 * w.rows + row0, w.rows, n);
+    });
   }
 }
 
@@ -243,36 +250,31 @@ inline void OneSuper(const uint8_t* p, const ActQ8K& act, const int64_t* i, int6
   }
 }
 
-// Rows i0 .. m - 1 of one q4_k group, RM rows per pass.
-template <int RM>
-void SuperTiles(const uint8_t* p, int64_t stride, const ActQ8K& act, int64_t i0, int64_t m,
-                float* y, int64_t ldy, int64_t n) {
+// Rows i0 .. i0 + rm - 1 of one q4_k group, one pass (rm <= kRMaxQK: the
+// RM x 3 integer accumulators of OneSuper must stay in registers).
+template <int RM = kRMaxQK>
+void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
+               int64_t ldy, int64_t n) {
   if constexpr (RM > 1) {
-    if (m - i0 < RM) return SuperTiles<RM - 1>(p, stride, act, i0, m, y, ldy, n);
+    if (rm < RM) return SuperPass<RM - 1>(rm, p, stride, act, i0, y, ldy, n);
   }
-  int64_t i = i0;
-  for (; i + RM <= m; i += RM) {
-    __m512 acc[RM][kLanes];
+  __m512 acc[RM][kLanes];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[r][l] = _mm512_setzero_ps();
+  int64_t rows[RM];
+  __m512* lane[RM];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) rows[r] = i0 + r;
+  for (int64_t b = 0; b < act.nsb; ++b) {
     STET_UNROLL
-    for (int r = 0; r < RM; ++r) STET_UNROLL
-    for (int l = 0; l < kLanes; ++l) acc[r][l] = _mm512_setzero_ps();
-    int64_t rows[RM];
-    __m512* lane[RM];
-    STET_UNROLL
-    for (int r = 0; r < RM; ++r) rows[r] = i + r;
-    for (int64_t b = 0; b < act.nsb; ++b) {
-      STET_UNROLL
-      for (int r = 0; r < RM; ++r) lane[r] = &acc[r][b % kLanes];
-      OneSuper<RM>(p + b * stride, act, rows, b, lane);
-    }
-    STET_UNROLL
-    for (int r = 0; r < RM; ++r) {
-      _mm512_mask_storeu_ps(y + (i + r) * ldy, static_cast<__mmask16>((1u << n) - 1),
-                            CombineLanes16(acc[r]));
-    }
+    for (int r = 0; r < RM; ++r) lane[r] = &acc[r][b % kLanes];
+    OneSuper<RM>(p + b * stride, act, rows, b, lane);
   }
-  if constexpr (RM > 1) {
-    if (i < m) SuperTiles<RM - 1>(p, stride, act, i, m, y, ldy, n);
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy, static_cast<__mmask16>((1u << n) - 1),
+                          CombineLanes16(acc[r]));
   }
 }
 
@@ -287,7 +289,10 @@ void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   STET_CHECK(r0 % 16 == 0);
   for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
     const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
-    SuperTiles<kRM>(packed + g * act.nsb * stride, stride, act, 0, a.m, a.y + row0, w.rows, n);
+    const uint8_t* p = packed + g * act.nsb * stride;
+    BalancedPasses<kRMaxQK>(a.m, [&](int64_t i0, int rm) {
+      SuperPass(rm, p, stride, act, i0, a.y + i0 * w.rows + row0, w.rows, n);
+    });
   }
 }
 
