@@ -143,7 +143,9 @@ TEST(SumExpShifted, ArgumentBoundImpliesTheSkipBound) {
     ASSERT_LT(ExpF(std::nextafter(l, -INFINITY)), below) << k;
     for (int i = 0; i < 2000; ++i) {
       const float y = l - below_l(rng);
-      if (y < l) ASSERT_LT(ExpF(y), below) << k << " y=" << y;
+      if (y < l) {
+        ASSERT_LT(ExpF(y), below) << k << " y=" << y;
+      }
     }
   }
 }
