@@ -22,8 +22,9 @@ int32_t Argmax(const float* logits, int n, Isa isa) {
 namespace {
 // mx = the std::max fold of the row from logits[0] (which is logits[Argmax],
 // bit for bit: kernels.h); sum = ExpF(logits[i] - mx) added in index order.
-float LogSumExpShifted(const float* logits, int n, float* max_out, Isa isa) {
-  const float mx = logits[kernels::Argmax(logits, n, isa)];
+// `argmax`: the row's Argmax when the caller has it, else -1.
+float LogSumExpShifted(const float* logits, int n, float* max_out, Isa isa, int64_t argmax = -1) {
+  const float mx = logits[argmax >= 0 ? argmax : kernels::Argmax(logits, n, isa)];
   const float sum = kernels::SumExpShifted(logits, n, mx, isa);
   *max_out = mx;
   return LogF(sum);
@@ -88,8 +89,10 @@ TokenPick Sampler::Pick(const float* raw, int n, const SamplingParams& p,
   }
   TokenPick out;
   out.id = Sample(row, n, p, choice, position, allowed);
+  // A greedy draw from the raw row is its Argmax already.
+  const bool raw_argmax = row == raw && p.temperature <= 0.0f && !allowed;
   float mx;
-  const float lse = LogSumExpShifted(raw, n, &mx, isa_);
+  const float lse = LogSumExpShifted(raw, n, &mx, isa_, raw_argmax ? out.id : -1);
   out.logprob = (raw[out.id] - mx) - lse;
   if (top_logprobs > 0) out.top = TopGivenLse(raw, n, top_logprobs, mx, lse);
   return out;
