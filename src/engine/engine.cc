@@ -38,7 +38,8 @@ struct Engine::Impl {
         kv(e.model().hparams(), n_blocks, o.block_size, o.max_seqs, o.kv_type),
         sched({o.block_size, o.max_batch_tokens, o.chunk_size, o.prefix_cache}, n_blocks,
               o.max_seqs,
-              [this](int slot, const std::vector<int32_t>& b) { kv.SetBlockTable(slot, b); }) {}
+              [this](int slot, const std::vector<int32_t>& b) { kv.SetBlockTable(slot, b); }),
+        sampler(o.isa) {}
 
   // Shared with callers (under mu).
   std::mutex mu;
@@ -457,8 +458,8 @@ void Engine::Impl::ScorePrompt(StepPlan& pl, size_t row) {
     const float* lr = &logits[(row + i) * n_vocab];
     TokenOut t;
     t.id = s->tokens[pos + 1];
-    t.logprob = LogSoftmaxAt(lr, n_vocab, t.id);
-    if (p.top_logprobs > 0) t.top = TopLogprobs(lr, n_vocab, p.top_logprobs);
+    t.logprob = LogSoftmaxAt(lr, n_vocab, t.id, sampler.isa());
+    if (p.top_logprobs > 0) t.top = TopLogprobs(lr, n_vocab, p.top_logprobs, sampler.isa());
     t.text = engine.tokenizer().TokenToPiece(t.id);
     s->prompt_scores.push_back(std::move(t));
   }

@@ -383,6 +383,14 @@ void GeGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa) {
   STET_PATH(UseSimd(isa), GeGlu)(gate, up, n, out);
 }
 
+float SumExpShifted(const float* x, int64_t n, float shift, Isa isa) {
+  return STET_PATH(UseSimd(isa), SumExpShifted)(x, n, shift);
+}
+
+int64_t Argmax(const float* x, int64_t n, Isa isa) {
+  return STET_PATH(UseSimd(isa), Argmax)(x, n);
+}
+
 void Add(const float* a, const float* b, int64_t n, float* out, Isa isa) {
   STET_PATH(UseSimd(isa), Add)(a, b, n, out);
 }
