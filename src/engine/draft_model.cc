@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "base/hash.h"
+#include "engine/sampler.h"
 #include "engine/sequence.h"
 
 namespace stet {
@@ -245,8 +246,7 @@ Status DraftModel::Extend(std::vector<Active>& act) {
 
 // Greedy: the highest logit, the lowest id among equals.
 int32_t DraftModel::Argmax(size_t row) const {
-  const float* l = &logits_[row * n_vocab_];
-  return static_cast<int32_t>(std::max_element(l, l + n_vocab_) - l);
+  return stet::Argmax(&logits_[row * n_vocab_], n_vocab_);  // the sampler's SIMD argmax
 }
 
 bool DraftModel::IsEog(int32_t id) const {
