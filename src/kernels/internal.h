@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "base/check.h"
 #include "kernels/kernels.h"
 #include "numerics/math.h"
 
@@ -27,6 +29,23 @@ static inline float CombineLanes(const float* l) {
 inline void SoftCap(float* s, int64_t n, float cap) {
   if (!(cap > 0.0f)) return;
   for (int64_t t = 0; t < n; ++t) s[t] = cap * TanhF(s[t] / cap);
+}
+
+// The SIMD attention kernels are templates on the KV cache's storage type:
+// calls f(std::integral_constant<DType, T>{}) for kv_type's T, f32 or f16 (the
+// only two the cache stores); any other type fails with `msg`.
+template <typename F>
+static inline void WithKvType(DType kv_type, const char* msg, F&& f) {
+  switch (kv_type) {
+    case DType::kF32:
+      f(std::integral_constant<DType, DType::kF32>{});
+      break;
+    case DType::kF16:
+      f(std::integral_constant<DType, DType::kF16>{});
+      break;
+    default:
+      STET_CHECK_MSG(false, msg);
+  }
 }
 
 // Activation rows quantized per 32-block for q8_0/q4_0/q4_1 weights. For block

@@ -168,18 +168,10 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
                     float softcap, float* out0, float* out1, float* scratch) {
   STET_CHECK(n_kv0 > 0 && n_kv1 > 0 && head_dim % 8 == 0);
-  switch (kv_type) {
-    case DType::kF32:
-      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
-                        scratch);
-      break;
-    case DType::kF16:
-      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
-                        scratch);
-      break;
-    default:
-      STET_CHECK_MSG(false, "AttendHeadPair: the KV cache stores f32 or f16");
-  }
+  WithKvType(kv_type, "AttendHeadPair: the KV cache stores f32 or f16", [&](auto t) {
+    Pair<decltype(t)::value>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                             scratch);
+  });
 }
 
 }  // namespace stet::kernels::avx512
