@@ -350,31 +350,47 @@ Status QuantizeQ5_K(const float* x, int64_t nb, BlockQ5_K* y) {
   return Status::Ok();
 }
 
+// q6_k and q3_k scale each 16-element sub-block k symmetrically: x = (d * sc_k) * q
+// with |q| <= qmax and sc_k in [0, scmax]. need_k = amax_k / qmax; d is the f16
+// rounded up from max_k need_k / scmax, and sc_k = ceil(need_k / d), so no q clips.
+// Sets *d16 and sc[kSub16]; false where d overflows f16.
+constexpr int kSub16 = kQKK / 16;
+bool SymmetricScales16(const float* x, int qmax, int scmax, uint16_t* d16, int* sc) {
+  float need[kSub16];
+  float max_need = 0.0f;
+  for (int k = 0; k < kSub16; ++k) {
+    float amax = 0.0f;
+    for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
+    need[k] = amax / static_cast<float>(qmax);
+    if (need[k] > max_need) max_need = need[k];
+  }
+  if (!F16RoundUp(max_need / static_cast<float>(scmax), d16)) return false;
+  const float d = F16ToF32(*d16);
+  for (int k = 0; k < kSub16; ++k) sc[k] = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, scmax) : 0;
+  return true;
+}
+
+// One sub-block's 16 codes: q = round(x / scale) (0 where scale is 0), clamped to
+// [lo, hi], stored as q - lo.
+void Codes16(const float* x, float scale, int lo, int hi, uint8_t* L) {
+  for (int l = 0; l < 16; ++l) {
+    const int q = scale > 0.0f ? RoundHalfAway(x[l] / scale) : 0;
+    L[l] = static_cast<uint8_t>(Clamp(q, lo, hi) - lo);
+  }
+}
+
 Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
-  constexpr int kSub = kQKK / 16;
   uint8_t L[kQKK];
+  int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
-    // x = (d*sc)*q, q in [-32, 31]; only [-31, 31] is used so the scale is symmetric.
-    float need[kSub];
-    float max_need = 0.0f;
-    for (int k = 0; k < kSub; ++k) {
-      float amax = 0.0f;
-      for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
-      need[k] = amax / 31.0f;
-      if (need[k] > max_need) max_need = need[k];
-    }
+    // q in [-32, 31]; only [-31, 31] is used so the scale is symmetric.
     uint16_t d16;
-    if (!F16RoundUp(max_need / 127.0f, &d16)) return ScaleOverflow("q6_k", i);
+    if (!SymmetricScales16(x, 31, 127, &d16, sc)) return ScaleOverflow("q6_k", i);
     const float d = F16ToF32(d16);
     y[i].d = d16;
-    for (int k = 0; k < kSub; ++k) {
-      const int sc = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, 127) : 0;
-      y[i].scales[k] = static_cast<int8_t>(sc);
-      const float scale = d * static_cast<float>(sc);
-      for (int l = 0; l < 16; ++l) {
-        const int q = scale > 0.0f ? RoundHalfAway(x[16 * k + l] / scale) : 0;
-        L[16 * k + l] = static_cast<uint8_t>(Clamp(q, -32, 31) + 32);
-      }
+    for (int k = 0; k < kSub16; ++k) {
+      y[i].scales[k] = static_cast<int8_t>(sc[k]);
+      Codes16(x + 16 * k, d * static_cast<float>(sc[k]), -32, 31, L + 16 * k);
     }
     // Per 128-element half h: ql[64h + l] holds elements l (low) and l + 64 (high),
     // ql[64h + 32 + l] elements l + 32 and l + 96; qh[32h + l] their 2-bit tops in order.
@@ -414,38 +430,25 @@ Status QuantizeQ2_K(const float* x, int64_t nb, BlockQ2_K* y) {
 }
 
 Status QuantizeQ3_K(const float* x, int64_t nb, BlockQ3_K* y) {
-  constexpr int kSub = kQKK / 16;
   uint8_t L[kQKK];
+  int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
-    // x = (d*sc)*q, q in [-4, 3]; as q6_k only [-3, 3] and sc in [0, 31] are used, so
-    // the scale is symmetric and never clips.
-    float need[kSub];
-    float max_need = 0.0f;
-    for (int k = 0; k < kSub; ++k) {
-      float amax = 0.0f;
-      for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
-      need[k] = amax / 3.0f;
-      if (need[k] > max_need) max_need = need[k];
-    }
+    // q in [-4, 3]; as q6_k only [-3, 3] and sc in [0, 31] are used, so the scale is
+    // symmetric and never clips.
     uint16_t d16;
-    if (!F16RoundUp(max_need / 31.0f, &d16)) return ScaleOverflow("q3_k", i);
+    if (!SymmetricScales16(x, 3, 31, &d16, sc)) return ScaleOverflow("q3_k", i);
     const float d = F16ToF32(d16);
     y[i].d = d16;
     std::memset(y[i].scales, 0, sizeof(y[i].scales));
-    for (int k = 0; k < kSub; ++k) {
-      const int sc = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, 31) : 0;
-      const int stored = sc + 32;  // 6 bits: low nibble, then 2 high bits
+    for (int k = 0; k < kSub16; ++k) {
+      const int stored = sc[k] + 32;  // 6 bits: low nibble, then 2 high bits
       if (k < 8) {
         y[i].scales[k] |= static_cast<uint8_t>(stored & 0xF);
       } else {
         y[i].scales[k - 8] |= static_cast<uint8_t>((stored & 0xF) << 4);
       }
       y[i].scales[8 + k % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (k / 4)));
-      const float scale = d * static_cast<float>(sc);
-      for (int l = 0; l < 16; ++l) {
-        const int q = scale > 0.0f ? RoundHalfAway(x[16 * k + l] / scale) : 0;
-        L[16 * k + l] = static_cast<uint8_t>(Clamp(q, -4, 3) + 4);
-      }
+      Codes16(x + 16 * k, d * static_cast<float>(sc[k]), -4, 3, L + 16 * k);
     }
     // Low two bits as q2_k's; the third bit of element 128h + 32g + l is bit 4h + g of
     // hmask[l] (set: no -4 offset).
