@@ -3,7 +3,6 @@
 // the checks made before any body byte is read, /health on reserved workers,
 // one JSON log line per relayed request, and the drain on shutdown.
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <thread>
 
@@ -251,18 +250,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(const ProxyOptions& options) {
   I.upstream_base = UpstreamBase(options.upstream);
   I.upstream_shown = MaskUrlPassword(I.upstream_base);
   I.Routes();
-  if (options.port == 0) {
-    I.port = I.http.bind_to_any_port(options.host);
-    if (I.port < 0) return IoError("cannot listen on " + options.host + " (any port)");
-  } else {
-    if (!I.http.bind_to_port(options.host, options.port)) {
-      return IoError("cannot listen on " + options.host + ":" + std::to_string(options.port) +
-                     " (address in use, or not an address of this machine)");
-    }
-    I.port = options.port;
-  }
-  I.http.RaiseBacklog(1024);
-  std::signal(SIGPIPE, SIG_IGN);
+  STET_ASSIGN_OR_RETURN(I.port, server::Listen(I.http, options.host, options.port));
   server::ConnLimits lim;
   lim.header_timeout = std::chrono::seconds(options.header_timeout_s);
   lim.body_timeout = std::chrono::seconds(options.body_timeout_s);
@@ -275,14 +263,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(const ProxyOptions& options) {
   lim.light = [](std::string_view line) {
     return line.rfind("GET /health ", 0) == 0 || line.rfind("HEAD /health ", 0) == 0;
   };
-  I.conns = std::make_unique<server::ConnectionLoop>(
-      I.http.ListenSocket(), lim,
-      [impl = &I](server::ConnStream& strm, bool close_connection, bool& connection_closed) {
-        return impl->http.Serve(strm, close_connection, connection_closed,
-                                [&strm](Request&) { strm.BeginBody(); });
-      },
-      nullptr);
-  I.conns->Start();
+  I.conns = server::StartServing(I.http, lim, nullptr);
   return p;
 }
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -619,19 +618,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   if (I.opts.http_threads == 0) I.opts.http_threads = opts.max_queue + 16;
   I.created = static_cast<int64_t>(std::time(nullptr));
   I.Routes();
-  if (opts.port == 0) {
-    I.port = I.http.bind_to_any_port(opts.host);
-    if (I.port < 0) return IoError("cannot listen on " + opts.host + " (any port)");
-  } else {
-    if (!I.http.bind_to_port(opts.host, opts.port)) {
-      return IoError("cannot listen on " + opts.host + ":" + std::to_string(opts.port) +
-                     " (address in use, or not an address of this machine)");
-    }
-    I.port = opts.port;
-  }
-  I.http.RaiseBacklog(1024);
-  // A client that hangs up mid-answer must not kill the process.
-  std::signal(SIGPIPE, SIG_IGN);
+  STET_ASSIGN_OR_RETURN(I.port, Listen(I.http, opts.host, opts.port));
   ConnLimits lim;
   lim.header_timeout = std::chrono::seconds(I.opts.header_timeout_s);
   lim.body_timeout = std::chrono::seconds(I.opts.body_timeout_s);
@@ -640,14 +627,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   lim.workers = I.opts.http_threads;
   lim.light_workers = kLightWorkers;
   lim.max_requests_per_connection = kMaxRequestsPerConnection;
-  I.conns = std::make_unique<ConnectionLoop>(
-      I.http.ListenSocket(), lim,
-      [impl = &I](ConnStream& strm, bool close_connection, bool& connection_closed) {
-        return impl->http.Serve(strm, close_connection, connection_closed,
-                                [&strm](Request&) { strm.BeginBody(); });
-      },
-      [impl = &I](int status) { impl->metrics.CountRequest("other", status); });
-  I.conns->Start();
+  I.conns = StartServing(I.http, lim,
+                         [impl = &I](int status) { impl->metrics.CountRequest("other", status); });
   return s;
 }
 
