@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/utc_time.h"
 #include "forensics/proxy_internal.h"
 
 namespace stet::forensics {

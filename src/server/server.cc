@@ -12,6 +12,7 @@
 #include <random>
 
 #include "base/hash.h"
+#include "base/utc_time.h"
 #include "server/json_fields.h"
 #include "server/server_internal.h"
 
@@ -64,19 +65,6 @@ std::string RandomHex(int n) {
 }
 
 namespace {
-
-std::string NowIso8601() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
-}
 
 // The tokenizer and template endpoints: served at the root, as vLLM and
 // llama.cpp serve them, behind the same key, readiness and body checks as /v1/*.

@@ -14,12 +14,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "base/utc_time.h"
 #include "forensics/canary.h"
 #include "forensics/proxy.h"
 #include "tools/common.h"
@@ -75,16 +75,7 @@ int64_t ParseDuration(const std::string& s) {
 
 // Now less `seconds`, to the millisecond (records carry milliseconds).
 std::string IsoAgo(int64_t seconds) {
-  const auto t = std::chrono::system_clock::now() - std::chrono::seconds(seconds);
-  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  const int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
+  return IsoUtcMillis(std::chrono::system_clock::now() - std::chrono::seconds(seconds));
 }
 
 int Usage(const std::string& m) {

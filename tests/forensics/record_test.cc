@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "base/utc_time.h"
 #include "forensics/probe.h"
 #include "forensics/record_store.h"
 #include "forensics/replay.h"
@@ -62,7 +63,7 @@ TEST(StetClock, ParsesIso8601WithZones) {
   EXPECT_FALSE(ParseUtcTime("2024-07-26T12:00:00Zjunk"));
   EXPECT_FALSE(ParseUtcTime("2024-07-26T12:00:00."));
   EXPECT_EQ(server::FormatUtcTime(1721995200), "2024-07-26T12:00:00Z");
-  const std::string now = server::UtcNowMillis();
+  const std::string now = NowIso8601();
   ASSERT_EQ(now.size(), 24u) << now;
   EXPECT_TRUE(ParseUtcTime(now).has_value()) << now;
 }
