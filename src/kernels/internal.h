@@ -48,6 +48,35 @@ static inline void WithKvType(DType kv_type, const char* msg, F&& f) {
   }
 }
 
+// The 32-block weight types' matmul kernels are templates on the block: calls
+// f(std::type_identity<Block>{}) for t's block (q8_0, q4_0, q4_1, q5_0, q5_1,
+// iq4_nl); any other type fails with `msg`.
+template <typename F>
+static inline void WithBlock32(DType t, const char* msg, F&& f) {
+  switch (t) {
+    case DType::kQ8_0:
+      f(std::type_identity<BlockQ8_0>{});
+      break;
+    case DType::kQ4_0:
+      f(std::type_identity<BlockQ4_0>{});
+      break;
+    case DType::kQ4_1:
+      f(std::type_identity<BlockQ4_1>{});
+      break;
+    case DType::kQ5_0:
+      f(std::type_identity<BlockQ5_0>{});
+      break;
+    case DType::kQ5_1:
+      f(std::type_identity<BlockQ5_1>{});
+      break;
+    case DType::kIQ4_NL:
+      f(std::type_identity<BlockIQ4_NL>{});
+      break;
+    default:
+      STET_CHECK_MSG(false, msg);
+  }
+}
+
 // Activation rows quantized per 32-block for q8_0/q4_0/q4_1 weights. For block
 // b of row r: d = amax/127, id = d != 0 ? 1/d : 0, q = nearbyint(x * id) (ties
 // to even), qsum = sum q, s = d * float(qsum). Each row is padded with zero
