@@ -48,6 +48,22 @@ static inline void WithKvType(DType kv_type, const char* msg, F&& f) {
   }
 }
 
+// A run-time count as a template argument (how many vectors a kernel keeps in
+// registers): calls f(std::integral_constant<int, N>{}) with N = n for n in
+// 1..kMax - 1 and N = kMax for n >= kMax; nothing for n <= 0.
+template <int kMax, int N = 1, typename F>
+static inline void WithCount(int n, F&& f) {
+  if constexpr (N < kMax) {
+    if (n == N) {
+      f(std::integral_constant<int, N>{});
+    } else {
+      WithCount<kMax, N + 1>(n, f);
+    }
+  } else {
+    if (n >= kMax) f(std::integral_constant<int, kMax>{});
+  }
+}
+
 // The 32-block weight types' matmul kernels are templates on the block: calls
 // f(std::type_identity<Block>{}) for t's block (q8_0, q4_0, q4_1, q5_0, q5_1,
 // iq4_nl); any other type fails with `msg`.

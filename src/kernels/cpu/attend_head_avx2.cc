@@ -124,32 +124,9 @@ void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int 
       continue;
     }
     const int nv = (rest + 7) / 8, last = rest - 8 * (nv - 1);
-    switch (nv) {
-      case 1:
-        Accumulate<T, 1>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 2:
-        Accumulate<T, 2>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 3:
-        Accumulate<T, 3>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 4:
-        Accumulate<T, 4>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 5:
-        Accumulate<T, 5>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 6:
-        Accumulate<T, 6>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 7:
-        Accumulate<T, 7>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      default:
-        Accumulate<T, 8>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-    }
+    WithCount<8>(nv, [&](auto n) {
+      Accumulate<T, decltype(n)::value>(v, n_kv, scratch, j0, last, denominator, out);
+    });
     j0 = head_dim;
   }
 }
@@ -245,19 +222,9 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   for (; j0 + 32 <= head_dim; j0 += 32) {
     Accumulate2<T, 4>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
   }
-  switch ((head_dim - j0) / 8) {
-    case 0:
-      break;
-    case 1:
-      Accumulate2<T, 1>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
-      break;
-    case 2:
-      Accumulate2<T, 2>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
-      break;
-    default:
-      Accumulate2<T, 3>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
-      break;
-  }
+  WithCount<3>((head_dim - j0) / 8, [&](auto n) {
+    Accumulate2<T, decltype(n)::value>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
+  });
 }
 
 }  // namespace

@@ -104,31 +104,9 @@ void AccumulateAll(const KvRows& v, int64_t n0, int64_t n1, const float* e0, con
   for (; j0 + 64 <= head_dim; j0 += 64) {
     Accumulate<T, 8>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
   }
-  switch ((head_dim - j0) / 8) {
-    case 0:
-      break;
-    case 1:
-      Accumulate<T, 1>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 2:
-      Accumulate<T, 2>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 3:
-      Accumulate<T, 3>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 4:
-      Accumulate<T, 4>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 5:
-      Accumulate<T, 5>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 6:
-      Accumulate<T, 6>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    default:
-      Accumulate<T, 7>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-  }
+  WithCount<7>((head_dim - j0) / 8, [&](auto n) {
+    Accumulate<T, decltype(n)::value>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+  });
 }
 
 template <DType T>
