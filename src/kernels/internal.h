@@ -31,21 +31,19 @@ inline void SoftCap(float* s, int64_t n, float cap) {
   for (int64_t t = 0; t < n; ++t) s[t] = cap * TanhF(s[t] / cap);
 }
 
-// The SIMD attention kernels are templates on the KV cache's storage type:
-// calls f(std::integral_constant<DType, T>{}) for kv_type's T, f32 or f16 (the
-// only two the cache stores); any other type fails with `msg`.
+// Kernels that are templates on a storage type: calls
+// f(std::integral_constant<DType, T>{}) for the T among kTypes that t is; any
+// other type fails with `msg`.
+template <DType... kTypes, typename F>
+static inline void WithDType(DType t, const char* msg, F&& f) {
+  const bool found = ((t == kTypes && (f(std::integral_constant<DType, kTypes>{}), true)) || ...);
+  if (!found) STET_CHECK_MSG(false, msg);
+}
+
+// The KV cache stores f32 or f16: the SIMD attention kernels' two instances.
 template <typename F>
 static inline void WithKvType(DType kv_type, const char* msg, F&& f) {
-  switch (kv_type) {
-    case DType::kF32:
-      f(std::integral_constant<DType, DType::kF32>{});
-      break;
-    case DType::kF16:
-      f(std::integral_constant<DType, DType::kF16>{});
-      break;
-    default:
-      STET_CHECK_MSG(false, msg);
-  }
+  WithDType<DType::kF32, DType::kF16>(kv_type, msg, f);
 }
 
 // A run-time count as a template argument (how many vectors a kernel keeps in
