@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -104,6 +105,31 @@ struct ActQ8 {
   float* s = nullptr;       // [m][nb_pad]
   int32_t* qsum = nullptr;  // [m][nb_pad]
 };
+
+// Fills an ActQ8 from m x k floats, every path alike but for one block:
+// block(xb, qb, &qsum) quantizes the 32 floats at xb into qb and returns d
+// (qsum: the exact sum of the 32 q's); s = d * float(qsum). The padding
+// blocks past nb are all zero.
+template <typename BlockFn>
+static inline void FillActQ8(const float* x, ActQ8* a, BlockFn&& block) {
+  for (int64_t r = 0; r < a->m; ++r) {
+    const float* xr = x + r * a->k;
+    int8_t* qs = a->qs + r * a->nb_pad * kQK;
+    float* d = a->d + r * a->nb_pad;
+    float* s = a->s + r * a->nb_pad;
+    int32_t* qsum = a->qsum + r * a->nb_pad;
+    for (int64_t b = 0; b < a->nb; ++b) {
+      d[b] = block(xr + b * kQK, qs + b * kQK, &qsum[b]);
+      s[b] = d[b] * static_cast<float>(qsum[b]);
+    }
+    for (int64_t b = a->nb; b < a->nb_pad; ++b) {
+      std::memset(qs + b * kQK, 0, kQK);
+      d[b] = 0.0f;
+      s[b] = 0.0f;
+      qsum[b] = 0;
+    }
+  }
+}
 
 // Activation rows quantized per 256-superblock for the K-quants: one d per
 // superblock (same formula as ActQ8) and the exact int sums of each 16 q's.
