@@ -40,6 +40,31 @@ bool F16RoundUp(float v, uint16_t* out) {
   return h < 0x7c00;
 }
 
+// The element of largest magnitude, the first one on ties (q4_0, q5_0 and
+// iq4_nl scale from it, sign included).
+float SignedAbsMax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (amax < AbsF(x[j])) {
+      amax = AbsF(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+void MinMax(const float* x, int n, float* min, float* max) {
+  *min = x[0];
+  *max = x[0];
+  for (int j = 1; j < n; ++j) {
+    if (x[j] < *min) *min = x[j];
+    if (x[j] > *max) *max = x[j];
+  }
+}
+
+// An f16 scale that overflowed (inf, or nan from inf - inf).
+bool F16NotFinite(uint16_t h) { return (h & 0x7fff) >= 0x7c00; }
+
 Status ScaleOverflow(const char* type, int64_t block) {
   return InvalidArgument(std::string(type) + " block " + std::to_string(block) +
                          ": scale does not fit in f16 (inputs too large)");
@@ -61,17 +86,10 @@ Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
 Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -8 d.
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (amax < AbsF(x[j])) {
-        amax = AbsF(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = SignedAbsMax(x, kQK) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
-    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("q4_0", i);
+    if (F16NotFinite(y[i].d)) return ScaleOverflow("q4_0", i);
     for (int j = 0; j < kQK / 2; ++j) {
       // Truncating casts as in ggml: x*id + 8.5 lies in [0, 16.5].
       const int q0 = Clamp(static_cast<int8_t>(x[j] * id + 8.5f), 0, 15);
@@ -84,16 +102,13 @@ Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
 
 Status QuantizeQ4_1(const float* x, int64_t nb, BlockQ4_1* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min = x[0], max = x[0];
-    for (int j = 1; j < kQK; ++j) {
-      if (x[j] < min) min = x[j];
-      if (x[j] > max) max = x[j];
-    }
+    float min, max;
+    MinMax(x, kQK, &min, &max);
     const float d = (max - min) / 15.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
     y[i].m = F32ToF16(min);
-    if ((y[i].d & 0x7fff) >= 0x7c00 || (y[i].m & 0x7fff) >= 0x7c00) {
+    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
       return ScaleOverflow("q4_1", i);
     }
     for (int j = 0; j < kQK / 2; ++j) {
@@ -120,17 +135,10 @@ void PackQ5(const int* q, uint8_t qs[kQK / 2], uint8_t qh_out[4]) {
 Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     // As q4_0: the element of largest magnitude (first on ties) maps to q = 0, i.e. -16 d.
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (amax < AbsF(x[j])) {
-        amax = AbsF(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -16.0f;
+    const float d = SignedAbsMax(x, kQK) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
-    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("q5_0", i);
+    if (F16NotFinite(y[i].d)) return ScaleOverflow("q5_0", i);
     int q[kQK];
     // Truncating casts as in ggml: x*id + 16.5 lies in [0, 32.5].
     for (int j = 0; j < kQK; ++j) q[j] = Clamp(static_cast<int8_t>(x[j] * id + 16.5f), 0, 31);
@@ -141,16 +149,13 @@ Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
 
 Status QuantizeQ5_1(const float* x, int64_t nb, BlockQ5_1* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min = x[0], max = x[0];
-    for (int j = 1; j < kQK; ++j) {
-      if (x[j] < min) min = x[j];
-      if (x[j] > max) max = x[j];
-    }
+    float min, max;
+    MinMax(x, kQK, &min, &max);
     const float d = (max - min) / 31.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
     y[i].m = F32ToF16(min);
-    if ((y[i].d & 0x7fff) >= 0x7c00 || (y[i].m & 0x7fff) >= 0x7c00) {
+    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
       return ScaleOverflow("q5_1", i);
     }
     int q[kQK];
@@ -203,13 +208,7 @@ Status QuantizeIQ4_NL(const float* x, int64_t nb, BlockIQ4_NL* y) {
   constexpr int kTry = 7;
   constexpr float kGroupMaxEps = 1e-15f;
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (AbsF(x[j]) > amax) {
-        amax = AbsF(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = SignedAbsMax(x, kQK), amax = AbsF(max);
     float scale = 0.0f;
     if (amax >= kGroupMaxEps) {
       const float v0 = static_cast<float>(kIQ4NLValues[0]);
@@ -229,7 +228,7 @@ Status QuantizeIQ4_NL(const float* x, int64_t nb, BlockIQ4_NL* y) {
       scale = d;
     }
     y[i].d = F32ToF16(scale);
-    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("iq4_nl", i);
+    if (F16NotFinite(y[i].d)) return ScaleOverflow("iq4_nl", i);
     const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
     for (int j = 0; j < kQK / 2; ++j) {
       const int l0 = NearestIQ4(id * x[j]);
