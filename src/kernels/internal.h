@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "kernels/kernels.h"
+#include "numerics/half.h"
 #include "numerics/math.h"
 
 namespace stet::kernels {
@@ -89,6 +90,29 @@ static inline void WithBlock32(DType t, const char* msg, F&& f) {
       break;
     default:
       STET_CHECK_MSG(false, msg);
+  }
+}
+
+// StoreRow on every path: f32 is a copy; f16 converts a prefix with the path's
+// vectors (vec_f16(x, n, bytes) returns how many it did) and the rest with
+// F32ToF16, the same round-to-nearest-even.
+template <typename VecF16>
+static inline void StoreRowWith(const float* x, int64_t n, DType dst_type, void* dst,
+                                VecF16&& vec_f16) {
+  switch (dst_type) {
+    case DType::kF32:
+      if (n > 0) std::memmove(dst, x, static_cast<size_t>(n) * 4);
+      break;
+    case DType::kF16: {
+      auto* h = static_cast<uint8_t*>(dst);
+      for (int64_t i = vec_f16(x, n, h); i < n; ++i) {
+        const uint16_t v = F32ToF16(x[i]);
+        std::memcpy(h + 2 * i, &v, 2);
+      }
+      break;
+    }
+    default:
+      STET_CHECK_MSG(false, "StoreRow: the KV cache stores f32 or f16");
   }
 }
 
