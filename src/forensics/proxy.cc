@@ -14,23 +14,13 @@ namespace stet::forensics {
 using httplib::Request;
 using httplib::Response;
 using HandlerResponse = httplib::Server::HandlerResponse;
+using server::CloseAfter;
+using server::ConstantTimeEquals;
 
 namespace {
 
 constexpr int kLightWorkers = 4;  // /health
 constexpr int kMaxRequestsPerConnection = 1000;
-
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return d == 0;
-}
-
-void CloseAfter(Response& res) {
-  res.set_header("Connection", "close");
-  server::CurrentConnRequest().close_after = true;
-}
 
 std::string UpstreamBase(std::string u) {
   while (!u.empty() && u.back() == '/') u.pop_back();
@@ -212,18 +202,10 @@ void Proxy::Impl::Routes() {
   const auto with_body = [this](const Request& req, Response& res,
                                 const httplib::ContentReader& read) {
     std::string body;
-    bool too_large = false;
-    const bool ok = read([&](const char* data, size_t n) {
-      if (n > opts.max_body_bytes - body.size()) {
-        too_large = true;
-        return false;
-      }
-      body.append(data, n);
-      return true;
-    });
-    if (!ok) {
+    const server::BodyRead got = server::ReadBody(read, opts.max_body_bytes, &body);
+    if (got != server::BodyRead::kComplete) {
       CloseAfter(res);
-      if (too_large) {
+      if (got == server::BodyRead::kTooLarge) {
         return SendError(res, 413, "invalid_request_error", "request_too_large",
                          "The request body is larger than this proxy accepts (--max-body-bytes " +
                              std::to_string(opts.max_body_bytes) + ").");

@@ -20,6 +20,20 @@ Result<int> Listen(HttpServer& http, const std::string& host, int port) {
   return port;
 }
 
+BodyRead ReadBody(const httplib::ContentReader& read, size_t max_bytes, std::string* body) {
+  bool too_large = false;
+  const bool ok = read([&](const char* data, size_t n) {
+    if (n > max_bytes - body->size()) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (ok) return BodyRead::kComplete;
+  return too_large ? BodyRead::kTooLarge : BodyRead::kIncomplete;
+}
+
 std::unique_ptr<ConnectionLoop> StartServing(HttpServer& http, const ConnLimits& limits,
                                              RejectFn on_reject) {
   auto conns = std::make_unique<ConnectionLoop>(

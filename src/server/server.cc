@@ -123,13 +123,6 @@ ApiError FromStatus(const Status& s, const char* prompt_param) {
   }
 }
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return d == 0;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -176,13 +169,6 @@ std::optional<ApiError> Server::Impl::CheckPromptBytes(size_t bytes, const char*
 
 namespace {
 
-// The answer closes its connection: the request's body may be unread, or its
-// framing broken, so nothing after it on the connection can be trusted.
-void CloseAfter(Response& res) {
-  res.set_header("Connection", "close");
-  CurrentConnRequest().close_after = true;
-}
-
 bool IsGetRoute(const std::string& path) {
   return path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 || path == "/health" ||
          path == "/metrics" || path == "/tokenizer_info";
@@ -222,20 +208,11 @@ void Server::Impl::WithBody(const Request& req, Response& res, const httplib::Co
   std::string body;
   if (req.has_header("Content-Length"))
     body.reserve(req.get_header_value<uint64_t>("Content-Length"));
-  bool too_large = false;
-  // Counted as decoded bytes arrive (Content-Length or chunked; Gate refused
-  // any Content-Encoding): the read stops at the first byte over the limit.
-  const bool ok = read([&](const char* data, size_t n) {
-    if (n > opts.max_body_bytes - body.size()) {
-      too_large = true;
-      return false;
-    }
-    body.append(data, n);
-    return true;
-  });
-  if (!ok) {
+  // Gate refused any Content-Encoding: the count is of the bytes sent.
+  const BodyRead got = ReadBody(read, opts.max_body_bytes, &body);
+  if (got != BodyRead::kComplete) {
     CloseAfter(res);
-    if (too_large) {
+    if (got == BodyRead::kTooLarge) {
       return SendError(
           res, MakeError(413, "invalid_request_error", "request_too_large",
                          "The request body is larger than this server accepts (--max-body-bytes " +
