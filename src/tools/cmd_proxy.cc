@@ -52,27 +52,6 @@ struct ProxyArgs {
   int canary_repeats = 3, canary_baseline_runs = 9;
 };
 
-// "30d", "12h", "90m", "3600s" -> seconds; 0 on a bad value.
-int64_t ParseDuration(const std::string& s) {
-  if (s.size() < 2) return 0;
-  const char unit = s.back();
-  const std::string num = s.substr(0, s.size() - 1);
-  if (num.find_first_not_of("0123456789") != std::string::npos || num.size() > 9) return 0;
-  const int64_t n = std::stoll(num);
-  switch (unit) {
-    case 'd':
-      return n * 86400;
-    case 'h':
-      return n * 3600;
-    case 'm':
-      return n * 60;
-    case 's':
-      return n;
-    default:
-      return 0;
-  }
-}
-
 // Now less `seconds`, to the millisecond (records carry milliseconds).
 std::string IsoAgo(int64_t seconds) {
   return IsoUtcMillis(std::chrono::system_clock::now() - std::chrono::seconds(seconds));
@@ -106,7 +85,7 @@ int RunProxy(const ProxyArgs& a) {
   }
   int64_t retain_s = 0;
   if (!a.retain.empty()) {
-    retain_s = ParseDuration(a.retain);
+    retain_s = ParseDurationSeconds(a.retain);
     if (retain_s <= 0)
       return Usage("--retain '" + a.retain + "': use a count and a unit, e.g. 30d, 12h, 90m");
   }
@@ -121,7 +100,7 @@ int RunProxy(const ProxyArgs& a) {
   std::optional<std::vector<forensics::DriftPrompt>> canary_prompts;
   int64_t canary_every = 0;
   if (!a.canary.empty()) {
-    canary_every = ParseDuration(a.canary_every);
+    canary_every = ParseDurationSeconds(a.canary_every);
     if (canary_every <= 0)
       return Usage("--canary-every '" + a.canary_every + "': use e.g. 1h, 15m, 30s");
     if (a.canary_model.empty())
