@@ -25,6 +25,7 @@
 #include "server/chat_prompt.h"
 #include "server/record_builder.h"
 #include "server/server.h"
+#include "support/stories_engine.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 
@@ -87,7 +88,7 @@ TEST(StetClock, MetadataField) {
   ASSERT_FALSE(num.ok());
 }
 
-std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
+std::string Stories() { return testing::StoriesPath(); }
 
 std::unique_ptr<Tokenizer> StoriesTokenizer() {
   auto m = Model::Load(Stories());
@@ -135,18 +136,7 @@ class FakeRecorder : public server::RequestRecorder {
   std::vector<OJson> records;
 };
 
-std::unique_ptr<Engine> StoriesEngine() {
-  auto m = Model::Load(Stories());
-  if (!m.ok()) return nullptr;
-  auto v = VocabFromGguf((*m)->file());
-  if (!v.ok()) return nullptr;
-  auto t = Tokenizer::Create(std::move(*v));
-  if (!t.ok()) return nullptr;
-  EngineOptions o;
-  o.n_ctx = 256;
-  auto e = Engine::Create(std::move(*m), std::move(*t), o);
-  return e.ok() ? std::move(*e) : nullptr;
-}
+using testing::StoriesEngine;
 
 struct InProcess {
   std::shared_ptr<FakeRecorder> rec = std::make_shared<FakeRecorder>();
