@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's llama-bench and llama-batched-bench, the peer that bench/run.py measures stet
-# against, from the llama.cpp sources vendored in the llama-cpp-python sdist (a pinned, hashable
+# against, and llama-completion and llama-speculative-simple, the peer of bench/spec/run.py, from the llama.cpp sources vendored in the llama-cpp-python sdist (a pinned, hashable
 # release), into ~/.cache/stet/llama.cpp-<version>/ — outside git: no llama.cpp code is committed.
 # Writes build-info.txt there (sdist version, vendored llama.cpp commit, CMake flags, compiler),
 # which run.py copies into the results header. Idempotent: an existing build is kept.
@@ -28,7 +28,7 @@ SUFFIX=""
 DEST="${STET_LLAMACPP_DIR:-$HOME/.cache/stet/llama.cpp-$VERSION$SUFFIX}"
 JOBS="${JOBS:-$(nproc)}"
 CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF
-             -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF)
+             -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF)
 if [[ "$VARIANT" == avx2 ]]; then
   CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
                 -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF
@@ -42,7 +42,10 @@ else
   CMAKE_FLAGS+=(-DGGML_NATIVE=ON)
 fi
 
-if [[ -x "$DEST/bin/llama-bench" && -x "$DEST/bin/llama-batched-bench" && -f "$DEST/build-info.txt" ]]; then
+TOOLS=(llama-bench llama-batched-bench llama-completion llama-speculative-simple)
+built=1
+for t in "${TOOLS[@]}"; do [[ -x "$DEST/bin/$t" ]] || built=0; done
+if [[ $built == 1 && -f "$DEST/build-info.txt" ]]; then
   echo "llama.cpp already built in $DEST"
   exit 0
 fi
@@ -72,9 +75,9 @@ LLAMA_SRC="src/vendor/llama.cpp"
 COMMIT="$(cat src/.git/modules/vendor/llama.cpp/HEAD 2>/dev/null || echo unknown)"
 
 cmake -S "$LLAMA_SRC" -B build "${CMAKE_FLAGS[@]}"
-cmake --build build --target llama-bench llama-batched-bench -j "$JOBS"
+cmake --build build --target "${TOOLS[@]}" -j "$JOBS"
 mkdir -p bin
-cp build/bin/llama-bench build/bin/llama-batched-bench bin/
+for t in "${TOOLS[@]}"; do cp "build/bin/$t" bin/; done
 
 {
   echo "llama_cpp_python_sdist=$VERSION"

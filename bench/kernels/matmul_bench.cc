@@ -69,11 +69,12 @@ std::unique_ptr<Matrix> MakeMatrix(DType type, int64_t rows, int64_t cols) {
 
 void BM_MatMul(benchmark::State& state, DType type, int64_t rows, int64_t cols) {
   const int64_t m = state.range(0);
-  // Decode streams weights from DRAM: for few rows, cycle through enough copies
-  // of the matrix (>= 256 MiB) that none is still in the caches when read again.
+  // Decode (and speculation's verification, m = k + 1) streams weights from
+  // DRAM: for few rows, cycle through enough copies of the matrix (>= 256 MiB)
+  // that none is still in the caches when read again.
   const int64_t bytes_one = rows * stet::RowBytes(type, cols);
   // STET_BENCH_HOT=1: one copy (cache-resident when small enough).
-  const bool cold = m <= 4 && std::getenv("STET_BENCH_HOT") == nullptr;
+  const bool cold = m <= 16 && std::getenv("STET_BENCH_HOT") == nullptr;
   const int64_t copies = cold ? std::max<int64_t>(1, (int64_t{256} << 20) / bytes_one + 1) : 1;
   std::vector<std::unique_ptr<Matrix>> mats;
   for (int64_t c = 0; c < copies; ++c) mats.push_back(MakeMatrix(type, rows, cols));

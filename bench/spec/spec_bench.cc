@@ -6,6 +6,8 @@
 // the acceptance rate, and whether every request's tokens and logprobs equal
 // the run without speculation. One JSON object per (task, concurrency, mode)
 // on stdout (bench/spec/run.py makes the table).
+// Copy answers end at the model's end marker (at most 2n tokens); free
+// generation runs n tokens. At --conc 1 a task's four prompts run in turn.
 //   stet_spec_bench -m TARGET [--draft DRAFT] [--threads 2] [--reps 3] [-n 128]
 //                   [--conc 1,4] [--modes off,lookup,draft] [--k 4]   (off first: the reference)
 #include <CLI/CLI.hpp>
@@ -65,13 +67,20 @@ const char* kFree[] = {
     "Describe how bread is made, step by step.",
 };
 
-std::string Chat(const char* user) {
+// The user turn in the target's chat format: Gemma's turn markers where the
+// vocabulary has them, else ChatML (SmolLM2, Qwen).
+std::string Chat(const Tokenizer& tok, const char* user) {
+  if (tok.FindToken("<start_of_turn>")) {
+    return std::string("<start_of_turn>user\n") + user + "<end_of_turn>\n<start_of_turn>model\n";
+  }
   return std::string("<|im_start|>user\n") + user + "<|im_end|>\n<|im_start|>assistant\n";
 }
 
 struct Run {
   std::vector<std::vector<TokenOut>> out;  // per request
   double decode_tok_s = 0;
+  int64_t decoded = 0;
+  double seconds = 0;
   int64_t drafted = 0, accepted = 0;
 };
 
@@ -128,7 +137,9 @@ Run RunOnce(Engine& e, const std::vector<RequestParams>& reqs) {
   const EngineStats after = Settled(e);
   Run r;
   r.out = std::move(t.out);
-  r.decode_tok_s = decoded / std::max(1e-9, std::chrono::duration<double>(end - start).count());
+  r.decoded = decoded;
+  r.seconds = std::chrono::duration<double>(end - start).count();
+  r.decode_tok_s = decoded / std::max(1e-9, r.seconds);
   r.drafted = after.spec_draft_tokens - before.spec_draft_tokens;
   r.accepted = after.spec_accepted_tokens - before.spec_accepted_tokens;
   return r;
@@ -148,19 +159,41 @@ bool SameOutputs(const std::vector<std::vector<TokenOut>>& a,
   return true;
 }
 
-std::vector<RequestParams> Requests(const Engine& e, const std::string& task, int conc, int n) {
+// Requests `first` .. first + conc - 1 (prompt i % 4) of a task. A copy task's
+// answer ends where the model ends it (at most 2n tokens): past its end a small
+// model rambles on in free text, which is not the copy task. Free generation
+// runs n tokens past any end marker. Either way every mode gives the same
+// tokens (that is the point), so the token counts match across modes.
+std::vector<RequestParams> Requests(const Engine& e, const std::string& task, int first, int conc,
+                                    int n) {
   std::vector<RequestParams> out;
-  for (int i = 0; i < conc; ++i) {
+  for (int i = first; i < first + conc; ++i) {
     RequestParams p;
     const char* user = task == "copy" ? kCopy[i % 4] : kFree[i % 4];
-    p.prompt = e.tokenizer().Encode(Chat(user), true, true);
-    p.max_tokens = n;
-    p.ignore_eos = true;  // the same number of tokens in every mode and rep
+    p.prompt = e.tokenizer().Encode(Chat(e.tokenizer(), user), true, true);
+    p.max_tokens = task == "copy" ? 2 * n : n;
+    p.ignore_eos = task != "copy";
     p.sampling.temperature = task == "free-t0.7" ? 0.7f : 0.0f;
     p.sampling.seed = 1000 + i;
     out.push_back(std::move(p));
   }
   return out;
+}
+
+// All four prompts of a task, `conc` at a time (conc 1: the four one after
+// another): decode tok/s = the batches' decoded tokens / their decode time.
+Run RunTask(Engine& e, const std::string& task, int conc, int n) {
+  Run all;
+  for (int first = 0; first == 0 || first < 4; first += conc) {
+    Run r = RunOnce(e, Requests(e, task, first, conc, n));
+    for (auto& o : r.out) all.out.push_back(std::move(o));
+    all.decoded += r.decoded;
+    all.seconds += r.seconds;
+    all.drafted += r.drafted;
+    all.accepted += r.accepted;
+  }
+  all.decode_tok_s = all.decoded / std::max(1e-9, all.seconds);
+  return all;
 }
 
 }  // namespace
@@ -172,7 +205,7 @@ int main(int argc, char** argv) {
   app.add_option("--draft", a.draft, "draft GGUF (mode draft)");
   app.add_option("--threads", a.threads);
   app.add_option("--reps", a.reps);
-  app.add_option("-n", a.n, "tokens per request");
+  app.add_option("-n", a.n, "tokens per free request (copy: at most 2n)");
   app.add_option("--k", a.k, "most draft tokens per step");
   app.add_option("--conc", a.conc)->delimiter(',');
   app.add_option("--modes", a.modes)->delimiter(',');
@@ -182,8 +215,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (dump) {
     nlohmann::json j;
-    for (const char* c : kCopy) j["copy"].push_back(Chat(c));
-    for (const char* f : kFree) j["free"].push_back(Chat(f));
+    auto loaded = LoadModelAndTokenizer(a.model);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    for (const char* c : kCopy) j["copy"].push_back(Chat(*loaded->tokenizer, c));
+    for (const char* f : kFree) j["free"].push_back(Chat(*loaded->tokenizer, f));
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -215,8 +253,7 @@ int main(int argc, char** argv) {
   const size_t n_modes = engines.size();
   for (const std::string& task : a.tasks) {
     for (int conc : a.conc) {
-      const auto reqs = Requests(*engines[0], task, conc, a.n);
-      for (auto& e : engines) RunOnce(*e, Requests(*e, task, 1, 8));  // warm-up
+      for (auto& e : engines) RunOnce(*e, Requests(*e, task, 0, 1, 8));  // warm-up
       std::vector<std::vector<double>> speeds(n_modes);
       std::vector<int64_t> drafted(n_modes), accepted(n_modes);
       std::vector<bool> same(n_modes, true);
@@ -224,7 +261,7 @@ int main(int argc, char** argv) {
       std::vector<std::vector<std::vector<TokenOut>>> first(n_modes);
       for (int r = 0; r < a.reps; ++r) {
         for (size_t m = 0; m < n_modes; ++m) {
-          Run run = RunOnce(*engines[m], reqs);
+          Run run = RunTask(*engines[m], task, conc, a.n);
           speeds[m].push_back(run.decode_tok_s);
           drafted[m] += run.drafted;
           accepted[m] += run.accepted;

@@ -38,7 +38,8 @@ struct Engine::Impl {
         kv(e.model().hparams(), n_blocks, o.block_size, o.max_seqs, o.kv_type),
         sched({o.block_size, o.max_batch_tokens, o.chunk_size, o.prefix_cache}, n_blocks,
               o.max_seqs,
-              [this](int slot, const std::vector<int32_t>& b) { kv.SetBlockTable(slot, b); }) {}
+              [this](int slot, const std::vector<int32_t>& b) { kv.SetBlockTable(slot, b); }),
+        sampler(o.isa) {}
 
   // Shared with callers (under mu).
   std::mutex mu;
@@ -320,14 +321,26 @@ void Engine::Impl::ApplyCancellations(const std::vector<uint64_t>& ids) {
 // waiting (preempted) sequence's draft KV goes back to the draft pool.
 void Engine::Impl::ProposeDrafts() {
   draft_work.clear();
+  std::vector<Sequence*> spec_seqs;
+  int decoding = 0;
   for (auto& sp : all) {
     Sequence* s = sp.get();
     s->draft.clear();
     if (draft && s->slot < 0) draft->Release(s);
-    if (s->finished || s->spec_k <= 0 || s->slot < 0) continue;
+    if (s->finished || s->slot < 0) continue;
     if (static_cast<int>(s->tokens.size()) - s->n_computed != 1) continue;
+    ++decoding;
+    if (s->spec_k <= 0) continue;
     if (s->req->params.prompt_logprobs && !s->prompt_scored) continue;  // scoring: every row
-    const int k = std::min(s->spec_k, s->max_new - s->n_generated - 1);
+    spec_seqs.push_back(s);
+  }
+  // Drafts pay while a step's decode rows stay few (the weights are read once
+  // for all of them); a busy batch is compute-bound already, so the step's
+  // draft rows share what is left of kSpecRowBudget. Speed only: the tokens are
+  // the same whatever the drafts.
+  const int share = DraftShare(decoding, static_cast<int>(spec_seqs.size()));
+  for (Sequence* s : spec_seqs) {
+    const int k = std::min({s->spec_k, share, s->max_new - s->n_generated - 1});
     if (k <= 0) continue;
     if (draft) {
       draft_work.push_back({s, k});
@@ -445,8 +458,8 @@ void Engine::Impl::ScorePrompt(StepPlan& pl, size_t row) {
     const float* lr = &logits[(row + i) * n_vocab];
     TokenOut t;
     t.id = s->tokens[pos + 1];
-    t.logprob = LogSoftmaxAt(lr, n_vocab, t.id);
-    if (p.top_logprobs > 0) t.top = TopLogprobs(lr, n_vocab, p.top_logprobs);
+    t.logprob = LogSoftmaxAt(lr, n_vocab, t.id, sampler.isa());
+    if (p.top_logprobs > 0) t.top = TopLogprobs(lr, n_vocab, p.top_logprobs, sampler.isa());
     t.text = engine.tokenizer().TokenToPiece(t.id);
     s->prompt_scores.push_back(std::move(t));
   }

@@ -1,30 +1,31 @@
-// Sampling and logprobs with stet's own exp/log, scalar and in a fixed order
-// (rule R7): the adjusted row is a copy, the reported logprobs come from the
-// raw row, and the draw is keyed by (seed, choice, position) only.
+// Sampling and logprobs with stet's own exp/log, in a fixed order (rule R7):
+// the adjusted row is a copy, the reported logprobs come from the raw row, and
+// the draw is keyed by (seed, choice, position) only. The full-row scans
+// (argmax, max, the sum of exps) are kernels with SIMD paths that give the
+// serial loops' bits (kernels.h).
 #include "engine/sampler.h"
 
 #include <algorithm>
 
 #include "base/check.h"
 #include "base/rng.h"
+#include "kernels/kernels.h"
 #include "numerics/math.h"
 
 namespace stet {
 
-int32_t Argmax(const float* logits, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i) {
-    if (logits[i] > logits[best]) best = i;  // strict: ties keep the lower id
-  }
-  return best;
+// The first index of the strictly largest logit: ties keep the lower id.
+int32_t Argmax(const float* logits, int n, Isa isa) {
+  return static_cast<int32_t>(kernels::Argmax(logits, n, isa));
 }
 
 namespace {
-float LogSumExpShifted(const float* logits, int n, float* max_out) {
-  float mx = logits[0];
-  for (int i = 1; i < n; ++i) mx = std::max(mx, logits[i]);
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += ExpF(logits[i] - mx);
+// mx = the std::max fold of the row from logits[0] (which is logits[Argmax],
+// bit for bit: kernels.h); sum = ExpF(logits[i] - mx) added in index order.
+// `argmax`: the row's Argmax when the caller has it, else -1.
+float LogSumExpShifted(const float* logits, int n, float* max_out, Isa isa, int64_t argmax = -1) {
+  const float mx = logits[argmax >= 0 ? argmax : kernels::Argmax(logits, n, isa)];
+  const float sum = kernels::SumExpShifted(logits, n, mx, isa);
   *max_out = mx;
   return LogF(sum);
 }
@@ -44,15 +45,15 @@ std::vector<TokenLogprob> TopGivenLse(const float* logits, int n, int k, float m
 }
 }  // namespace
 
-float LogSoftmaxAt(const float* logits, int n, int32_t id) {
+float LogSoftmaxAt(const float* logits, int n, int32_t id, Isa isa) {
   float mx;
-  const float lse = LogSumExpShifted(logits, n, &mx);
+  const float lse = LogSumExpShifted(logits, n, &mx, isa);
   return (logits[id] - mx) - lse;
 }
 
-std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k) {
+std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k, Isa isa) {
   float mx;
-  const float lse = LogSumExpShifted(logits, n, &mx);
+  const float lse = LogSumExpShifted(logits, n, &mx, isa);
   return TopGivenLse(logits, n, k, mx, lse);
 }
 
@@ -88,8 +89,10 @@ TokenPick Sampler::Pick(const float* raw, int n, const SamplingParams& p,
   }
   TokenPick out;
   out.id = Sample(row, n, p, choice, position, allowed);
+  // A greedy draw from the raw row is its Argmax already.
+  const bool raw_argmax = row == raw && p.temperature <= 0.0f && !allowed;
   float mx;
-  const float lse = LogSumExpShifted(raw, n, &mx);
+  const float lse = LogSumExpShifted(raw, n, &mx, isa_, raw_argmax ? out.id : -1);
   out.logprob = (raw[out.id] - mx) - lse;
   if (top_logprobs > 0) out.top = TopGivenLse(raw, n, top_logprobs, mx, lse);
   return out;
@@ -97,7 +100,7 @@ TokenPick Sampler::Pick(const float* raw, int n, const SamplingParams& p,
 
 int32_t Sampler::Sample(const float* logits, int n, const SamplingParams& p, uint32_t choice,
                         uint64_t position, const uint8_t* allowed) {
-  if (p.temperature <= 0.0f && !allowed) return Argmax(logits, n);
+  if (p.temperature <= 0.0f && !allowed) return Argmax(logits, n, isa_);
   if (p.temperature <= 0.0f) {
     int32_t best = -1;
     for (int i = 0; i < n; ++i) {

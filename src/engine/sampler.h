@@ -1,7 +1,10 @@
 // Token sampling. Deterministic by construction (rule R7): greedy breaks ties
 // toward the lower token id; random draws come from Philox keyed by
 // (seed, choice index, absolute position), never from shared generator state.
-// All arithmetic is scalar with stet's own exp/log, so every machine agrees.
+// All arithmetic is stet's own exp/log in a fixed order, so every machine
+// agrees; the full-vocabulary scans (max, argmax, the log-sum-exp's exps) run
+// on the kernels' SIMD paths (kernels.h Argmax, SumExpShifted), which give the
+// serial loops' bits on every Isa.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +12,8 @@
 #include <optional>
 #include <unordered_map>
 #include <vector>
+
+#include "base/cpu_features.h"
 
 namespace stet {
 
@@ -42,14 +47,15 @@ struct TokenLogprob {
   float logprob;
 };
 
-// argmax with ties to the lower id.
-int32_t Argmax(const float* logits, int n);
+// argmax with ties to the lower id. `isa` (here and below) picks the kernel
+// path only; the result is the same on every one.
+int32_t Argmax(const float* logits, int n, Isa isa = DefaultIsa());
 
 // log-softmax of one entry over the full vector: (l_i - max) - log(sum exp(l_j - max)),
 // the sum taken in index order with ExpF. Also what teacher-forced scoring uses.
-float LogSoftmaxAt(const float* logits, int n, int32_t id);
+float LogSoftmaxAt(const float* logits, int n, int32_t id, Isa isa = DefaultIsa());
 // The top `k` entries by logit (ties to lower id) with their log-softmax values.
-std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k);
+std::vector<TokenLogprob> TopLogprobs(const float* logits, int n, int k, Isa isa = DefaultIsa());
 
 // What a sequence has produced so far: the inputs of the penalties.
 struct TokenHistory {
@@ -68,6 +74,10 @@ struct TokenPick {
 
 class Sampler {
  public:
+  // `isa`: the kernel path of the full-vocabulary scans (never changes a result).
+  explicit Sampler(Isa isa = DefaultIsa()) : isa_(isa) {}
+  Isa isa() const { return isa_; }
+
   // Draws a token for (choice, position) from `logits` as given: temperature,
   // top-k, top-p, min-p and the seed (bias and penalties are Pick's). Reuses
   // internal buffers. `allowed` (n entries, nonzero = allowed; at least one):
@@ -84,6 +94,7 @@ class Sampler {
                  const uint8_t* allowed = nullptr);
 
  private:
+  Isa isa_;
   std::vector<TokenLogprob> cand_;  // (id, scaled logit then probability)
   std::vector<float> work_;         // the adjusted row
 };

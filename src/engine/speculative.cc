@@ -80,6 +80,11 @@ Verdict VerifyDraft(const std::vector<int32_t>& draft,
   return v;
 }
 
+int DraftShare(int decoding, int speculating) {
+  if (speculating <= 0) return 0;
+  return std::max(0, kSpecRowBudget - decoding) / speculating;
+}
+
 int NextSpecK(int k_cur, int k_max, int drafted, int accepted) {
   if (drafted <= 0) return k_cur;
   if (accepted >= drafted) return std::min(k_max, k_cur + 2);

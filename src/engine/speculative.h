@@ -20,6 +20,12 @@ enum class SpecMode { kOff, kLookup, kDraft };
 
 constexpr int kMaxSpecK = 32;  // draft tokens per sequence per step
 constexpr int kMaxSpecNgram = 16;
+// Decode rows (one per decoding sequence, plus the drafts) a step verifies at
+// most: up to 15 rows the small-batch matmul kernels read each weight once for
+// all rows, so drafts there cost little; past it a step is compute-bound and
+// drafts that fail cost what they add. Sequences share what their decode rows
+// leave.
+constexpr int kSpecRowBudget = 16;
 
 struct SpecOptions {
   SpecMode mode = SpecMode::kOff;  // the default for requests that do not say
@@ -63,6 +69,10 @@ struct Verdict {
 // first mismatch (that emitted token is the correction), at the end of the
 // choice, or after row k (the bonus token).
 Verdict VerifyDraft(const std::vector<int32_t>& draft, const std::function<Emitted(int row)>& emit);
+
+// The most draft tokens each of `speculating` sequences may carry in a step
+// with `decoding` decode rows (kSpecRowBudget): 0 once the rows fill it.
+int DraftShare(int decoding, int speculating);
 
 // Adaptive k for one sequence: grows by 2 after a fully accepted draft (up to
 // k_max), falls to one more than the accepted count after a rejection. It

@@ -116,6 +116,37 @@ static inline void StoreRowWith(const float* x, int64_t n, DType dst_type, void*
   }
 }
 
+// SumExpShifted's exact shortcut, shared by its SIMD paths: for a positive
+// normal s in [2^E, 2^(E+1)), s + e == s for every 0 <= e < 2^(E-24) (half the
+// spacing of floats above s: the exact sum lies less than half a spacing above
+// s, so it rounds to s). Returns that bound, or 0 (skip nothing) for any other s
+// and where the bound would be subnormal. The sum only grows (every e >= 0), so
+// an e below the bound of an earlier s cannot change the sum either: the SIMD
+// paths leave out those adds and still give the serial sum's bits.
+inline float SumSkipBelow(float s) {
+  uint32_t b;
+  std::memcpy(&b, &s, 4);
+  const uint32_t e = b >> 23;  // the biased exponent; >= 256 for a negative s
+  if (e < 25 || e > 254) return 0.0f;
+  const uint32_t t = (e - 24) << 23;
+  float out;
+  std::memcpy(&out, &t, 4);
+  return out;
+}
+
+// A cheaper test before the exps: for below = SumSkipBelow(s) = 2^k, any
+// argument y < SumSkipArgBelow(below) = k ln2 - 1 (rounded to float) has
+// ExpF(y) < 2^k / e (1 + ExpF's ~1 ulp error), so below `below`: such an e
+// would be skipped anyway, and its exp need not be computed. -inf (nothing
+// passes) when below is 0. NaN arguments never compare below.
+inline float SumSkipArgBelow(float below) {
+  if (!(below > 0.0f)) return -INFINITY;
+  uint32_t b;
+  std::memcpy(&b, &below, 4);
+  const int k = static_cast<int>(b >> 23) - 127;  // below is a normal power of two
+  return static_cast<float>(k * 0.6931471805599453 - 1.0);
+}
+
 // Activation rows quantized per 32-block for q8_0/q4_0/q4_1 weights. For block
 // b of row r: d = amax/127, id = d != 0 ? 1/d : 0, q = nearbyint(x * id) (ties
 // to even), qsum = sum q, s = d * float(qsum). Each row is padded with zero
@@ -250,6 +281,8 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float softcap, float* out, float* scratch);
+float SumExpShifted(const float* x, int64_t n, float shift);
+int64_t Argmax(const float* x, int64_t n);
 }  // namespace ref
 
 namespace avx2 {
@@ -269,6 +302,8 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float softcap, float* out, float* scratch);
+float SumExpShifted(const float* x, int64_t n, float shift);
+int64_t Argmax(const float* x, int64_t n);
 // q8_0/q4_0/q4_1 from w.packed (the 16-row layout) on ActQ8 rows; r0 a multiple
 // of 16. For decode: each activation row streams the packed matrix once.
 void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
@@ -328,6 +363,8 @@ void Add(const float* a, const float* b, int64_t n, float* out);
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float softcap, float* out, float* scratch);
+float SumExpShifted(const float* x, int64_t n, float shift);
+int64_t Argmax(const float* x, int64_t n);
 }  // namespace neon
 
 }  // namespace stet::kernels

@@ -55,12 +55,11 @@ bool UseSimd(Isa isa) {
 bool UseAvx512(Isa isa) { return UseSimd(isa) && isa == Isa::kAvx512; }
 
 // The AVX-512 float kernels serve batches from 2 rows. For quantized weights
-// one row streams a packed matrix through the AVX-512 packed kernel, but from 2
-// to kAvx512MinQuantRows - 1 rows the AVX2 tiles are faster (each weight load
-// feeds up to four rows; the vertical kernels would leave most of their 16
-// lanes idle): on a Xeon (AVX-512 VNNI) 2048x2048 at m = 2/4/8, AVX2 12.8/14.2/15.4
-// GMAC/s vs AVX-512 5.6/10.5/17.1 (q8_0), 12.5/17.2/20.6 vs 10.4/12.0/9.7 (q4_k),
-// and from 16 rows the vertical kernels lead (q8_0 36 vs 21.5).
+// with an AVX-512 packed kernel, up to kAvx512MinQuantRows - 1 rows stream the
+// packed matrix through it (each weight load feeds up to four rows; the
+// vertical kernels would leave most of their 16 lanes idle), and from 16 rows
+// the vertical kernels lead (on a Xeon, AVX-512 VNNI, 2048x2048 q8_0: 36 vs
+// 21.5 GMAC/s for the AVX2 tiles). Types without one use the AVX2 tiles below 16.
 constexpr int64_t kAvx512MinRows = 2;
 constexpr int64_t kAvx512MinQuantRows = 16;
 
@@ -245,7 +244,8 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
   // The AVX-512 kernels: packed decode for few rows, vertical/paired layouts
   // for batches.
   const bool is_float = w.type == DType::kF32 || w.type == DType::kF16 || w.type == DType::kBF16;
-  const bool packed512 = UseAvx512(isa) && packed && m == 1 && HasAvx512Packed(w.type);
+  const bool packed512 =
+      UseAvx512(isa) && packed && m < kAvx512MinQuantRows && HasAvx512Packed(w.type);
   const bool avx512 = UseAvx512(isa) && m >= (is_float ? kAvx512MinRows : kAvx512MinQuantRows);
   // The AVX2 packed kernels serve every m (each weight load feeds up to four
   // activation rows), on AVX2 CPUs and for what the AVX-512 kernels lack.
@@ -381,6 +381,14 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa) 
 
 void GeGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa) {
   STET_PATH(UseSimd(isa), GeGlu)(gate, up, n, out);
+}
+
+float SumExpShifted(const float* x, int64_t n, float shift, Isa isa) {
+  return STET_PATH(UseSimd(isa), SumExpShifted)(x, n, shift);
+}
+
+int64_t Argmax(const float* x, int64_t n, Isa isa) {
+  return STET_PATH(UseSimd(isa), Argmax)(x, n);
 }
 
 void Add(const float* a, const float* b, int64_t n, float* out, Isa isa) {

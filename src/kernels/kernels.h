@@ -83,6 +83,20 @@ void GeGlu(const float* gate, const float* up, int64_t n, float* out, Isa isa);
 // out[i] = a[i] + b[i]. out may alias a or b.
 void Add(const float* a, const float* b, int64_t n, float* out, Isa isa);
 
+// s = 0; s += ExpF(x[i] - shift) for i = 0, 1, ..., n - 1: one serial sum in
+// index order (the sampler's log-sum-exp). The SIMD paths compute the exps
+// 8 (NEON: 4) at a time and add them into s one by one in the same order,
+// leaving out only adds that provably cannot change s (internal.h,
+// SumSkipBelow); AVX-512 uses the AVX2 path. Same bits on every path.
+float SumExpShifted(const float* x, int64_t n, float shift, Isa isa);
+
+// The first index of the largest x[i] (ties to the lower index, rule R7),
+// exactly as the scalar loop `if (x[i] > x[best]) best = i`: NaNs never win,
+// and a NaN at x[0] is never beaten (the result is 0). n >= 1 (0 for n <= 0).
+// x[Argmax] is also the row's max as std::max folds it from x[0] (the first of
+// equal values, so also the sign of a zero max). AVX-512 uses the AVX2 path.
+int64_t Argmax(const float* x, int64_t n, Isa isa);
+
 // Rotary embedding, in place, for one token's heads x[n_heads, head_dim]. The
 // first rot_dim dims of each head rotate by angles whose cos/sin are given
 // (length rot_dim / 2, from a table built once in double precision). kNormal

@@ -333,7 +333,10 @@ void ConnectionLoop::Stop() {
     accepting_ = false;
     stopping_ = true;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      // A request that just ended (a drain cancelled it) may be writing its
+      // answer: let it finish, so the client gets the whole answer, not a cut.
+      std::unique_lock<std::mutex> lock(mu_);
+      busy_cv_.wait_for(lock, limits_.stop_grace, [this] { return busy_fds_.empty(); });
       for (int fd : busy_fds_) ::shutdown(fd, SHUT_RDWR);  // blocked reads and writes return now
     }
     Wake();
@@ -577,6 +580,7 @@ void ConnectionLoop::HandBack(std::unique_ptr<Conn> c) {
       handed_back_.push_back(std::move(c));
     }
   }
+  busy_cv_.notify_all();
   if (c) {
     ::close(c->fd);
     --open_;
@@ -590,6 +594,7 @@ void ConnectionLoop::CloseBusy(std::unique_ptr<Conn> c) {
     std::lock_guard<std::mutex> lock(mu_);
     busy_fds_.erase(c->fd);
   }
+  busy_cv_.notify_all();
   ::close(c->fd);
   --open_;
 }

@@ -35,9 +35,12 @@ struct ConnLimits {
   std::chrono::milliseconds io_timeout{
       10000};                              // longest wait for one read or write to make progress
   std::chrono::milliseconds linger{2000};  // unread input discarded after an error response
-  size_t max_header_bytes = 32u << 10;     // request line + headers; more gets 431
-  int workers = 16;                        // requests served at once (POST and the rest)
-  int light_workers = 4;                   // reserved for GET and HEAD
+  // Stop(): how long the connections workers hold get to finish writing their
+  // answers (a drain's cancelled requests answer just before Stop) before they are shut.
+  std::chrono::milliseconds stop_grace{1000};
+  size_t max_header_bytes = 32u << 10;  // request line + headers; more gets 431
+  int workers = 16;                     // requests served at once (POST and the rest)
+  int light_workers = 4;                // reserved for GET and HEAD
   int max_requests_per_connection = 100;
   int max_connections = 0;  // open at once; 0: RLIMIT_NOFILE less a margin, at most 4096
   // Which requests go to the light_workers pool, judged on the request line
@@ -101,8 +104,9 @@ class ConnectionLoop {
   // No new connections (the listener is shut down) and every connection that is
   // not in a request is closed; requests being served run on and then close.
   void StopAccepting();
-  // Shuts down every remaining connection (reads and writes on them fail at
-  // once), then joins the poll thread and the workers. Idempotent.
+  // Waits up to stop_grace for the workers to finish the answers they are
+  // writing, shuts down every remaining connection (reads and writes on them
+  // fail at once), then joins the poll thread and the workers. Idempotent.
   void Stop();
 
  private:
@@ -140,6 +144,7 @@ class ConnectionLoop {
   std::mutex mu_;  // guards the three below
   std::vector<std::unique_ptr<Conn>> handed_back_;
   std::unordered_set<int> busy_fds_;  // connections a worker holds or will take
+  std::condition_variable busy_cv_;   // busy_fds_ lost one
   bool poller_done_ = false;
   std::atomic<int> open_{0};  // connections open (polled, queued, served)
 };

@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <random>
 #include <unordered_map>
+
+#include "numerics/math.h"
 
 namespace stet {
 namespace {
@@ -20,6 +24,44 @@ TEST(Sampler, ArgmaxTiesGoToLowerId) {
   SamplingParams p;
   p.temperature = 0;
   EXPECT_EQ(s.Sample(l.data(), 5, p, 0, 0), 1);
+}
+
+// The sampler's full-row scans run on the kernels' SIMD paths; its numbers are
+// still those of the plain serial loops, bit for bit, on every path this CPU has.
+TEST(Sampler, EveryIsaGivesTheSerialLoopsBits) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g(0.0f, 3.0f);
+  std::vector<float> l(262144 + 3);
+  for (float& v : l) v = g(rng);
+  l[77] = -INFINITY;
+  l[1000] = l[200000] = 30.0f;  // a tie for the max
+  const int n = static_cast<int>(l.size());
+  int32_t want_id = 0;
+  float mx = l[0];
+  for (int i = 1; i < n; ++i) {
+    if (l[i] > l[want_id]) want_id = i;
+    mx = std::max(mx, l[i]);
+  }
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum += ExpF(l[i] - mx);
+  const float want_lp = (l[want_id] - mx) - LogF(sum);
+  std::vector<Isa> isas = {Isa::kScalar};
+  if (CpuHasAvx2Fma()) isas.push_back(Isa::kAvx2);
+  if (CpuHasAvx512()) isas.push_back(Isa::kAvx512);
+  if (CpuHasNeon()) isas.push_back(Isa::kNeon);
+  for (Isa isa : isas) {
+    SamplingParams p;
+    p.temperature = 0;
+    const TokenPick pick = Sampler(isa).Pick(l.data(), n, p, {}, 2, 0, 0);
+    EXPECT_EQ(pick.id, 1000) << IsaName(isa);
+    EXPECT_EQ(Argmax(l.data(), n, isa), 1000) << IsaName(isa);
+    EXPECT_EQ(std::memcmp(&pick.logprob, &want_lp, 4), 0) << IsaName(isa);
+    const float lp = LogSoftmaxAt(l.data(), n, 123, isa);
+    const float want123 = (l[123] - mx) - LogF(sum);
+    EXPECT_EQ(std::memcmp(&lp, &want123, 4), 0) << IsaName(isa);
+    ASSERT_EQ(pick.top.size(), 2u);
+    EXPECT_EQ(pick.top[1].id, 200000) << IsaName(isa);
+  }
 }
 
 TEST(Sampler, LogSoftmaxMatchesDoublePrecision) {

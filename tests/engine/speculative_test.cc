@@ -101,6 +101,15 @@ TEST(VerifyDraft, StopsWhereTheChoiceEnds) {
   EXPECT_EQ(w.accepted, 1);
 }
 
+TEST(SpecK, DraftsShareTheStepsRowBudget) {
+  EXPECT_EQ(DraftShare(1, 1), kSpecRowBudget - 1);  // one stream: k is the only limit
+  EXPECT_EQ(DraftShare(4, 4), (kSpecRowBudget - 4) / 4);
+  EXPECT_EQ(DraftShare(4, 2), (kSpecRowBudget - 4) / 2);  // only some sequences speculate
+  EXPECT_EQ(DraftShare(kSpecRowBudget, 3), 0);            // a full batch drafts nothing
+  EXPECT_EQ(DraftShare(kSpecRowBudget + 8, 8), 0);
+  EXPECT_EQ(DraftShare(3, 0), 0);
+}
+
 TEST(SpecK, AdaptsToAcceptance) {
   EXPECT_EQ(NextSpecK(4, 8, 4, 4), 6);  // all accepted: grow
   EXPECT_EQ(NextSpecK(8, 8, 8, 8), 8);  // up to k_max
