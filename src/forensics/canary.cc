@@ -13,6 +13,7 @@
 
 #include "base/hash.h"
 #include "base/rng.h"
+#include "base/utc_time.h"
 #include "forensics/exchange.h"
 #include "forensics/json_field.h"
 #include "forensics/stream_fold.h"

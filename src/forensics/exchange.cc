@@ -4,8 +4,6 @@
 // prompt is never stored, even in the snapshots table.
 #include "forensics/exchange.h"
 
-#include <chrono>
-#include <ctime>
 #include <random>
 
 #include "base/hash.h"
@@ -155,19 +153,6 @@ WireJson ClientContext(const std::string& header_value, const WireJson& request)
     ctx["metadata"] = request["metadata"];
   }
   return ctx.empty() ? WireJson() : ctx;
-}
-
-std::string NowIso8601() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
 }
 
 std::string RandomHex(int n) {

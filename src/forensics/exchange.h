@@ -49,7 +49,6 @@ WireJson KeptHeaders(const HeaderList& headers);
 // the request's `metadata` object; null when neither is present.
 WireJson ClientContext(const std::string& header_value, const WireJson& request);
 
-std::string NowIso8601();
 std::string RandomHex(int n);
 
 // Finishes a record: applies the redactions, then computes the snapshot of the

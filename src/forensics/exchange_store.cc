@@ -8,6 +8,7 @@
 
 #include "forensics/group_commit.h"
 #include "forensics/json_field.h"
+#include "forensics/sqlite_util.h"
 
 namespace stet::forensics {
 
@@ -32,47 +33,9 @@ const char* kSqliteSchema =
     "  first_seen TEXT NOT NULL,"
     "  body TEXT NOT NULL);";
 
-Status SqlError(sqlite3* db, const std::string& what) {
-  return IoError(what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-}
-
-Status Exec(sqlite3* db, const char* sql, const std::string& what) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = err ? err : sqlite3_errmsg(db);
-    sqlite3_free(err);
-    return IoError(what + ": " + m);
-  }
-  return Status::Ok();
-}
-
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& sql) {
-    ok_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) == SQLITE_OK;
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  bool ok() const { return ok_; }
-  sqlite3_stmt* get() { return s_; }
-  void Text(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  }
-  void TextOrNull(int i, const std::string& v) {
-    if (v.empty()) {
-      sqlite3_bind_null(s_, i);
-    } else {
-      Text(i, v);
-    }
-  }
-  std::string Column(int i) {
-    const char* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
-    return std::string(t ? t : "", static_cast<size_t>(sqlite3_column_bytes(s_, i)));
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-  bool ok_ = false;
-};
+using sqlite::Exec;
+using sqlite::SqlError;
+using sqlite::Stmt;
 
 std::string Dump(const ExchangeJson& j) {
   return j.dump(-1, ' ', false, ExchangeJson::error_handler_t::replace);

@@ -3,10 +3,10 @@
 // the checks made before any body byte is read, /health on reserved workers,
 // one JSON log line per relayed request, and the drain on shutdown.
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <thread>
 
+#include "base/utc_time.h"
 #include "forensics/proxy_internal.h"
 
 namespace stet::forensics {
@@ -14,23 +14,13 @@ namespace stet::forensics {
 using httplib::Request;
 using httplib::Response;
 using HandlerResponse = httplib::Server::HandlerResponse;
+using server::CloseAfter;
+using server::ConstantTimeEquals;
 
 namespace {
 
 constexpr int kLightWorkers = 4;  // /health
 constexpr int kMaxRequestsPerConnection = 1000;
-
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return d == 0;
-}
-
-void CloseAfter(Response& res) {
-  res.set_header("Connection", "close");
-  server::CurrentConnRequest().close_after = true;
-}
 
 std::string UpstreamBase(std::string u) {
   while (!u.empty() && u.back() == '/') u.pop_back();
@@ -212,18 +202,10 @@ void Proxy::Impl::Routes() {
   const auto with_body = [this](const Request& req, Response& res,
                                 const httplib::ContentReader& read) {
     std::string body;
-    bool too_large = false;
-    const bool ok = read([&](const char* data, size_t n) {
-      if (n > opts.max_body_bytes - body.size()) {
-        too_large = true;
-        return false;
-      }
-      body.append(data, n);
-      return true;
-    });
-    if (!ok) {
+    const server::BodyRead got = server::ReadBody(read, opts.max_body_bytes, &body);
+    if (got != server::BodyRead::kComplete) {
       CloseAfter(res);
-      if (too_large) {
+      if (got == server::BodyRead::kTooLarge) {
         return SendError(res, 413, "invalid_request_error", "request_too_large",
                          "The request body is larger than this proxy accepts (--max-body-bytes " +
                              std::to_string(opts.max_body_bytes) + ").");
@@ -251,18 +233,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(const ProxyOptions& options) {
   I.upstream_base = UpstreamBase(options.upstream);
   I.upstream_shown = MaskUrlPassword(I.upstream_base);
   I.Routes();
-  if (options.port == 0) {
-    I.port = I.http.bind_to_any_port(options.host);
-    if (I.port < 0) return IoError("cannot listen on " + options.host + " (any port)");
-  } else {
-    if (!I.http.bind_to_port(options.host, options.port)) {
-      return IoError("cannot listen on " + options.host + ":" + std::to_string(options.port) +
-                     " (address in use, or not an address of this machine)");
-    }
-    I.port = options.port;
-  }
-  I.http.RaiseBacklog(1024);
-  std::signal(SIGPIPE, SIG_IGN);
+  STET_ASSIGN_OR_RETURN(I.port, server::Listen(I.http, options.host, options.port));
   server::ConnLimits lim;
   lim.header_timeout = std::chrono::seconds(options.header_timeout_s);
   lim.body_timeout = std::chrono::seconds(options.body_timeout_s);
@@ -275,14 +246,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(const ProxyOptions& options) {
   lim.light = [](std::string_view line) {
     return line.rfind("GET /health ", 0) == 0 || line.rfind("HEAD /health ", 0) == 0;
   };
-  I.conns = std::make_unique<server::ConnectionLoop>(
-      I.http.ListenSocket(), lim,
-      [impl = &I](server::ConnStream& strm, bool close_connection, bool& connection_closed) {
-        return impl->http.Serve(strm, close_connection, connection_closed,
-                                [&strm](Request&) { strm.BeginBody(); });
-      },
-      nullptr);
-  I.conns->Start();
+  I.conns = server::StartServing(I.http, lim, nullptr);
   return p;
 }
 

@@ -7,6 +7,7 @@
 // become 502 (unreachable, broken) or 504 (too slow), and are recorded too.
 #include <cmath>
 
+#include "base/utc_time.h"
 #include "forensics/proxy_internal.h"
 
 namespace stet::forensics {

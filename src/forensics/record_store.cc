@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "forensics/json_field.h"
+#include "forensics/sqlite_util.h"
 
 namespace stet::forensics {
 
@@ -30,37 +31,9 @@ const char* kSchemaSql =
     "  model_sha256 TEXT NOT NULL,"
     "  record TEXT NOT NULL);";
 
-Status SqlError(sqlite3* db, const std::string& what) {
-  return IoError(what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-}
-
-Status Exec(sqlite3* db, const char* sql, const std::string& what) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = err ? err : sqlite3_errmsg(db);
-    sqlite3_free(err);
-    return IoError(what + ": " + m);
-  }
-  return Status::Ok();
-}
-
-// A prepared statement that finalizes itself.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) {
-    ok_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) == SQLITE_OK;
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  bool ok() const { return ok_; }
-  sqlite3_stmt* get() { return s_; }
-  void Text(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-  bool ok_ = false;
-};
+using sqlite::Exec;
+using sqlite::SqlError;
+using sqlite::Stmt;
 
 // The columns of a record, extracted outside the lock.
 struct Row {

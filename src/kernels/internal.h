@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
+#include "base/check.h"
 #include "kernels/kernels.h"
+#include "numerics/half.h"
 #include "numerics/math.h"
 
 namespace stet::kernels {
@@ -28,6 +31,89 @@ static inline float CombineLanes(const float* l) {
 inline void SoftCap(float* s, int64_t n, float cap) {
   if (!(cap > 0.0f)) return;
   for (int64_t t = 0; t < n; ++t) s[t] = cap * TanhF(s[t] / cap);
+}
+
+// Kernels that are templates on a storage type: calls
+// f(std::integral_constant<DType, T>{}) for the T among kTypes that t is; any
+// other type fails with `msg`.
+template <DType... kTypes, typename F>
+static inline void WithDType(DType t, const char* msg, F&& f) {
+  const bool found = ((t == kTypes && (f(std::integral_constant<DType, kTypes>{}), true)) || ...);
+  if (!found) STET_CHECK_MSG(false, msg);
+}
+
+// The KV cache stores f32 or f16: the SIMD attention kernels' two instances.
+template <typename F>
+static inline void WithKvType(DType kv_type, const char* msg, F&& f) {
+  WithDType<DType::kF32, DType::kF16>(kv_type, msg, f);
+}
+
+// A run-time count as a template argument (how many vectors a kernel keeps in
+// registers): calls f(std::integral_constant<int, N>{}) with N = n for n in
+// 1..kMax - 1 and N = kMax for n >= kMax; nothing for n <= 0.
+template <int kMax, int N = 1, typename F>
+static inline void WithCount(int n, F&& f) {
+  if constexpr (N < kMax) {
+    if (n == N) {
+      f(std::integral_constant<int, N>{});
+    } else {
+      WithCount<kMax, N + 1>(n, f);
+    }
+  } else {
+    if (n >= kMax) f(std::integral_constant<int, kMax>{});
+  }
+}
+
+// The 32-block weight types' matmul kernels are templates on the block: calls
+// f(std::type_identity<Block>{}) for t's block (q8_0, q4_0, q4_1, q5_0, q5_1,
+// iq4_nl); any other type fails with `msg`.
+template <typename F>
+static inline void WithBlock32(DType t, const char* msg, F&& f) {
+  switch (t) {
+    case DType::kQ8_0:
+      f(std::type_identity<BlockQ8_0>{});
+      break;
+    case DType::kQ4_0:
+      f(std::type_identity<BlockQ4_0>{});
+      break;
+    case DType::kQ4_1:
+      f(std::type_identity<BlockQ4_1>{});
+      break;
+    case DType::kQ5_0:
+      f(std::type_identity<BlockQ5_0>{});
+      break;
+    case DType::kQ5_1:
+      f(std::type_identity<BlockQ5_1>{});
+      break;
+    case DType::kIQ4_NL:
+      f(std::type_identity<BlockIQ4_NL>{});
+      break;
+    default:
+      STET_CHECK_MSG(false, msg);
+  }
+}
+
+// StoreRow on every path: f32 is a copy; f16 converts a prefix with the path's
+// vectors (vec_f16(x, n, bytes) returns how many it did) and the rest with
+// F32ToF16, the same round-to-nearest-even.
+template <typename VecF16>
+static inline void StoreRowWith(const float* x, int64_t n, DType dst_type, void* dst,
+                                VecF16&& vec_f16) {
+  switch (dst_type) {
+    case DType::kF32:
+      if (n > 0) std::memmove(dst, x, static_cast<size_t>(n) * 4);
+      break;
+    case DType::kF16: {
+      auto* h = static_cast<uint8_t*>(dst);
+      for (int64_t i = vec_f16(x, n, h); i < n; ++i) {
+        const uint16_t v = F32ToF16(x[i]);
+        std::memcpy(h + 2 * i, &v, 2);
+      }
+      break;
+    }
+    default:
+      STET_CHECK_MSG(false, "StoreRow: the KV cache stores f32 or f16");
+  }
 }
 
 // SumExpShifted's exact shortcut, shared by its SIMD paths: for a positive
@@ -74,6 +160,31 @@ struct ActQ8 {
   float* s = nullptr;       // [m][nb_pad]
   int32_t* qsum = nullptr;  // [m][nb_pad]
 };
+
+// Fills an ActQ8 from m x k floats, every path alike but for one block:
+// block(xb, qb, &qsum) quantizes the 32 floats at xb into qb and returns d
+// (qsum: the exact sum of the 32 q's); s = d * float(qsum). The padding
+// blocks past nb are all zero.
+template <typename BlockFn>
+static inline void FillActQ8(const float* x, ActQ8* a, BlockFn&& block) {
+  for (int64_t r = 0; r < a->m; ++r) {
+    const float* xr = x + r * a->k;
+    int8_t* qs = a->qs + r * a->nb_pad * kQK;
+    float* d = a->d + r * a->nb_pad;
+    float* s = a->s + r * a->nb_pad;
+    int32_t* qsum = a->qsum + r * a->nb_pad;
+    for (int64_t b = 0; b < a->nb; ++b) {
+      d[b] = block(xr + b * kQK, qs + b * kQK, &qsum[b]);
+      s[b] = d[b] * static_cast<float>(qsum[b]);
+    }
+    for (int64_t b = a->nb; b < a->nb_pad; ++b) {
+      std::memset(qs + b * kQK, 0, kQK);
+      d[b] = 0.0f;
+      s[b] = 0.0f;
+      qsum[b] = 0;
+    }
+  }
+}
 
 // Activation rows quantized per 256-superblock for the K-quants: one d per
 // superblock (same formula as ActQ8) and the exact int sums of each 16 q's.

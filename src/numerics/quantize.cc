@@ -40,6 +40,31 @@ bool F16RoundUp(float v, uint16_t* out) {
   return h < 0x7c00;
 }
 
+// The element of largest magnitude, the first one on ties (q4_0, q5_0 and
+// iq4_nl scale from it, sign included).
+float SignedAbsMax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (amax < AbsF(x[j])) {
+      amax = AbsF(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+void MinMax(const float* x, int n, float* min, float* max) {
+  *min = x[0];
+  *max = x[0];
+  for (int j = 1; j < n; ++j) {
+    if (x[j] < *min) *min = x[j];
+    if (x[j] > *max) *max = x[j];
+  }
+}
+
+// An f16 scale that overflowed (inf, or nan from inf - inf).
+bool F16NotFinite(uint16_t h) { return (h & 0x7fff) >= 0x7c00; }
+
 Status ScaleOverflow(const char* type, int64_t block) {
   return InvalidArgument(std::string(type) + " block " + std::to_string(block) +
                          ": scale does not fit in f16 (inputs too large)");
@@ -61,17 +86,10 @@ Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
 Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -8 d.
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (amax < AbsF(x[j])) {
-        amax = AbsF(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = SignedAbsMax(x, kQK) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
-    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("q4_0", i);
+    if (F16NotFinite(y[i].d)) return ScaleOverflow("q4_0", i);
     for (int j = 0; j < kQK / 2; ++j) {
       // Truncating casts as in ggml: x*id + 8.5 lies in [0, 16.5].
       const int q0 = Clamp(static_cast<int8_t>(x[j] * id + 8.5f), 0, 15);
@@ -84,16 +102,13 @@ Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
 
 Status QuantizeQ4_1(const float* x, int64_t nb, BlockQ4_1* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min = x[0], max = x[0];
-    for (int j = 1; j < kQK; ++j) {
-      if (x[j] < min) min = x[j];
-      if (x[j] > max) max = x[j];
-    }
+    float min, max;
+    MinMax(x, kQK, &min, &max);
     const float d = (max - min) / 15.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
     y[i].m = F32ToF16(min);
-    if ((y[i].d & 0x7fff) >= 0x7c00 || (y[i].m & 0x7fff) >= 0x7c00) {
+    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
       return ScaleOverflow("q4_1", i);
     }
     for (int j = 0; j < kQK / 2; ++j) {
@@ -120,17 +135,10 @@ void PackQ5(const int* q, uint8_t qs[kQK / 2], uint8_t qh_out[4]) {
 Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     // As q4_0: the element of largest magnitude (first on ties) maps to q = 0, i.e. -16 d.
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (amax < AbsF(x[j])) {
-        amax = AbsF(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -16.0f;
+    const float d = SignedAbsMax(x, kQK) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
-    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("q5_0", i);
+    if (F16NotFinite(y[i].d)) return ScaleOverflow("q5_0", i);
     int q[kQK];
     // Truncating casts as in ggml: x*id + 16.5 lies in [0, 32.5].
     for (int j = 0; j < kQK; ++j) q[j] = Clamp(static_cast<int8_t>(x[j] * id + 16.5f), 0, 31);
@@ -141,16 +149,13 @@ Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
 
 Status QuantizeQ5_1(const float* x, int64_t nb, BlockQ5_1* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min = x[0], max = x[0];
-    for (int j = 1; j < kQK; ++j) {
-      if (x[j] < min) min = x[j];
-      if (x[j] > max) max = x[j];
-    }
+    float min, max;
+    MinMax(x, kQK, &min, &max);
     const float d = (max - min) / 31.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
     y[i].m = F32ToF16(min);
-    if ((y[i].d & 0x7fff) >= 0x7c00 || (y[i].m & 0x7fff) >= 0x7c00) {
+    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
       return ScaleOverflow("q5_1", i);
     }
     int q[kQK];
@@ -203,13 +208,7 @@ Status QuantizeIQ4_NL(const float* x, int64_t nb, BlockIQ4_NL* y) {
   constexpr int kTry = 7;
   constexpr float kGroupMaxEps = 1e-15f;
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (AbsF(x[j]) > amax) {
-        amax = AbsF(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = SignedAbsMax(x, kQK), amax = AbsF(max);
     float scale = 0.0f;
     if (amax >= kGroupMaxEps) {
       const float v0 = static_cast<float>(kIQ4NLValues[0]);
@@ -229,7 +228,7 @@ Status QuantizeIQ4_NL(const float* x, int64_t nb, BlockIQ4_NL* y) {
       scale = d;
     }
     y[i].d = F32ToF16(scale);
-    if ((y[i].d & 0x7fff) >= 0x7c00) return ScaleOverflow("iq4_nl", i);
+    if (F16NotFinite(y[i].d)) return ScaleOverflow("iq4_nl", i);
     const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
     for (int j = 0; j < kQK / 2; ++j) {
       const int l0 = NearestIQ4(id * x[j]);
@@ -350,31 +349,47 @@ Status QuantizeQ5_K(const float* x, int64_t nb, BlockQ5_K* y) {
   return Status::Ok();
 }
 
+// q6_k and q3_k scale each 16-element sub-block k symmetrically: x = (d * sc_k) * q
+// with |q| <= qmax and sc_k in [0, scmax]. need_k = amax_k / qmax; d is the f16
+// rounded up from max_k need_k / scmax, and sc_k = ceil(need_k / d), so no q clips.
+// Sets *d16 and sc[kSub16]; false where d overflows f16.
+constexpr int kSub16 = kQKK / 16;
+bool SymmetricScales16(const float* x, int qmax, int scmax, uint16_t* d16, int* sc) {
+  float need[kSub16];
+  float max_need = 0.0f;
+  for (int k = 0; k < kSub16; ++k) {
+    float amax = 0.0f;
+    for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
+    need[k] = amax / static_cast<float>(qmax);
+    if (need[k] > max_need) max_need = need[k];
+  }
+  if (!F16RoundUp(max_need / static_cast<float>(scmax), d16)) return false;
+  const float d = F16ToF32(*d16);
+  for (int k = 0; k < kSub16; ++k) sc[k] = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, scmax) : 0;
+  return true;
+}
+
+// One sub-block's 16 codes: q = round(x / scale) (0 where scale is 0), clamped to
+// [lo, hi], stored as q - lo.
+void Codes16(const float* x, float scale, int lo, int hi, uint8_t* L) {
+  for (int l = 0; l < 16; ++l) {
+    const int q = scale > 0.0f ? RoundHalfAway(x[l] / scale) : 0;
+    L[l] = static_cast<uint8_t>(Clamp(q, lo, hi) - lo);
+  }
+}
+
 Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
-  constexpr int kSub = kQKK / 16;
   uint8_t L[kQKK];
+  int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
-    // x = (d*sc)*q, q in [-32, 31]; only [-31, 31] is used so the scale is symmetric.
-    float need[kSub];
-    float max_need = 0.0f;
-    for (int k = 0; k < kSub; ++k) {
-      float amax = 0.0f;
-      for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
-      need[k] = amax / 31.0f;
-      if (need[k] > max_need) max_need = need[k];
-    }
+    // q in [-32, 31]; only [-31, 31] is used so the scale is symmetric.
     uint16_t d16;
-    if (!F16RoundUp(max_need / 127.0f, &d16)) return ScaleOverflow("q6_k", i);
+    if (!SymmetricScales16(x, 31, 127, &d16, sc)) return ScaleOverflow("q6_k", i);
     const float d = F16ToF32(d16);
     y[i].d = d16;
-    for (int k = 0; k < kSub; ++k) {
-      const int sc = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, 127) : 0;
-      y[i].scales[k] = static_cast<int8_t>(sc);
-      const float scale = d * static_cast<float>(sc);
-      for (int l = 0; l < 16; ++l) {
-        const int q = scale > 0.0f ? RoundHalfAway(x[16 * k + l] / scale) : 0;
-        L[16 * k + l] = static_cast<uint8_t>(Clamp(q, -32, 31) + 32);
-      }
+    for (int k = 0; k < kSub16; ++k) {
+      y[i].scales[k] = static_cast<int8_t>(sc[k]);
+      Codes16(x + 16 * k, d * static_cast<float>(sc[k]), -32, 31, L + 16 * k);
     }
     // Per 128-element half h: ql[64h + l] holds elements l (low) and l + 64 (high),
     // ql[64h + 32 + l] elements l + 32 and l + 96; qh[32h + l] their 2-bit tops in order.
@@ -414,38 +429,25 @@ Status QuantizeQ2_K(const float* x, int64_t nb, BlockQ2_K* y) {
 }
 
 Status QuantizeQ3_K(const float* x, int64_t nb, BlockQ3_K* y) {
-  constexpr int kSub = kQKK / 16;
   uint8_t L[kQKK];
+  int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
-    // x = (d*sc)*q, q in [-4, 3]; as q6_k only [-3, 3] and sc in [0, 31] are used, so
-    // the scale is symmetric and never clips.
-    float need[kSub];
-    float max_need = 0.0f;
-    for (int k = 0; k < kSub; ++k) {
-      float amax = 0.0f;
-      for (int l = 0; l < 16; ++l) amax = amax > AbsF(x[16 * k + l]) ? amax : AbsF(x[16 * k + l]);
-      need[k] = amax / 3.0f;
-      if (need[k] > max_need) max_need = need[k];
-    }
+    // q in [-4, 3]; as q6_k only [-3, 3] and sc in [0, 31] are used, so the scale is
+    // symmetric and never clips.
     uint16_t d16;
-    if (!F16RoundUp(max_need / 31.0f, &d16)) return ScaleOverflow("q3_k", i);
+    if (!SymmetricScales16(x, 3, 31, &d16, sc)) return ScaleOverflow("q3_k", i);
     const float d = F16ToF32(d16);
     y[i].d = d16;
     std::memset(y[i].scales, 0, sizeof(y[i].scales));
-    for (int k = 0; k < kSub; ++k) {
-      const int sc = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, 31) : 0;
-      const int stored = sc + 32;  // 6 bits: low nibble, then 2 high bits
+    for (int k = 0; k < kSub16; ++k) {
+      const int stored = sc[k] + 32;  // 6 bits: low nibble, then 2 high bits
       if (k < 8) {
         y[i].scales[k] |= static_cast<uint8_t>(stored & 0xF);
       } else {
         y[i].scales[k - 8] |= static_cast<uint8_t>((stored & 0xF) << 4);
       }
       y[i].scales[8 + k % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (k / 4)));
-      const float scale = d * static_cast<float>(sc);
-      for (int l = 0; l < 16; ++l) {
-        const int q = scale > 0.0f ? RoundHalfAway(x[16 * k + l] / scale) : 0;
-        L[16 * k + l] = static_cast<uint8_t>(Clamp(q, -4, 3) + 4);
-      }
+      Codes16(x + 16 * k, d * static_cast<float>(sc[k]), -4, 3, L + 16 * k);
     }
     // Low two bits as q2_k's; the third bit of element 128h + 32g + l is bit 4h + g of
     // hmask[l] (set: no -4 offset).

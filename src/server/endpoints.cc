@@ -80,7 +80,7 @@ PieceFn Server::Impl::Piece() const {
 }
 
 void Server::Impl::HandleCompletions(const Request& req, Response& res) {
-  const std::string received_at = UtcNowMillis();
+  const std::string received_at = NowIso8601();
   auto body = ParseBody(req.body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseCompletionRequest(*body, info.names);
@@ -191,7 +191,7 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
 }
 
 void Server::Impl::HandleChat(const Request& req, Response& res) {
-  const std::string received_at = UtcNowMillis();
+  const std::string received_at = NowIso8601();
   auto body = ParseBody(req.body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseChatRequest(*body, info.names);

@@ -33,7 +33,7 @@ void Answer(const Request& req, Response& res, const BodyFn& fn) {
 }  // namespace
 
 void Server::Impl::HandleResponses(const Request& req, Response& res) {
-  const std::string received_at = UtcNowMillis();
+  const std::string received_at = NowIso8601();
   auto body = ParseBody(req.body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseResponsesRequest(*body, info.names);

@@ -94,6 +94,11 @@ void SendOnce(int fd, const std::string& s) {
 
 ConnRequestFlags& CurrentConnRequest() { return t_flags; }
 
+void CloseAfter(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  t_flags.close_after = true;
+}
+
 struct Conn {
   enum class State { kIdle, kHeaders, kLinger };
   int fd = -1;

@@ -56,6 +56,10 @@ struct ConnRequestFlags {
 };
 ConnRequestFlags& CurrentConnRequest();
 
+// The answer closes its connection: the request's body may be unread, or its
+// framing broken, so nothing after it on the connection can be trusted.
+void CloseAfter(httplib::Response& res);
+
 struct Conn;  // one client connection (http_conn.cc)
 
 // httplib::Stream over a connection: bytes the poll thread already read come

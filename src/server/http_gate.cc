@@ -213,4 +213,11 @@ std::optional<ApiError> CheckJsonContentType(const httplib::Request& req) {
                    (raw.empty() ? std::string("none") : Shown(raw)) + "').");
 }
 
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
 }  // namespace stet::server

@@ -43,4 +43,8 @@ std::optional<ApiError> CheckFraming(const httplib::Request& req, size_t max_bod
 // 415 unless Content-Type is application/json (charset utf-8 if one is given).
 std::optional<ApiError> CheckJsonContentType(const httplib::Request& req);
 
+// a == b in time that depends only on the lengths (API keys: no timing hint
+// of how much of a guess was right).
+bool ConstantTimeEquals(const std::string& a, const std::string& b);
+
 }  // namespace stet::server

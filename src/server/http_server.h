@@ -10,6 +10,11 @@
 #include <unistd.h>
 
 #include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "server/http_conn.h"
 
 namespace stet::server {
 
@@ -36,5 +41,25 @@ class HttpServer : public httplib::Server {
     if (s != INVALID_SOCKET) ::listen(s, n);
   }
 };
+
+// Binds http to host:port (port 0: any free port) with an accept backlog for
+// bursts, and ignores SIGPIPE (a client that hangs up mid-answer must not kill
+// the process). Returns the port it listens on.
+Result<int> Listen(HttpServer& http, const std::string& host, int port);
+
+// How a request body's read ended.
+enum class BodyRead { kComplete, kTooLarge, kIncomplete };
+
+// Reads a request body into *body, at most max_bytes, counted as decoded bytes
+// arrive (Content-Length or chunked): the read stops at the first byte over.
+// kIncomplete: the client stopped early, broke the framing, or ran past a
+// deadline (CurrentConnRequest().deadline_hit says which).
+BodyRead ReadBody(const httplib::ContentReader& read, size_t max_bytes, std::string* body);
+
+// A started ConnectionLoop on http's listening socket whose workers hand each
+// request to http (httplib parses, routes and answers it; the body deadline
+// starts once the headers are in).
+std::unique_ptr<ConnectionLoop> StartServing(HttpServer& http, const ConnLimits& limits,
+                                             RejectFn on_reject);
 
 }  // namespace stet::server

@@ -143,17 +143,6 @@ std::string FormatUtcTime(int64_t unix_s) {
   return buf;
 }
 
-std::string UtcNowMillis() {
-  const auto now = std::chrono::system_clock::now();
-  const int64_t ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  std::string s = FormatUtcTime(ms / 1000);
-  char frac[8];
-  std::snprintf(frac, sizeof frac, ".%03d", static_cast<int>(ms % 1000));
-  s.insert(s.size() - 1, frac);
-  return s;
-}
-
 ApiOr<std::optional<int64_t>> ReadStetClock(const Json& body) {
   auto md = body.find("metadata");
   if (md == body.end() || !md->is_object()) return std::optional<int64_t>();
@@ -186,7 +175,7 @@ Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choice
   r["id"] = c.id;
   r["endpoint"] = c.endpoint;
   r["received_at"] = c.received_at;
-  r["completed_at"] = UtcNowMillis();
+  r["completed_at"] = NowIso8601();
   r["model"] = c.model;
   r["system_fingerprint"] = c.fingerprint;
   r["fingerprint_descriptor"] = c.fingerprint_descriptor;

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utc_time.h"
 #include "engine/request.h"
 #include "server/api_error.h"
 #include "server/recorder.h"
@@ -29,8 +30,6 @@ constexpr const char* kRecordSchema = "stet.record/1";
 std::optional<int64_t> ParseUtcTime(std::string_view s);
 // Unix seconds -> "2024-07-26T12:00:00Z".
 std::string FormatUtcTime(int64_t unix_s);
-// The current time, "2024-07-26T12:00:00.123Z".
-std::string UtcNowMillis();
 
 // metadata.stet_clock: the instant the chat template's strftime_now() sees.
 // Absent (or metadata not an object): nullopt; malformed: a 400.
@@ -40,7 +39,7 @@ struct RecordContext {
   Json request;             // the body as received
   std::string id;           // the response id ("cmpl-...", "chatcmpl-...")
   std::string endpoint;     // "/v1/completions" or "/v1/chat/completions"
-  std::string received_at;  // UtcNowMillis() when the handler started
+  std::string received_at;  // NowIso8601() when the handler started
   uint64_t seed = 0;
   bool seed_generated = false;  // the client sent none
   std::string model;            // the served model id

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <random>
 
 #include "base/hash.h"
+#include "base/utc_time.h"
 #include "server/json_fields.h"
 #include "server/server_internal.h"
 
@@ -65,19 +65,6 @@ std::string RandomHex(int n) {
 }
 
 namespace {
-
-std::string NowIso8601() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
-}
 
 // The tokenizer and template endpoints: served at the root, as vLLM and
 // llama.cpp serve them, behind the same key, readiness and body checks as /v1/*.
@@ -136,13 +123,6 @@ ApiError FromStatus(const Status& s, const char* prompt_param) {
   }
 }
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return d == 0;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -189,13 +169,6 @@ std::optional<ApiError> Server::Impl::CheckPromptBytes(size_t bytes, const char*
 
 namespace {
 
-// The answer closes its connection: the request's body may be unread, or its
-// framing broken, so nothing after it on the connection can be trusted.
-void CloseAfter(Response& res) {
-  res.set_header("Connection", "close");
-  CurrentConnRequest().close_after = true;
-}
-
 bool IsGetRoute(const std::string& path) {
   return path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 || path == "/health" ||
          path == "/metrics" || path == "/tokenizer_info";
@@ -235,20 +208,11 @@ void Server::Impl::WithBody(const Request& req, Response& res, const httplib::Co
   std::string body;
   if (req.has_header("Content-Length"))
     body.reserve(req.get_header_value<uint64_t>("Content-Length"));
-  bool too_large = false;
-  // Counted as decoded bytes arrive (Content-Length or chunked; Gate refused
-  // any Content-Encoding): the read stops at the first byte over the limit.
-  const bool ok = read([&](const char* data, size_t n) {
-    if (n > opts.max_body_bytes - body.size()) {
-      too_large = true;
-      return false;
-    }
-    body.append(data, n);
-    return true;
-  });
-  if (!ok) {
+  // Gate refused any Content-Encoding: the count is of the bytes sent.
+  const BodyRead got = ReadBody(read, opts.max_body_bytes, &body);
+  if (got != BodyRead::kComplete) {
     CloseAfter(res);
-    if (too_large) {
+    if (got == BodyRead::kTooLarge) {
       return SendError(
           res, MakeError(413, "invalid_request_error", "request_too_large",
                          "The request body is larger than this server accepts (--max-body-bytes " +
@@ -619,19 +583,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   if (I.opts.http_threads == 0) I.opts.http_threads = opts.max_queue + 16;
   I.created = static_cast<int64_t>(std::time(nullptr));
   I.Routes();
-  if (opts.port == 0) {
-    I.port = I.http.bind_to_any_port(opts.host);
-    if (I.port < 0) return IoError("cannot listen on " + opts.host + " (any port)");
-  } else {
-    if (!I.http.bind_to_port(opts.host, opts.port)) {
-      return IoError("cannot listen on " + opts.host + ":" + std::to_string(opts.port) +
-                     " (address in use, or not an address of this machine)");
-    }
-    I.port = opts.port;
-  }
-  I.http.RaiseBacklog(1024);
-  // A client that hangs up mid-answer must not kill the process.
-  std::signal(SIGPIPE, SIG_IGN);
+  STET_ASSIGN_OR_RETURN(I.port, Listen(I.http, opts.host, opts.port));
   ConnLimits lim;
   lim.header_timeout = std::chrono::seconds(I.opts.header_timeout_s);
   lim.body_timeout = std::chrono::seconds(I.opts.body_timeout_s);
@@ -640,14 +592,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   lim.workers = I.opts.http_threads;
   lim.light_workers = kLightWorkers;
   lim.max_requests_per_connection = kMaxRequestsPerConnection;
-  I.conns = std::make_unique<ConnectionLoop>(
-      I.http.ListenSocket(), lim,
-      [impl = &I](ConnStream& strm, bool close_connection, bool& connection_closed) {
-        return impl->http.Serve(strm, close_connection, connection_closed,
-                                [&strm](Request&) { strm.BeginBody(); });
-      },
-      [impl = &I](int status) { impl->metrics.CountRequest("other", status); });
-  I.conns->Start();
+  I.conns = StartServing(I.http, lim,
+                         [impl = &I](int status) { impl->metrics.CountRequest("other", status); });
   return s;
 }
 

@@ -1,37 +1,11 @@
-// BPE merging with a priority queue over a linked list of symbols: O(n log n)
-// per pre-token. A queued pair is stale once either side has grown or been
-// absorbed (sizes only grow, so equal total size means both are unchanged).
+// BPE merging per pre-token: pair_merge.h's greedy merge, lowest merge rank
+// first.
 #include "tokenizer/bpe.h"
 
-#include <queue>
-
+#include "tokenizer/pair_merge.h"
 #include "tokenizer/utf8.h"
 
 namespace stet::tok {
-namespace {
-
-struct Symbol {
-  int32_t prev;
-  int32_t next;
-  size_t start;
-  size_t n;  // 0 once merged into its left neighbour
-};
-
-struct Bigram {
-  int32_t rank;
-  int32_t left;
-  int32_t right;
-  size_t size;
-};
-
-// Lowest rank first; among equal ranks the leftmost pair.
-struct BigramLess {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
-
-}  // namespace
 
 BpeEncoder::BpeEncoder(const TokenMap& map,
                        const std::vector<std::pair<std::string, std::string>>& merges,
@@ -61,45 +35,17 @@ void BpeEncoder::EncodeWord(std::string_view word, std::vector<int32_t>* out) co
       return;
     }
   }
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
-  for (size_t pos = 0; pos < word.size();) {
-    const size_t len = Utf8SymbolLength(word, pos);
-    const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({index - 1, pos + len == word.size() ? -1 : index + 1, pos, len});
-    pos += len;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
-  auto try_add = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return;
-    const size_t size = symbols[left].n + symbols[right].n;
-    const int32_t rank = Rank(word.substr(symbols[left].start, size), symbols[left].n);
-    if (rank < 0) return;
-    queue.push({rank, left, right, size});
+  // Priority -rank: the lowest rank merges first.
+  auto priority = [this](std::string_view joined, size_t left_size) -> std::optional<int32_t> {
+    const int32_t rank = Rank(joined, left_size);
+    if (rank < 0) return std::nullopt;
+    return -rank;
   };
-  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_add(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    if (left.n == 0 || right.n == 0 || left.n + right.n != bigram.size) continue;
-    left.n += right.n;
-    right.n = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add(left.prev, bigram.left);
-    try_add(bigram.left, left.next);
-  }
-
-  for (int32_t i = 0; i != -1; i = symbols[i].next) {
-    const std::string_view piece = word.substr(symbols[i].start, symbols[i].n);
+  MergePairs<int32_t>(word, priority, [&](std::string_view piece) {
     const int32_t id = map_.Find(piece);
     if (id >= 0) {
       out->push_back(id);
-      continue;
+      return;
     }
     // A merge produced text that is not a token (a malformed vocabulary), or a
     // character has no token: fall back to one token per character.
@@ -113,7 +59,7 @@ void BpeEncoder::EncodeWord(std::string_view word, std::vector<int32_t>* out) co
       }
       pos += len;
     }
-  }
+  });
 }
 
 }  // namespace stet::tok

@@ -35,26 +35,6 @@ int Fail(const Status& s) {
   return kExitFailed;
 }
 
-// "1h", "15m", "30s", "1d" -> seconds; -1 when malformed ("0s": rounds back to back).
-int64_t Seconds(const std::string& s) {
-  if (s.size() < 2) return -1;
-  const std::string num = s.substr(0, s.size() - 1);
-  if (num.find_first_not_of("0123456789") != std::string::npos || num.size() > 9) return -1;
-  const int64_t n = std::stoll(num);
-  switch (s.back()) {
-    case 'd':
-      return n * 86400;
-    case 'h':
-      return n * 3600;
-    case 'm':
-      return n * 60;
-    case 's':
-      return n;
-    default:
-      return -1;
-  }
-}
-
 Result<forensics::CanaryAnalysis> Analyze(forensics::ExchangeStore& store, const WatchArgs& a) {
   std::vector<forensics::ExchangeJson> records;
   forensics::ExchangeQuery q;
@@ -83,7 +63,7 @@ int WriteReports(const forensics::CanaryAnalysis& an, const WatchArgs& a) {
 }
 
 int RunWatch(const WatchArgs& a) {
-  const int64_t every = Seconds(a.every);
+  const int64_t every = ParseDurationSeconds(a.every);
   if (every < 0)
     return Fail(
         InvalidArgument("--every '" + a.every + "': use a count and a unit, e.g. 1h, 15m, 30s"));

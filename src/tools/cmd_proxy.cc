@@ -14,12 +14,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "base/utc_time.h"
 #include "forensics/canary.h"
 #include "forensics/proxy.h"
 #include "tools/common.h"
@@ -52,39 +52,9 @@ struct ProxyArgs {
   int canary_repeats = 3, canary_baseline_runs = 9;
 };
 
-// "30d", "12h", "90m", "3600s" -> seconds; 0 on a bad value.
-int64_t ParseDuration(const std::string& s) {
-  if (s.size() < 2) return 0;
-  const char unit = s.back();
-  const std::string num = s.substr(0, s.size() - 1);
-  if (num.find_first_not_of("0123456789") != std::string::npos || num.size() > 9) return 0;
-  const int64_t n = std::stoll(num);
-  switch (unit) {
-    case 'd':
-      return n * 86400;
-    case 'h':
-      return n * 3600;
-    case 'm':
-      return n * 60;
-    case 's':
-      return n;
-    default:
-      return 0;
-  }
-}
-
 // Now less `seconds`, to the millisecond (records carry milliseconds).
 std::string IsoAgo(int64_t seconds) {
-  const auto t = std::chrono::system_clock::now() - std::chrono::seconds(seconds);
-  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  const int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
+  return IsoUtcMillis(std::chrono::system_clock::now() - std::chrono::seconds(seconds));
 }
 
 int Usage(const std::string& m) {
@@ -115,7 +85,7 @@ int RunProxy(const ProxyArgs& a) {
   }
   int64_t retain_s = 0;
   if (!a.retain.empty()) {
-    retain_s = ParseDuration(a.retain);
+    retain_s = ParseDurationSeconds(a.retain);
     if (retain_s <= 0)
       return Usage("--retain '" + a.retain + "': use a count and a unit, e.g. 30d, 12h, 90m");
   }
@@ -130,7 +100,7 @@ int RunProxy(const ProxyArgs& a) {
   std::optional<std::vector<forensics::DriftPrompt>> canary_prompts;
   int64_t canary_every = 0;
   if (!a.canary.empty()) {
-    canary_every = ParseDuration(a.canary_every);
+    canary_every = ParseDurationSeconds(a.canary_every);
     if (canary_every <= 0)
       return Usage("--canary-every '" + a.canary_every + "': use e.g. 1h, 15m, 30s");
     if (a.canary_model.empty())

@@ -45,4 +45,23 @@ int ReportError(const Status& s) {
   return kExitError;
 }
 
+int64_t ParseDurationSeconds(const std::string& s) {
+  if (s.size() < 2) return -1;
+  const std::string num = s.substr(0, s.size() - 1);
+  if (num.find_first_not_of("0123456789") != std::string::npos || num.size() > 9) return -1;
+  const int64_t n = std::stoll(num);
+  switch (s.back()) {
+    case 'd':
+      return n * 86400;
+    case 'h':
+      return n * 3600;
+    case 'm':
+      return n * 60;
+    case 's':
+      return n;
+    default:
+      return -1;
+  }
+}
+
 }  // namespace stet::tools

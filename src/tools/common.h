@@ -30,4 +30,7 @@ Result<Isa> ParseIsa(const std::string& name);
 
 int ReportError(const Status& s);  // prints "stet: error: ..." and returns kExitError
 
+// "30d", "12h", "90m", "3600s" -> seconds ("0s": 0); -1 when malformed.
+int64_t ParseDurationSeconds(const std::string& s);
+
 }  // namespace stet::tools

@@ -10,18 +10,20 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstring>
 #include <functional>
-#include <thread>
 
 #include "engine/engine.h"
 #include "model/quantize_model.h"
+#include "spec_test_util.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 
 namespace stet {
 namespace {
+
+using testing::Diff;
+using testing::ExpectSameBytes;
+using testing::Settled;
 
 std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
 std::string TinyRandom() {
@@ -106,40 +108,6 @@ std::unique_ptr<Engine> Open(const std::string& target, const std::string& draft
   return e.ok() ? std::move(*e) : nullptr;
 }
 
-EngineStats Settled(const Engine& e) {
-  for (int i = 0; i < 5000; ++i) {
-    const EngineStats st = e.stats();
-    if (st.running == 0 && st.waiting == 0) return st;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return e.stats();
-}
-
-bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-// "" when equal: every token id, logprob, top logprob and logits hash, the text and finish.
-std::string Diff(const Engine::Completion& a, const Engine::Completion& b) {
-  if (a.tokens.size() != b.tokens.size()) return "choices";
-  for (size_t c = 0; c < a.tokens.size(); ++c) {
-    const std::string at = "choice " + std::to_string(c);
-    if (a.text[c] != b.text[c]) return "text of " + at;
-    if (a.finish[c] != b.finish[c]) return "finish of " + at;
-    if (a.tokens[c].size() != b.tokens[c].size()) return "length of " + at;
-    for (size_t i = 0; i < a.tokens[c].size(); ++i) {
-      const TokenOut &x = a.tokens[c][i], &y = b.tokens[c][i];
-      const std::string where = at + " token " + std::to_string(i);
-      if (x.id != y.id || !SameBits(x.logprob, y.logprob)) return "token/logprob of " + where;
-      if (x.logits_hash != y.logits_hash) return "logits of " + where;
-      if (x.top.size() != y.top.size()) return "top of " + where;
-      for (size_t k = 0; k < x.top.size(); ++k) {
-        if (x.top[k].id != y.top[k].id || !SameBits(x.top[k].logprob, y.top[k].logprob))
-          return "top of " + where;
-      }
-    }
-  }
-  return "";
-}
-
 RequestParams Story(const Engine& e, int max_tokens) {
   RequestParams p;
   p.prompt = e.tokenizer().Encode("Once upon a time, there was a little girl named Lily. She", true,
@@ -153,47 +121,7 @@ RequestParams Story(const Engine& e, int max_tokens) {
 }
 
 std::vector<RequestParams> Cases(const Engine& e) {
-  std::vector<RequestParams> cases;
-  cases.push_back(Story(e, 90));  // greedy
-  RequestParams seeded = Story(e, 60);
-  seeded.sampling.temperature = 0.8f;
-  seeded.sampling.top_k = 40;
-  seeded.n = 3;  // each choice its own stream, draft KV and drafts
-  cases.push_back(seeded);
-  RequestParams penalized = Story(e, 50);
-  penalized.sampling.temperature = 0.7f;
-  penalized.sampling.repetition_penalty = 1.1f;
-  penalized.sampling.frequency_penalty = 0.3f;
-  cases.push_back(penalized);
-  RequestParams stopped = Story(e, 80);
-  stopped.stop = {"park"};
-  cases.push_back(stopped);
-  RequestParams eos = Story(e, 200);
-  eos.ignore_eos = false;
-  cases.push_back(eos);
-  for (int n = 1; n <= 24; ++n) cases.push_back(Story(e, n));  // max_tokens inside a run
-  return cases;
-}
-
-// Runs every case on both engines; returns the drafting engine's counters.
-EngineStats ExpectSameBytes(Engine& off, Engine& on, const std::vector<RequestParams>& cases) {
-  for (size_t i = 0; i < cases.size(); ++i) {
-    auto a = off.Generate(cases[i]);
-    auto b = on.Generate(cases[i]);
-    EXPECT_TRUE(a.ok() && b.ok());
-    if (a.ok() && b.ok()) {
-      EXPECT_EQ(Diff(*b, *a), "") << "case " << i;
-    }
-  }
-  const EngineStats st = Settled(on), st_off = Settled(off);
-  EXPECT_EQ(st.generated_tokens, st_off.generated_tokens);
-  EXPECT_EQ(st_off.spec_draft_tokens, 0);
-  EXPECT_LT(st.steps, st_off.steps);  // steps were saved
-  std::printf("[ draft ] %lld of %lld drafts accepted; %lld steps vs %lld without\n",
-              static_cast<long long>(st.spec_accepted_tokens),
-              static_cast<long long>(st.spec_draft_tokens), static_cast<long long>(st.steps),
-              static_cast<long long>(st_off.steps));
-  return st;
+  return testing::SpecCases([&](int n) { return Story(e, n); }, 90);
 }
 
 // The model drafting for itself: its greedy drafts are exactly the target's
@@ -205,10 +133,10 @@ TEST(DraftEngine, TheModelAsItsOwnDraftIsAcceptedWhollyWhenGreedy) {
   EXPECT_EQ(off->fingerprint(), on->fingerprint());
   std::vector<RequestParams> greedy;
   for (int n : {1, 2, 7, 40, 90}) greedy.push_back(Story(*on, n));
-  const EngineStats st = ExpectSameBytes(*off, *on, greedy);
+  const EngineStats st = ExpectSameBytes(*off, *on, greedy, "draft");
   EXPECT_GT(st.spec_draft_tokens, 0);
   EXPECT_EQ(st.spec_accepted_tokens, st.spec_draft_tokens);
-  ExpectSameBytes(*off, *on, Cases(*on));  // sampled cases reject drafts too
+  ExpectSameBytes(*off, *on, Cases(*on), "draft");  // sampled cases reject drafts too
 }
 
 // A re-quantized draft: its argmax differs from the target's pick here and
@@ -219,7 +147,7 @@ TEST(DraftEngine, AQuantizedDraftGivesTheSameBytes) {
   auto off = Open(Stories(), "", 0), on = Open(Stories(), q4, 6);
   ASSERT_TRUE(off && on);
   EXPECT_EQ(off->fingerprint(), on->fingerprint());
-  const EngineStats st = ExpectSameBytes(*off, *on, Cases(*on));
+  const EngineStats st = ExpectSameBytes(*off, *on, Cases(*on), "draft");
   EXPECT_GT(st.spec_accepted_tokens, 0);
   EXPECT_LT(st.spec_accepted_tokens, st.spec_draft_tokens);
 }
@@ -248,42 +176,10 @@ TEST(DraftEngine, OffByDefaultWithADraftModelLoaded) {
 // rows, shared prompts for prefix-cache hits.
 TEST(DraftEngine, UnderLoadWithPreemptionPrefixHitsAndChunkedPrefill) {
   STET_REQUIRE_FILE(Stories());
-  EngineOptions tight;
-  tight.n_ctx = 160;
-  tight.block_size = 4;
-  tight.n_kv_blocks = 48;
-  tight.chunk_size = 5;
-  tight.max_batch_tokens = 24;
-  EngineOptions roomy;
-  roomy.n_ctx = tight.n_ctx;
-  auto off = Open(Stories(), "", 0, roomy), on = Open(Stories(), StoriesAs(DType::kQ4_1), 4, tight);
+  auto off = Open(Stories(), "", 0, testing::RoomyPool());
+  auto on = Open(Stories(), StoriesAs(DType::kQ4_1), 4, testing::TightPool());
   ASSERT_TRUE(off && on);
-  std::vector<RequestParams> reqs;
-  for (int i = 0; i < 8; ++i) {
-    RequestParams p = Story(*on, 30 + 7 * i);
-    if (i % 2) p.prompt.resize(p.prompt.size() - i);  // shared prefixes of different lengths
-    p.sampling.temperature = i % 3 == 0 ? 0.0f : 0.9f;
-    p.sampling.seed = 100 + i;
-    p.n = i % 4 == 1 ? 2 : 1;
-    if (i == 5) p.stop = {"ball"};
-    reqs.push_back(p);
-  }
-  std::vector<Result<Engine::Completion>> got(reqs.size(), Internal("not run"));
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < reqs.size(); ++i)
-    clients.emplace_back([&, i] { got[i] = on->Generate(reqs[i]); });
-  for (auto& t : clients) t.join();
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    ASSERT_TRUE(got[i].ok()) << got[i].status().ToString();
-    auto want = off->Generate(reqs[i]);
-    ASSERT_TRUE(want.ok());
-    EXPECT_EQ(Diff(*got[i], *want), "") << "request " << i;
-  }
-  const EngineStats st = Settled(*on);
-  EXPECT_GT(st.spec_accepted_tokens, 0);
-  EXPECT_GT(st.preemptions, 0) << "the pool was meant to be too small for all at once";
-  EXPECT_GT(st.prefix_hit_tokens, 0);
-  EXPECT_EQ(st.kv_blocks_used, 0);
+  testing::ExpectSameBytesUnderLoad(*off, *on, [&](int n) { return Story(*on, n); });
 }
 
 // SmolLM2-135M: the q4_1 file drafting for its q8_0 re-quantization (made by
@@ -313,7 +209,7 @@ TEST(DraftEngine, SmolLM2Q4_1DraftsForQ8_0) {
   p.sampling.seed = 11;
   p.n = 2;
   cases.push_back(p);
-  const EngineStats st = ExpectSameBytes(*off, *on, cases);
+  const EngineStats st = ExpectSameBytes(*off, *on, cases, "draft");
   EXPECT_GT(st.spec_accepted_tokens, 0);
 }
 

@@ -8,15 +8,15 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstring>
-#include <thread>
-
 #include "engine/engine.h"
+#include "spec_test_util.h"
 #include "support/test_support.h"
 
 namespace stet {
 namespace {
+
+using testing::Diff;
+using testing::Settled;
 
 TEST(PromptLookup, ContinuesTheLatestEarlierOccurrence) {
   // Tail {2, 3} occurs at 1: continue from 3.
@@ -162,42 +162,6 @@ std::unique_ptr<Engine> Open(bool spec, EngineOptions o = {}) {
   return e.ok() ? std::move(*e) : nullptr;
 }
 
-// The engine's counters once it has gone idle after the last request (it
-// publishes them between steps, after the events of the step went out).
-EngineStats Settled(const Engine& e) {
-  for (int i = 0; i < 5000; ++i) {
-    const EngineStats st = e.stats();
-    if (st.running == 0 && st.waiting == 0) return st;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return e.stats();
-}
-
-bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-// "" when equal: every token id, logprob, top logprob and logits hash, the text and finish.
-std::string Diff(const Engine::Completion& a, const Engine::Completion& b) {
-  if (a.tokens.size() != b.tokens.size()) return "choices";
-  for (size_t c = 0; c < a.tokens.size(); ++c) {
-    const std::string at = "choice " + std::to_string(c);
-    if (a.text[c] != b.text[c]) return "text of " + at;
-    if (a.finish[c] != b.finish[c]) return "finish of " + at;
-    if (a.tokens[c].size() != b.tokens[c].size()) return "length of " + at;
-    for (size_t i = 0; i < a.tokens[c].size(); ++i) {
-      const TokenOut &x = a.tokens[c][i], &y = b.tokens[c][i];
-      const std::string where = at + " token " + std::to_string(i);
-      if (x.id != y.id || !SameBits(x.logprob, y.logprob)) return "token/logprob of " + where;
-      if (x.logits_hash != y.logits_hash) return "logits of " + where;
-      if (x.top.size() != y.top.size()) return "top of " + where;
-      for (size_t k = 0; k < x.top.size(); ++k) {
-        if (x.top[k].id != y.top[k].id || !SameBits(x.top[k].logprob, y.top[k].logprob))
-          return "top of " + where;
-      }
-    }
-  }
-  return "";
-}
-
 // A prompt that quotes itself: the story the model is likely to continue copying.
 RequestParams CopyHeavy(const Engine& e, int max_tokens) {
   RequestParams p;
@@ -220,43 +184,11 @@ TEST(SpeculativeEngine, SameBytesOnAndOffAndTheFingerprintDoesNotChange) {
   ASSERT_TRUE(off && on);
   EXPECT_EQ(off->fingerprint(), on->fingerprint());
   EXPECT_EQ(off->fingerprint_descriptor(), on->fingerprint_descriptor());
-  std::vector<RequestParams> cases;
-  cases.push_back(CopyHeavy(*on, 80));  // greedy
-  RequestParams seeded = CopyHeavy(*on, 60);
-  seeded.sampling.temperature = 0.8f;
-  seeded.sampling.top_k = 40;
-  seeded.n = 3;  // each choice its own stream and its own drafts
-  cases.push_back(seeded);
-  RequestParams penalized = CopyHeavy(*on, 50);  // the penalties see the history as it grows
-  penalized.sampling.temperature = 0.7f;
-  penalized.sampling.repetition_penalty = 1.1f;
-  penalized.sampling.frequency_penalty = 0.3f;
-  cases.push_back(penalized);
-  RequestParams stopped = CopyHeavy(*on, 80);
-  stopped.stop = {"park"};  // a stop string the copy reaches inside an accepted run
-  cases.push_back(stopped);
-  RequestParams eos = CopyHeavy(*on, 200);
-  eos.ignore_eos = false;
-  cases.push_back(eos);
-  // max_tokens at every length: the limit falls at every place in a verified run.
-  for (int n = 1; n <= 24; ++n) cases.push_back(CopyHeavy(*on, n));
-  for (size_t i = 0; i < cases.size(); ++i) {
-    auto a = off->Generate(cases[i]);
-    auto b = on->Generate(cases[i]);
-    ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(Diff(*b, *a), "") << "case " << i;
-  }
-  const EngineStats st = Settled(*on), st_off = Settled(*off);
+  const auto cases = testing::SpecCases([&](int n) { return CopyHeavy(*on, n); }, 80);
+  const EngineStats st = testing::ExpectSameBytes(*off, *on, cases, "spec");
   EXPECT_GT(st.spec_draft_tokens, 0);
   EXPECT_GT(st.spec_accepted_tokens, 0);
   EXPECT_LT(st.spec_accepted_tokens, st.spec_draft_tokens);  // rejections were exercised too
-  EXPECT_LT(st.steps, st_off.steps);                         // and steps were saved
-  EXPECT_EQ(st_off.spec_draft_tokens, 0);
-  EXPECT_EQ(st.generated_tokens, st_off.generated_tokens);
-  std::printf("[ spec ] %lld of %lld drafts accepted; %lld steps vs %lld without\n",
-              static_cast<long long>(st.spec_accepted_tokens),
-              static_cast<long long>(st.spec_draft_tokens), static_cast<long long>(st.steps),
-              static_cast<long long>(st_off.steps));
 }
 
 TEST(SpeculativeEngine, ThePerRequestSwitch) {
@@ -280,42 +212,9 @@ TEST(SpeculativeEngine, ThePerRequestSwitch) {
 // prefix-cache hits; every request against its run on an engine without speculation.
 TEST(SpeculativeEngine, UnderLoadWithPreemptionPrefixHitsAndChunkedPrefill) {
   STET_REQUIRE_FILE(Stories());
-  EngineOptions tight;
-  tight.n_ctx = 160;
-  tight.block_size = 4;
-  tight.n_kv_blocks = 48;  // 192 positions for 8 requests of up to ~120
-  tight.chunk_size = 5;
-  tight.max_batch_tokens = 24;
-  EngineOptions roomy;
-  roomy.n_ctx = tight.n_ctx;  // the same context: max_new is clamped alike
-  auto off = Open(false, roomy), on = Open(true, tight);
+  auto off = Open(false, testing::RoomyPool()), on = Open(true, testing::TightPool());
   ASSERT_TRUE(off && on);
-  std::vector<RequestParams> reqs;
-  for (int i = 0; i < 8; ++i) {
-    RequestParams p = CopyHeavy(*on, 30 + 7 * i);
-    if (i % 2) p.prompt.resize(p.prompt.size() - i);  // shared prefixes of different lengths
-    p.sampling.temperature = i % 3 == 0 ? 0.0f : 0.9f;
-    p.sampling.seed = 100 + i;
-    p.n = i % 4 == 1 ? 2 : 1;
-    if (i == 5) p.stop = {"ball"};
-    reqs.push_back(p);
-  }
-  std::vector<Result<Engine::Completion>> got(reqs.size(), Internal("not run"));
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < reqs.size(); ++i)
-    clients.emplace_back([&, i] { got[i] = on->Generate(reqs[i]); });
-  for (auto& t : clients) t.join();
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    ASSERT_TRUE(got[i].ok()) << got[i].status().ToString();
-    auto want = off->Generate(reqs[i]);
-    ASSERT_TRUE(want.ok());
-    EXPECT_EQ(Diff(*got[i], *want), "") << "request " << i;
-  }
-  const EngineStats st = Settled(*on);
-  EXPECT_GT(st.spec_accepted_tokens, 0);
-  EXPECT_GT(st.preemptions, 0) << "the pool was meant to be too small for all at once";
-  EXPECT_GT(st.prefix_hit_tokens, 0);
-  EXPECT_EQ(st.kv_blocks_used, 0);  // every block came back (cached ones are evictable)
+  testing::ExpectSameBytesUnderLoad(*off, *on, [&](int n) { return CopyHeavy(*on, n); });
 }
 
 }  // namespace

@@ -3,33 +3,21 @@
 // a crash); `eval compare` and `drift --baseline` on files. No server is
 // needed: real-server runs are in e2e_llamacpp.sh.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/test_support.h"
+
 namespace stet {
 namespace {
 
-struct Output {
-  int exit_code;
-  std::string out;
-};
+using Output = testing::CommandResult;
 
 Output Sh(const std::string& args) {
   const std::string cmd = std::string(STET_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Output o{-1, {}};
-  if (!p) return o;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int status = pclose(p);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
+  return testing::RunCommand(cmd);
 }
 
 std::string Temp(const std::string& name, const std::string& text) {

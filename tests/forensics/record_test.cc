@@ -18,12 +18,14 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "base/utc_time.h"
 #include "forensics/probe.h"
 #include "forensics/record_store.h"
 #include "forensics/replay.h"
 #include "server/chat_prompt.h"
 #include "server/record_builder.h"
 #include "server/server.h"
+#include "support/stories_engine.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 
@@ -62,7 +64,7 @@ TEST(StetClock, ParsesIso8601WithZones) {
   EXPECT_FALSE(ParseUtcTime("2024-07-26T12:00:00Zjunk"));
   EXPECT_FALSE(ParseUtcTime("2024-07-26T12:00:00."));
   EXPECT_EQ(server::FormatUtcTime(1721995200), "2024-07-26T12:00:00Z");
-  const std::string now = server::UtcNowMillis();
+  const std::string now = NowIso8601();
   ASSERT_EQ(now.size(), 24u) << now;
   EXPECT_TRUE(ParseUtcTime(now).has_value()) << now;
 }
@@ -86,7 +88,7 @@ TEST(StetClock, MetadataField) {
   ASSERT_FALSE(num.ok());
 }
 
-std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
+std::string Stories() { return testing::StoriesPath(); }
 
 std::unique_ptr<Tokenizer> StoriesTokenizer() {
   auto m = Model::Load(Stories());
@@ -134,18 +136,7 @@ class FakeRecorder : public server::RequestRecorder {
   std::vector<OJson> records;
 };
 
-std::unique_ptr<Engine> StoriesEngine() {
-  auto m = Model::Load(Stories());
-  if (!m.ok()) return nullptr;
-  auto v = VocabFromGguf((*m)->file());
-  if (!v.ok()) return nullptr;
-  auto t = Tokenizer::Create(std::move(*v));
-  if (!t.ok()) return nullptr;
-  EngineOptions o;
-  o.n_ctx = 256;
-  auto e = Engine::Create(std::move(*m), std::move(*t), o);
-  return e.ok() ? std::move(*e) : nullptr;
-}
+using testing::StoriesEngine;
 
 struct InProcess {
   std::shared_ptr<FakeRecorder> rec = std::make_shared<FakeRecorder>();

@@ -23,40 +23,12 @@ std::vector<float> Specials() {
 
 TEST(GeGlu, Avx2EqualsScalar) {
   STET_REQUIRE_AVX2();
-  std::mt19937 rng(41);
-  for (int64_t n = 0; n <= 100; ++n) {
-    auto g = testing::RandomFloats(rng, n, -12.0f, 12.0f);
-    const auto u = testing::RandomFloats(rng, n, -3.0f, 3.0f);
-    const auto sp = Specials();
-    for (int64_t i = 0; i < n; i += 3) g[i] = sp[(i / 3) % sp.size()];
-    std::vector<float> ys(n), ya(n), alias_g = g, alias_u = u;
-    GeGlu(g.data(), u.data(), n, ys.data(), Isa::kScalar);
-    GeGlu(g.data(), u.data(), n, ya.data(), Isa::kAvx2);
-    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
-    GeGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kAvx2);
-    GeGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kAvx2);
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
-  }
+  testing::ExpectGatedEqualsScalar(GeGlu, Isa::kAvx2, 41, Specials());
 }
 
 TEST(GeGlu, NeonEqualsScalar) {
   STET_REQUIRE_NEON();
-  std::mt19937 rng(41);
-  for (int64_t n = 0; n <= 100; ++n) {
-    auto g = testing::RandomFloats(rng, n, -12.0f, 12.0f);
-    const auto u = testing::RandomFloats(rng, n, -3.0f, 3.0f);
-    const auto sp = Specials();
-    for (int64_t i = 0; i < n; i += 3) g[i] = sp[(i / 3) % sp.size()];
-    std::vector<float> ys(n), ya(n), alias_g = g, alias_u = u;
-    GeGlu(g.data(), u.data(), n, ys.data(), Isa::kScalar);
-    GeGlu(g.data(), u.data(), n, ya.data(), Isa::kNeon);
-    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
-    GeGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kNeon);
-    GeGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kNeon);
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
-  }
+  testing::ExpectGatedEqualsScalar(GeGlu, Isa::kNeon, 41, Specials());
 }
 
 TEST(GeGlu, SpecialValuesTakeTheirLimits) {

@@ -68,6 +68,30 @@ inline std::vector<float> RandomFloats(std::mt19937& rng, int64_t n, float lo = 
   return v;
 }
 
+// A gated FFN kernel (SwiGlu, GeGlu): out[i] = act(gate[i]) * up[i].
+using GatedKernel = void (*)(const float* gate, const float* up, int64_t n, float* out, Isa isa);
+
+// `isa` equals the scalar reference bit for bit for n = 0..100 (every tail
+// length), gates in [-12, 12] with every third one replaced by a special value
+// (cycling through `specials`), and with the output aliasing either input.
+inline void ExpectGatedEqualsScalar(GatedKernel f, Isa isa, uint32_t seed,
+                                    const std::vector<float>& specials) {
+  std::mt19937 rng(seed);
+  for (int64_t n = 0; n <= 100; ++n) {
+    auto g = RandomFloats(rng, n, -12.0f, 12.0f);
+    const auto u = RandomFloats(rng, n, -3.0f, 3.0f);
+    for (int64_t i = 0; i < n; i += 3) g[i] = specials[(i / 3) % specials.size()];
+    std::vector<float> ys(n), ya(n), alias_g = g, alias_u = u;
+    f(g.data(), u.data(), n, ys.data(), Isa::kScalar);
+    f(g.data(), u.data(), n, ya.data(), isa);
+    ASSERT_TRUE(SameBits(ys.data(), ya.data(), n)) << IsaName(isa) << " n=" << n;
+    f(alias_g.data(), u.data(), n, alias_g.data(), isa);
+    f(g.data(), alias_u.data(), n, alias_u.data(), isa);
+    ASSERT_TRUE(SameBits(ys.data(), alias_g.data(), n)) << IsaName(isa) << " n=" << n;
+    ASSERT_TRUE(SameBits(ys.data(), alias_u.data(), n)) << IsaName(isa) << " n=" << n;
+  }
+}
+
 // Activations with a realistic spread: per-32 scale varies over 2^-6..2^6, some
 // blocks are all zero (d = 0 path) and a few entries are exact ties for q8.
 inline std::vector<float> RandomActivations(std::mt19937& rng, int64_t n) {

@@ -61,17 +61,20 @@ std::vector<float> RunMatMul(const Problem& p, const float* x, int64_t m, Thread
 
 class MatMulTest : public ::testing::TestWithParam<DType> {};
 
-TEST_P(MatMulTest, Avx2EqualsScalar) {
-  STET_REQUIRE_AVX2();
-  const DType t = GetParam();
-  std::mt19937 rng(1234 + static_cast<int>(t));
+// `isa` equals the scalar reference bit for bit on every length of t, for each
+// weight row count and activation row count m given (m = 300 only up to
+// k = 600: the scalar oracle is slow).
+void ExpectEqualsScalar(Isa isa, DType t, unsigned seed, std::initializer_list<int64_t> row_counts,
+                        std::initializer_list<int64_t> ms) {
+  std::mt19937 rng(seed);
   for (int64_t k : Lengths(t)) {
-    for (int64_t rows : {1, 3, 4, 5, 9, 21}) {
+    for (int64_t rows : row_counts) {
       const Problem p = MakeProblem(rng, t, rows, k);
-      for (int64_t m : {1, 2, 3, 5}) {
+      for (int64_t m : ms) {
+        if (m == 300 && k > 600) continue;
         const auto x = RandomActivations(rng, m * k);
         const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
-        const auto ya = RunMatMul(p, x.data(), m, nullptr, Isa::kAvx2);
+        const auto ya = RunMatMul(p, x.data(), m, nullptr, isa);
         ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
             << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m << " first diff at "
             << testing::FirstDiff(ys.data(), ya.data(), m * rows);
@@ -80,23 +83,16 @@ TEST_P(MatMulTest, Avx2EqualsScalar) {
   }
 }
 
+TEST_P(MatMulTest, Avx2EqualsScalar) {
+  STET_REQUIRE_AVX2();
+  ExpectEqualsScalar(Isa::kAvx2, GetParam(), 1234 + static_cast<int>(GetParam()),
+                     {1, 3, 4, 5, 9, 21}, {1, 2, 3, 5});
+}
+
 TEST_P(MatMulTest, NeonEqualsScalar) {
   STET_REQUIRE_NEON();
-  const DType t = GetParam();
-  std::mt19937 rng(1234 + static_cast<int>(t));
-  for (int64_t k : Lengths(t)) {
-    for (int64_t rows : {1, 3, 4, 5, 9, 21}) {
-      const Problem p = MakeProblem(rng, t, rows, k);
-      for (int64_t m : {1, 2, 3, 5}) {
-        const auto x = RandomActivations(rng, m * k);
-        const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
-        const auto ya = RunMatMul(p, x.data(), m, nullptr, Isa::kNeon);
-        ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
-            << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m << " first diff at "
-            << testing::FirstDiff(ys.data(), ya.data(), m * rows);
-      }
-    }
-  }
+  ExpectEqualsScalar(Isa::kNeon, GetParam(), 1234 + static_cast<int>(GetParam()),
+                     {1, 3, 4, 5, 9, 21}, {1, 2, 3, 5});
 }
 
 #if defined(__aarch64__)
@@ -157,22 +153,8 @@ TEST(MatMulNeon, KQuantsWithoutDotProdEqualsScalar) {
 // more than one 256-row block.
 TEST_P(MatMulTest, Avx512EqualsScalar) {
   STET_REQUIRE_AVX512();
-  const DType t = GetParam();
-  std::mt19937 rng(4321 + static_cast<int>(t));
-  for (int64_t k : Lengths(t)) {
-    for (int64_t rows : {1, 5, 9, 21}) {
-      const Problem p = MakeProblem(rng, t, rows, k);
-      for (int64_t m : {1, 2, 3, 16, 17, 35, 300}) {
-        if (m == 300 && k > 600) continue;  // the scalar oracle is slow
-        const auto x = RandomActivations(rng, m * k);
-        const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
-        const auto ya = RunMatMul(p, x.data(), m, nullptr, Isa::kAvx512);
-        ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
-            << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m << " first diff at "
-            << testing::FirstDiff(ys.data(), ya.data(), m * rows);
-      }
-    }
-  }
+  ExpectEqualsScalar(Isa::kAvx512, GetParam(), 4321 + static_cast<int>(GetParam()), {1, 5, 9, 21},
+                     {1, 2, 3, 16, 17, 35, 300});
 }
 
 // The packed layout (q8_0/q4_0/q4_1/q5_0/q5_1/q4_k/q6_k): PackWeights + a SIMD path equals

@@ -21,40 +21,12 @@ std::vector<float> Specials() {
 
 TEST(SwiGlu, Avx2EqualsScalar) {
   STET_REQUIRE_AVX2();
-  std::mt19937 rng(31);
-  for (int64_t n = 0; n <= 100; ++n) {
-    auto g = testing::RandomFloats(rng, n, -12.0f, 12.0f);
-    const auto u = testing::RandomFloats(rng, n, -3.0f, 3.0f);
-    const auto sp = Specials();
-    for (int64_t i = 0; i < n; i += 3) g[i] = sp[(i / 3) % sp.size()];
-    std::vector<float> ys(n), ya(n), alias_g = g, alias_u = u;
-    SwiGlu(g.data(), u.data(), n, ys.data(), Isa::kScalar);
-    SwiGlu(g.data(), u.data(), n, ya.data(), Isa::kAvx2);
-    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
-    SwiGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kAvx2);
-    SwiGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kAvx2);
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
-  }
+  testing::ExpectGatedEqualsScalar(SwiGlu, Isa::kAvx2, 31, Specials());
 }
 
 TEST(SwiGlu, NeonEqualsScalar) {
   STET_REQUIRE_NEON();
-  std::mt19937 rng(31);
-  for (int64_t n = 0; n <= 100; ++n) {
-    auto g = testing::RandomFloats(rng, n, -12.0f, 12.0f);
-    const auto u = testing::RandomFloats(rng, n, -3.0f, 3.0f);
-    const auto sp = Specials();
-    for (int64_t i = 0; i < n; i += 3) g[i] = sp[(i / 3) % sp.size()];
-    std::vector<float> ys(n), ya(n), alias_g = g, alias_u = u;
-    SwiGlu(g.data(), u.data(), n, ys.data(), Isa::kScalar);
-    SwiGlu(g.data(), u.data(), n, ya.data(), Isa::kNeon);
-    ASSERT_TRUE(testing::SameBits(ys.data(), ya.data(), n)) << "n=" << n;
-    SwiGlu(alias_g.data(), u.data(), n, alias_g.data(), Isa::kNeon);
-    SwiGlu(g.data(), alias_u.data(), n, alias_u.data(), Isa::kNeon);
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_g.data(), n));
-    ASSERT_TRUE(testing::SameBits(ys.data(), alias_u.data(), n));
-  }
+  testing::ExpectGatedEqualsScalar(SwiGlu, Isa::kNeon, 31, Specials());
 }
 
 // ExpF is within 2 ulp (4u relative); 1 + e, the division and the product add

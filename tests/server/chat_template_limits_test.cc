@@ -12,13 +12,14 @@
 
 #include "server/chat_prompt.h"
 #include "server/server.h"
+#include "support/stories_engine.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 
 namespace stet::server {
 namespace {
 
-std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
+std::string Stories() { return testing::StoriesPath(); }
 
 std::unique_ptr<Tokenizer> StoriesTokenizer() {
   auto f = gguf::GgufFile::Open(Stories());
@@ -29,18 +30,7 @@ std::unique_ptr<Tokenizer> StoriesTokenizer() {
   return t.ok() ? std::move(*t) : nullptr;
 }
 
-std::unique_ptr<Engine> StoriesEngine() {
-  auto m = Model::Load(Stories());
-  if (!m.ok()) return nullptr;
-  auto v = VocabFromGguf((*m)->file());
-  if (!v.ok()) return nullptr;
-  auto t = Tokenizer::Create(std::move(*v));
-  if (!t.ok()) return nullptr;
-  EngineOptions o;
-  o.n_ctx = 256;
-  auto e = Engine::Create(std::move(*m), std::move(*t), o);
-  return e.ok() ? std::move(*e) : nullptr;
-}
+using testing::StoriesEngine;
 
 // 2^30 macro calls: never finishes without a budget.
 const char kHostile[] =

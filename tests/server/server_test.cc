@@ -9,26 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/stories_engine.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 
 namespace stet::server {
 namespace {
 
-std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }
+std::string Stories() { return testing::StoriesPath(); }
 
-std::unique_ptr<Engine> StoriesEngine() {
-  auto m = Model::Load(Stories());
-  if (!m.ok()) return nullptr;
-  auto v = VocabFromGguf((*m)->file());
-  if (!v.ok()) return nullptr;
-  auto t = Tokenizer::Create(std::move(*v));
-  if (!t.ok()) return nullptr;
-  EngineOptions o;
-  o.n_ctx = 256;
-  auto e = Engine::Create(std::move(*m), std::move(*t), o);
-  return e.ok() ? std::move(*e) : nullptr;
-}
+using testing::StoriesEngine;
 
 TEST(ServerLifecycle, LoadingThenReadyThenShutdown) {
   STET_REQUIRE_FILE(Stories());

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
@@ -207,6 +208,25 @@ class StetServer:
 
     def __exit__(self, *exc):
         self.kill()
+
+
+class ClientTest(unittest.TestCase):
+    """One `stet serve MODEL SERVE_ARGS` for all the tests of a class: cls.srv,
+    an openai client on it (cls.client) and the served model's id (cls.model)."""
+
+    MODEL = None  # the model file; subclasses set it
+    SERVE_ARGS = ("--threads", "2")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = StetServer(cls.MODEL, *cls.SERVE_ARGS)
+        cls.client = cls.srv.client()
+        cls.model = cls.client.models.list().data[0].id
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        assert rc == 0, rc
 
 
 # --- Prometheus text format (0.0.4), checked strictly --------------------------

@@ -26,17 +26,8 @@ def choices_json(raw_text):
     return json.dumps(json.loads(raw_text)["choices"], sort_keys=True)
 
 
-class ApiTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(STORIES, "--threads", "2")
-        cls.client = cls.srv.client()
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        rc = cls.srv.stop()
-        assert rc == 0, rc
+class ApiTest(S.ClientTest):
+    MODEL = STORIES
 
     def complete(self, **kw):
         kw.setdefault("model", self.model)
@@ -362,22 +353,14 @@ class ApiTest(unittest.TestCase):
 
 
 
-class SpeculativeApiTest(unittest.TestCase):
+class SpeculativeApiTest(S.ClientTest):
     """`stet serve --spec lookup`: the same bytes, logprobs and fingerprint with
     speculation on (the server's default here) and off ('speculative': false)."""
 
+    MODEL = STORIES
+    SERVE_ARGS = ("--threads", "2", "--spec", "lookup", "--spec-k", "6")
     PROMPT = ("Once upon a time, there was a little girl named Lily. She liked to play with her ball "
               "in the park. Once upon a time, there was a little girl named Lily. She liked")
-
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(STORIES, "--threads", "2", "--spec", "lookup", "--spec-k", "6")
-        cls.model = cls.srv.client().models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        rc = cls.srv.stop()
-        assert rc == 0, rc
 
     def body(self, **kw):
         b = {"model": self.model, "prompt": self.PROMPT, "max_tokens": 60, "logprobs": 5, "seed": 11}
@@ -411,10 +394,7 @@ class DraftModelApiTest(SpeculativeApiTest):
     """`stet serve --draft-model F` (the model drafting for itself): the same bytes,
     logprobs and fingerprint as with speculation off."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(STORIES, "--threads", "2", "--draft-model", STORIES, "--spec-k", "5")
-        cls.model = cls.srv.client().models.list().data[0].id
+    SERVE_ARGS = ("--threads", "2", "--draft-model", STORIES, "--spec-k", "5")
 
 
 if __name__ == "__main__":

@@ -17,16 +17,8 @@ STORIES = S.stories_path()
 ASK = "Tell me a story."
 
 
-class ResponsesTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(STORIES, "--threads", "2")
-        cls.client = cls.srv.client()
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.srv.stop() == 0
+class ResponsesTest(S.ClientTest):
+    MODEL = STORIES
 
     def create(self, **kw):
         kw.setdefault("model", self.model)

@@ -35,18 +35,15 @@ FORCED = dict(tools=TOOLS, tool_choice="required", parallel_tool_calls=False, ma
               temperature=0.8, extra_body={"seed": 3})
 
 
-class ResponsesToolsTest(unittest.TestCase):
+class ResponsesToolsTest(S.ClientTest):
+    MODEL = STORIES
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="stet-resp-rec-")
         cls.db = os.path.join(cls.tmp, "records.db")
-        cls.srv = S.StetServer(STORIES, "--threads", "2", "--record", cls.db)
-        cls.client = cls.srv.client()
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.srv.stop() == 0
+        cls.SERVE_ARGS = ("--threads", "2", "--record", cls.db)
+        super().setUpClass()
 
     def create(self, **kw):
         kw.setdefault("model", self.model)

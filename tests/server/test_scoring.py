@@ -15,16 +15,8 @@ STORIES = S.stories_path()
 PROMPT = "Once upon a time there was a little dog"
 
 
-class ScoringTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(STORIES, "--threads", "2")
-        cls.client = cls.srv.client()
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.srv.stop() == 0
+class ScoringTest(S.ClientTest):
+    MODEL = STORIES
 
     def post(self, path, body, status=200):
         got, out = self.srv.post(path, dict(body, model=self.model))

@@ -67,17 +67,14 @@ def render_with_jinja2(template, messages):
                                             documents=None, bos_token="<|im_start|>", eos_token="<|im_end|>")
 
 
-class SmolLM2ChatTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(SMOL, "--ctx", "2048", "--threads", "2")
-        cls.client = cls.srv.client()
-        cls.model = cls.client.models.list().data[0].id
-        cls.template = gguf_string_metadata(SMOL, {"tokenizer.chat_template"})["tokenizer.chat_template"]
+class SmolLM2ChatTest(S.ClientTest):
+    MODEL = SMOL
+    SERVE_ARGS = ("--ctx", "2048", "--threads", "2")
 
     @classmethod
-    def tearDownClass(cls):
-        assert cls.srv.stop() == 0
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.template = gguf_string_metadata(SMOL, {"tokenizer.chat_template"})["tokenizer.chat_template"]
 
     def test_chat_uses_the_models_template(self):
         self.assertFalse(any("ChatML fallback" in l for l in self.srv.lines()))

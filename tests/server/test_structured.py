@@ -62,16 +62,9 @@ def schema_format(schema, name="person"):
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
-class StructuredTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(SMOL, "--ctx", "2048", "--threads", "2")
-        cls.client = cls.srv.client()
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.srv.stop() == 0
+class StructuredTest(S.ClientTest):
+    MODEL = SMOL
+    SERVE_ARGS = ("--ctx", "2048", "--threads", "2")
 
     def chat(self, **kw):
         body = {"model": self.model, "messages": MESSAGES, "max_tokens": 200, "seed": 5}

@@ -21,16 +21,8 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
-class ToolsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = S.StetServer(STORIES, "--threads", "2")
-        cls.client = cls.srv.client()
-        cls.model = cls.client.models.list().data[0].id
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.srv.stop() == 0
+class ToolsTest(S.ClientTest):
+    MODEL = STORIES
 
     def chat(self, **kw):
         kw.setdefault("model", self.model)

@@ -1,7 +1,10 @@
 #include "support/test_support.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -34,6 +37,18 @@ std::string ReadFileOrDie(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+CommandResult RunCommand(const std::string& command_line) {
+  CommandResult r;
+  FILE* p = popen(command_line.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace stet::testing

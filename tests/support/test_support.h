@@ -16,6 +16,14 @@ bool InCi();
 bool FileExists(const std::string& path);
 std::string ReadFileOrDie(const std::string& path);
 
+// A shell command line's stdout and exit status (-1 when it could not be run
+// or did not exit normally).
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+CommandResult RunCommand(const std::string& command_line);
+
 }  // namespace stet::testing
 
 // Skips (outside CI) or fails (in CI) when `path` does not exist.

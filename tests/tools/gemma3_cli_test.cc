@@ -7,9 +7,7 @@
 // first 16 steps are confident (llama.cpp top-2 gap >= 0.5, see
 // tests/engine/gemma3_golden_test.cc for why).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -30,15 +28,9 @@ std::string RunStet(const std::string& args, int* exit_code, const std::string& 
                     bool with_stderr = false) {
   const std::string cmd =
       env + " " + std::string(STET_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  if (!p) return out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  testing::CommandResult r = testing::RunCommand(cmd);
+  *exit_code = r.exit_code;
+  return r.out;
 }
 
 TEST(ModelNames, ListPullAndResolveWithoutNetwork) {

@@ -2,9 +2,7 @@
 // text, stderr the rest; --help works; exit codes are 0 / 1 (work failed) /
 // 2 (bad command line); --threads, --chunk and --isa never change the output.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -16,24 +14,13 @@
 namespace stet {
 namespace {
 
-struct Output {
-  int exit_code;
-  std::string out;
-};
+using Output = testing::CommandResult;
 
 // Runs a shell command line; captures stdout, discards stderr unless asked.
 Output Sh(const std::string& args, bool with_stderr = false) {
   const std::string cmd =
       std::string(STET_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  Output o{-1, {}};
-  if (!p) return o;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int status = pclose(p);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
+  return testing::RunCommand(cmd);
 }
 
 std::string Stories() { return testing::SharedDir() + "/models/stories260K/stories260K.gguf"; }

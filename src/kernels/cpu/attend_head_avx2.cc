@@ -124,32 +124,9 @@ void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int 
       continue;
     }
     const int nv = (rest + 7) / 8, last = rest - 8 * (nv - 1);
-    switch (nv) {
-      case 1:
-        Accumulate<T, 1>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 2:
-        Accumulate<T, 2>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 3:
-        Accumulate<T, 3>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 4:
-        Accumulate<T, 4>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 5:
-        Accumulate<T, 5>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 6:
-        Accumulate<T, 6>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      case 7:
-        Accumulate<T, 7>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-      default:
-        Accumulate<T, 8>(v, n_kv, scratch, j0, last, denominator, out);
-        break;
-    }
+    WithCount<8>(nv, [&](auto n) {
+      Accumulate<T, decltype(n)::value>(v, n_kv, scratch, j0, last, denominator, out);
+    });
     j0 = head_dim;
   }
 }
@@ -245,19 +222,9 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   for (; j0 + 32 <= head_dim; j0 += 32) {
     Accumulate2<T, 4>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
   }
-  switch ((head_dim - j0) / 8) {
-    case 0:
-      break;
-    case 1:
-      Accumulate2<T, 1>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
-      break;
-    case 2:
-      Accumulate2<T, 2>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
-      break;
-    default:
-      Accumulate2<T, 3>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
-      break;
-  }
+  WithCount<3>((head_dim - j0) / 8, [&](auto n) {
+    Accumulate2<T, decltype(n)::value>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
+  });
 }
 
 }  // namespace
@@ -266,18 +233,10 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
                     float softcap, float* out0, float* out1, float* scratch) {
   STET_CHECK(n_kv0 > 0 && n_kv1 > 0 && head_dim % 8 == 0);
-  switch (kv_type) {
-    case DType::kF32:
-      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
-                        scratch);
-      break;
-    case DType::kF16:
-      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
-                        scratch);
-      break;
-    default:
-      STET_CHECK_MSG(false, "AttendHeadPair: the KV cache stores f32 or f16");
-  }
+  WithKvType(kv_type, "AttendHeadPair: the KV cache stores f32 or f16", [&](auto t) {
+    Pair<decltype(t)::value>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                             scratch);
+  });
 }
 
 float Softmax(float* s, int64_t n) {
@@ -303,16 +262,9 @@ float Softmax(float* s, int64_t n) {
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float softcap, float* out, float* scratch) {
   STET_CHECK(n_kv > 0);
-  switch (kv_type) {
-    case DType::kF32:
-      Attend<DType::kF32>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
-      break;
-    case DType::kF16:
-      Attend<DType::kF16>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
-      break;
-    default:
-      STET_CHECK_MSG(false, "AttendHead: the KV cache stores f32 or f16");
-  }
+  WithKvType(kv_type, "AttendHead: the KV cache stores f32 or f16", [&](auto t) {
+    Attend<decltype(t)::value>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
+  });
 }
 
 }  // namespace stet::kernels::avx2

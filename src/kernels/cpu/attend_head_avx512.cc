@@ -104,31 +104,9 @@ void AccumulateAll(const KvRows& v, int64_t n0, int64_t n1, const float* e0, con
   for (; j0 + 64 <= head_dim; j0 += 64) {
     Accumulate<T, 8>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
   }
-  switch ((head_dim - j0) / 8) {
-    case 0:
-      break;
-    case 1:
-      Accumulate<T, 1>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 2:
-      Accumulate<T, 2>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 3:
-      Accumulate<T, 3>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 4:
-      Accumulate<T, 4>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 5:
-      Accumulate<T, 5>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    case 6:
-      Accumulate<T, 6>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-    default:
-      Accumulate<T, 7>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
-      break;
-  }
+  WithCount<7>((head_dim - j0) / 8, [&](auto n) {
+    Accumulate<T, decltype(n)::value>(v, n0, n1, e0, e1, j0, den0, den1, out0, out1);
+  });
 }
 
 template <DType T>
@@ -168,18 +146,10 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
                     float softcap, float* out0, float* out1, float* scratch) {
   STET_CHECK(n_kv0 > 0 && n_kv1 > 0 && head_dim % 8 == 0);
-  switch (kv_type) {
-    case DType::kF32:
-      Pair<DType::kF32>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
-                        scratch);
-      break;
-    case DType::kF16:
-      Pair<DType::kF16>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
-                        scratch);
-      break;
-    default:
-      STET_CHECK_MSG(false, "AttendHeadPair: the KV cache stores f32 or f16");
-  }
+  WithKvType(kv_type, "AttendHeadPair: the KV cache stores f32 or f16", [&](auto t) {
+    Pair<decltype(t)::value>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                             scratch);
+  });
 }
 
 }  // namespace stet::kernels::avx512

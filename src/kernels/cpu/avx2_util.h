@@ -54,6 +54,26 @@ static inline int32_t Load32(const void* p) {
 // The 4-byte word at p in every 32-bit lane: one activation word against 8 rows.
 static inline __m256i Bcast32(const int8_t* p) { return _mm256_set1_epi32(Load32(p)); }
 
+// A 4-bit block's 16 bytes at qs as its 32 nibbles, one a byte, in element order
+// (low nibbles are elements 0..15, high nibbles 16..31).
+static inline __m256i Nibbles32(const uint8_t* qs) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+// q5_0/q5_1's fifth bits: bit e of the little-endian 32-bit word at qh as 16 (or
+// 0) in byte e, to be or'd onto Nibbles32 of the block's quants.
+static inline __m256i FifthBits32(const uint8_t* qh) {
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(Load32(qh)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(16));
+}
+
 // CombineLanes lane-wise over 8 outputs: l[i] holds logical lane i of each.
 static inline __m256 CombineLanes8x8(const __m256* l) {
   const __m256 s0 = _mm256_add_ps(l[0], l[4]), s1 = _mm256_add_ps(l[1], l[5]);

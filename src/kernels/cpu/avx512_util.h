@@ -1,22 +1,19 @@
 // AVX-512 helpers shared by kernels/cpu/*_avx512.cc: the canonical lane tree
 // over 8 logical-lane vectors (16 outputs at once), the strided store of a
-// vertical kernel's 16 rows, unaligned 4-byte loads. Only include from files
-// compiled with the AVX-512 flags; static, so no out-of-line copy can leak
-// into another path.
+// vertical kernel's 16 rows; unaligned 4-byte loads are avx2_util.h's. Only
+// include from files compiled with the AVX-512 flags; static, so no
+// out-of-line copy can leak into another path.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
+
+#include "kernels/cpu/avx2_util.h"
 
 namespace stet::kernels::avx512 {
 
-static inline int32_t Load32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using avx2::Load32;
 
 // internal.h's CombineLanes, lane-wise over 16 outputs: l[i] holds logical
 // lane i of each. s4[i] = l[i] + l[i+4]; s2[i] = s4[i] + s4[i+2]; s2[0] + s2[1].

@@ -153,19 +153,9 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
 }  // namespace
 
 void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kF32:
-      Rows<DType::kF32>(a, r0, r1);
-      break;
-    case DType::kF16:
-      Rows<DType::kF16>(a, r0, r1);
-      break;
-    case DType::kBF16:
-      Rows<DType::kBF16>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "MatMulFloatRows: not a float weight type");
-  }
+  WithDType<DType::kF32, DType::kF16, DType::kBF16>(
+      a.w->type, "MatMulFloatRows: not a float weight type",
+      [&](auto t) { Rows<decltype(t)::value>(a, r0, r1); });
 }
 
 }  // namespace stet::kernels::avx2

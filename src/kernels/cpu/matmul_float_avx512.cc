@@ -165,19 +165,9 @@ void PairActivations(const float* x, ActPairs* xp, int64_t p0, int64_t p1) {
 }
 
 void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kF32:
-      Rows<DType::kF32>(a, r0, r1);
-      break;
-    case DType::kF16:
-      Rows<DType::kF16>(a, r0, r1);
-      break;
-    case DType::kBF16:
-      Rows<DType::kBF16>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "avx512::MatMulFloatRows: not a float weight type");
-  }
+  WithDType<DType::kF32, DType::kF16, DType::kBF16>(
+      a.w->type, "avx512::MatMulFloatRows: not a float weight type",
+      [&](auto t) { Rows<decltype(t)::value>(a, r0, r1); });
 }
 
 }  // namespace stet::kernels::avx512

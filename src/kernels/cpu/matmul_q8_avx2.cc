@@ -48,23 +48,9 @@ inline void HeadHalves(__m256i heads, __m256* lo, __m256* hi) {
   if (hi != nullptr) *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(t, 1));
 }
 
-// 32 nibbles of a q4 block as bytes in element order (low nibbles = 0..15).
-inline __m256i Nibbles(const uint8_t* qs) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
-}
-
-// A block's quants q as bytes in element order with their fifth bits (bit e of the
-// little-endian qh word is element e's) set: q5_0 / q5_1.
+// A q5_0/q5_1 block's quants (0..31) as bytes in element order.
 inline __m256i Quants5(const uint8_t* qs, const uint8_t* qh) {
-  const __m256i spread =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(Load32(qh)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-  return _mm256_or_si256(Nibbles(qs), _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+  return _mm256_or_si256(Nibbles32(qs), FifthBits32(qh));
 }
 
 struct KQ8_0 {
@@ -92,7 +78,7 @@ struct KQ4_0 {
   struct W {
     __m256i q;
   };
-  static W Unpack(const Block& b) { return {Nibbles(b.qs)}; }
+  static W Unpack(const Block& b) { return {Nibbles32(b.qs)}; }
   static __m256i Dot(const W& w, __m256i x) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, x), Ones16());
   }
@@ -103,7 +89,7 @@ struct KQ4_1 {
   static constexpr bool kMin = true;
   static constexpr int kSubShift = 0;
   using W = KQ4_0::W;
-  static W Unpack(const Block& b) { return {Nibbles(b.qs)}; }
+  static W Unpack(const Block& b) { return {Nibbles32(b.qs)}; }
   static __m256i Dot(const W& w, __m256i x) { return KQ4_0::Dot(w, x); }
 };
 
@@ -135,7 +121,7 @@ struct KIQ4_NL {
   static W Unpack(const Block& b) {
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
-    const __m256i w = _mm256_shuffle_epi8(table, Nibbles(b.qs));
+    const __m256i w = _mm256_shuffle_epi8(table, Nibbles32(b.qs));
     return {_mm256_sign_epi8(w, w), w};
   }
   static __m256i Dot(const W& w, __m256i x) { return KQ8_0::Dot(w, x); }

@@ -60,38 +60,18 @@ inline int32_t SumBytes(__m256i q) {
   return static_cast<int32_t>(_mm_cvtsi128_si64(t)) - 128 * kQK;
 }
 
-// A 4-bit block's 16 bytes as its 32 nibbles in element order (low nibbles, then high).
-inline __m256i Nibbles32(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i low4 = _mm_set1_epi8(0x0f);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
-}
-
-// Bit e of the 32-bit qh as 16 (or 0) in byte e.
-inline __m256i HighBits32(const uint8_t* qh) {
-  uint32_t h;
-  std::memcpy(&h, qh, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int32_t>(h)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                       3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-  return _mm256_and_si256(set, _mm256_set1_epi8(16));
-}
-
 // The 32 integer weights of a q5_0/q5_1 (unsigned 0..31) or iq4_nl (signed
 // level) block, in element order; returns their sum.
 template <typename Block>
 int32_t UnpackBlock(const Block& b, uint8_t* out) {
-  const __m256i nib = Nibbles32(b.qs);
+  const __m256i nib = avx2::Nibbles32(b.qs);
   __m256i w;
   if constexpr (std::is_same_v<Block, BlockIQ4_NL>) {
     const __m256i levels = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
     w = _mm256_shuffle_epi8(levels, nib);
   } else {
-    w = _mm256_or_si256(nib, HighBits32(b.qh));
+    w = _mm256_or_si256(nib, avx2::FifthBits32(b.qh));
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), w);
   return std::is_same_v<Block, BlockIQ4_NL> ? SumBytes(w) : 0;
@@ -272,28 +252,8 @@ void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1) {
 }
 
 void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ8_0:
-      Rows<BlockQ8_0>(a, r0, r1);
-      break;
-    case DType::kQ4_0:
-      Rows<BlockQ4_0>(a, r0, r1);
-      break;
-    case DType::kQ4_1:
-      Rows<BlockQ4_1>(a, r0, r1);
-      break;
-    case DType::kQ5_0:
-      Rows<BlockQ5_0>(a, r0, r1);
-      break;
-    case DType::kQ5_1:
-      Rows<BlockQ5_1>(a, r0, r1);
-      break;
-    case DType::kIQ4_NL:
-      Rows<BlockIQ4_NL>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "avx512::MatMulQ8Rows: not a 32-block weight type");
-  }
+  WithBlock32(a.w->type, "avx512::MatMulQ8Rows: not a 32-block weight type",
+              [&](auto b) { Rows<typename decltype(b)::type>(a, r0, r1); });
 }
 
 }  // namespace stet::kernels::avx512

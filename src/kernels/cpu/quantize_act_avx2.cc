@@ -64,27 +64,14 @@ inline float MaxAbs(const float* x, int n) {
 }  // namespace
 
 void QuantizeActQ8(const float* x, ActQ8* a) {
-  for (int64_t r = 0; r < a->m; ++r) {
-    const float* xr = x + r * a->k;
-    int8_t* qs = a->qs + r * a->nb_pad * kQK;
-    float* d = a->d + r * a->nb_pad;
-    float* s = a->s + r * a->nb_pad;
-    int32_t* qsum = a->qsum + r * a->nb_pad;
-    for (int64_t b = 0; b < a->nb; ++b) {
-      float id;
-      d[b] = ScaleFromMax(MaxAbs(xr + b * kQK, kQK), &id);
-      int32_t lo, hi;
-      Quantize32(xr + b * kQK, _mm256_set1_ps(id), qs + b * kQK, &lo, &hi);
-      qsum[b] = lo + hi;
-      s[b] = d[b] * static_cast<float>(qsum[b]);
-    }
-    for (int64_t b = a->nb; b < a->nb_pad; ++b) {
-      std::memset(qs + b * kQK, 0, kQK);
-      d[b] = 0.0f;
-      s[b] = 0.0f;
-      qsum[b] = 0;
-    }
-  }
+  FillActQ8(x, a, [](const float* xb, int8_t* qb, int32_t* qsum) {
+    float id;
+    const float d = ScaleFromMax(MaxAbs(xb, kQK), &id);
+    int32_t lo, hi;
+    Quantize32(xb, _mm256_set1_ps(id), qb, &lo, &hi);
+    *qsum = lo + hi;
+    return d;
+  });
 }
 
 void QuantizeActQ8K(const float* x, ActQ8K* a) {

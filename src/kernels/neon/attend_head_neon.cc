@@ -135,16 +135,9 @@ void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int 
 void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
                 int head_dim, float scale, float softcap, float* out, float* scratch) {
   STET_CHECK(n_kv > 0);
-  switch (kv_type) {
-    case DType::kF32:
-      Attend<DType::kF32>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
-      break;
-    case DType::kF16:
-      Attend<DType::kF16>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
-      break;
-    default:
-      STET_CHECK_MSG(false, "AttendHead: K/V must be f32 or f16");
-  }
+  WithKvType(kv_type, "AttendHead: the KV cache stores f32 or f16", [&](auto t) {
+    Attend<decltype(t)::value>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
+  });
 }
 
 }  // namespace stet::kernels::neon

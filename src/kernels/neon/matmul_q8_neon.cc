@@ -173,54 +173,14 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
 }  // namespace
 
 void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ8_0:
-      Rows<BlockQ8_0>(a, r0, r1);
-      break;
-    case DType::kQ4_0:
-      Rows<BlockQ4_0>(a, r0, r1);
-      break;
-    case DType::kQ4_1:
-      Rows<BlockQ4_1>(a, r0, r1);
-      break;
-    case DType::kQ5_0:
-      Rows<BlockQ5_0>(a, r0, r1);
-      break;
-    case DType::kQ5_1:
-      Rows<BlockQ5_1>(a, r0, r1);
-      break;
-    case DType::kIQ4_NL:
-      Rows<BlockIQ4_NL>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "neon::MatMulQ8Rows: not a 32-block weight type");
-  }
+  WithBlock32(a.w->type, "neon::MatMulQ8Rows: not a 32-block weight type",
+              [&](auto b) { Rows<typename decltype(b)::type>(a, r0, r1); });
 }
 
 // For the kernel tests: the same rows through the non-dotprod integer dots.
 void MatMulQ8RowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ8_0:
-      RowsWiden<BlockQ8_0>(a, r0, r1);
-      break;
-    case DType::kQ4_0:
-      RowsWiden<BlockQ4_0>(a, r0, r1);
-      break;
-    case DType::kQ4_1:
-      RowsWiden<BlockQ4_1>(a, r0, r1);
-      break;
-    case DType::kQ5_0:
-      RowsWiden<BlockQ5_0>(a, r0, r1);
-      break;
-    case DType::kQ5_1:
-      RowsWiden<BlockQ5_1>(a, r0, r1);
-      break;
-    case DType::kIQ4_NL:
-      RowsWiden<BlockIQ4_NL>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "neon::MatMulQ8RowsNoDotProd: not a 32-block weight type");
-  }
+  WithBlock32(a.w->type, "neon::MatMulQ8RowsNoDotProd: not a 32-block weight type",
+              [&](auto b) { RowsWiden<typename decltype(b)::type>(a, r0, r1); });
 }
 
 }  // namespace stet::kernels::neon

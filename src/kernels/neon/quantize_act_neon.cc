@@ -44,26 +44,12 @@ inline float QuantizeBlock(const float* x, int n, int8_t* q) {
 }  // namespace
 
 void QuantizeActQ8(const float* x, ActQ8* a) {
-  for (int64_t r = 0; r < a->m; ++r) {
-    const float* xr = x + r * a->k;
-    int8_t* qs = a->qs + r * a->nb_pad * kQK;
-    float* d = a->d + r * a->nb_pad;
-    float* s = a->s + r * a->nb_pad;
-    int32_t* qsum = a->qsum + r * a->nb_pad;
-    for (int64_t b = 0; b < a->nb; ++b) {
-      int8_t* q = qs + b * kQK;
-      d[b] = QuantizeBlock(xr + b * kQK, kQK, q);
-      const int16x8_t p = vaddq_s16(vpaddlq_s8(vld1q_s8(q)), vpaddlq_s8(vld1q_s8(q + 16)));
-      qsum[b] = vaddlvq_s16(p);
-      s[b] = d[b] * static_cast<float>(qsum[b]);
-    }
-    for (int64_t b = a->nb; b < a->nb_pad; ++b) {
-      std::memset(qs + b * kQK, 0, kQK);
-      d[b] = 0.0f;
-      s[b] = 0.0f;
-      qsum[b] = 0;
-    }
-  }
+  FillActQ8(x, a, [](const float* xb, int8_t* qb, int32_t* qsum) {
+    const float d = QuantizeBlock(xb, kQK, qb);
+    const int16x8_t p = vaddq_s16(vpaddlq_s8(vld1q_s8(qb)), vpaddlq_s8(vld1q_s8(qb + 16)));
+    *qsum = vaddlvq_s16(p);
+    return d;
+  });
 }
 
 void QuantizeActQ8K(const float* x, ActQ8K* a) {

@@ -11,26 +11,14 @@
 namespace stet::kernels::neon {
 
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst) {
-  switch (dst_type) {
-    case DType::kF32:
-      if (n > 0) std::memmove(dst, x, static_cast<size_t>(n) * 4);
-      break;
-    case DType::kF16: {
-      auto* h = static_cast<uint8_t*>(dst);
-      int64_t i = 0;
-      for (; i + 4 <= n; i += 4) {
-        const uint16x4_t v = vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i)));
-        std::memcpy(h + 2 * i, &v, 8);
-      }
-      for (; i < n; ++i) {
-        const uint16_t v = F32ToF16(x[i]);
-        std::memcpy(h + 2 * i, &v, 2);
-      }
-      break;
+  StoreRowWith(x, n, dst_type, dst, [](const float* xs, int64_t len, uint8_t* h) {
+    int64_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+      const uint16x4_t v = vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(xs + i)));
+      std::memcpy(h + 2 * i, &v, 8);
     }
-    default:
-      STET_CHECK_MSG(false, "StoreRow: the KV cache stores f32 or f16");
-  }
+    return i;
+  });
 }
 
 }  // namespace stet::kernels::neon

@@ -38,26 +38,13 @@ float QuantizeBlock(const float* x, int n, int8_t* q) {
 }  // namespace
 
 void QuantizeActQ8(const float* x, ActQ8* a) {
-  for (int64_t r = 0; r < a->m; ++r) {
-    const float* xr = x + r * a->k;
-    int8_t* qs = a->qs + r * a->nb_pad * kQK;
-    float* d = a->d + r * a->nb_pad;
-    float* s = a->s + r * a->nb_pad;
-    int32_t* qsum = a->qsum + r * a->nb_pad;
-    for (int64_t b = 0; b < a->nb; ++b) {
-      d[b] = QuantizeBlock(xr + b * kQK, kQK, qs + b * kQK);
-      int32_t sum = 0;
-      for (int i = 0; i < kQK; ++i) sum += qs[b * kQK + i];
-      qsum[b] = sum;
-      s[b] = d[b] * static_cast<float>(sum);
-    }
-    for (int64_t b = a->nb; b < a->nb_pad; ++b) {
-      std::memset(qs + b * kQK, 0, kQK);
-      d[b] = 0.0f;
-      s[b] = 0.0f;
-      qsum[b] = 0;
-    }
-  }
+  FillActQ8(x, a, [](const float* xb, int8_t* qb, int32_t* qsum) {
+    const float d = QuantizeBlock(xb, kQK, qb);
+    int32_t sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += qb[i];
+    *qsum = sum;
+    return d;
+  });
 }
 
 void QuantizeActQ8K(const float* x, ActQ8K* a) {

@@ -10,21 +10,7 @@
 namespace stet::kernels::ref {
 
 void StoreRow(const float* x, int64_t n, DType dst_type, void* dst) {
-  switch (dst_type) {
-    case DType::kF32:
-      if (n > 0) std::memmove(dst, x, static_cast<size_t>(n) * 4);
-      break;
-    case DType::kF16: {
-      auto* h = static_cast<uint8_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t v = F32ToF16(x[i]);
-        std::memcpy(h + 2 * i, &v, 2);
-      }
-      break;
-    }
-    default:
-      STET_CHECK_MSG(false, "StoreRow: the KV cache stores f32 or f16");
-  }
+  StoreRowWith(x, n, dst_type, dst, [](const float*, int64_t, uint8_t*) { return int64_t{0}; });
 }
 
 }  // namespace stet::kernels::ref
