@@ -77,7 +77,7 @@ Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = F32ToF16(d);
-    if (y[i].d >= 0x7c00) return ScaleOverflow("q8_0", i);
+    if (F16NotFinite(y[i].d)) return ScaleOverflow("q8_0", i);  // -0.0 (all -0 inputs) fits
     for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<int8_t>(RoundHalfAway(x[j] * id));
   }
   return Status::Ok();

@@ -493,5 +493,20 @@ TEST(QuantizeTest, RefusesBadInput) {
   EXPECT_TRUE(QuantizeRow(DType::kQ4_K, x.data(), 0, out.data()).ok());
 }
 
+// A row of -0.0 (all negative zeros) is a valid input of every type: its scale
+// is a zero, not an overflow, and it dequantizes to zeros.
+TEST(QuantizeTest, NegativeZeroRowsQuantize) {
+  const std::vector<float> x(256, -0.0f);
+  std::vector<uint8_t> out(4096);
+  std::vector<float> back(256, 1.0f);
+  for (DType t :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
+        DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
+    ASSERT_TRUE(QuantizeRow(t, x.data(), 256, out.data()).ok()) << DTypeName(t);
+    ASSERT_TRUE(DequantizeRow(t, out.data(), 256, back.data()).ok()) << DTypeName(t);
+    for (float v : back) ASSERT_EQ(v, 0.0f) << DTypeName(t);
+  }
+}
+
 }  // namespace
 }  // namespace stet
