@@ -8,7 +8,7 @@
 # Usage: bench/build_llamacpp.sh [--avx2] [LLAMA_CPP_PYTHON_VERSION]   (default 0.3.36)
 #   --avx2: a build without AVX-512 (GGML_NATIVE=OFF, AVX2+FMA+F16C), the peer for
 #           `stet --isa avx2` on an AVX-512 machine; into ~/.cache/stet/llama.cpp-<version>-avx2/.
-#   --no-amx: AVX-512 (VNNI, VBMI, BF16) without AMX (GGML_NATIVE=OFF): where llama.cpp's
+#   --no-amx: AVX-512 (with the VNNI, VBMI, BF16 this CPU has) without AMX (GGML_NATIVE=OFF): where llama.cpp's
 #           AMX backend crashes (a Sapphire Rapids VM here: SIGSEGV in ggml_backend_amx_mul_mat
 #           at the first matmul, any model); into ~/.cache/stet/llama.cpp-<version>-noamx/.
 # Env:   JOBS (default: nproc), STET_LLAMACPP_DIR (default ~/.cache/stet/llama.cpp-<version>[-avx2|-noamx])
@@ -34,9 +34,13 @@ if [[ "$VARIANT" == avx2 ]]; then
                 -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF
                 -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF)
 elif [[ "$VARIANT" == noamx ]]; then
+  # The AVX-512 extensions this CPU has, and no AMX: built with one it lacks, ggml dies with
+  # SIGILL (seen on an AVX-512 VNNI Xeon without VBMI/BF16/AVX-VNNI).
+  has() { grep -qw "$1" /proc/cpuinfo && echo ON || echo OFF; }
   CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-                -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON
-                -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
+                -DGGML_AVX512=ON "-DGGML_AVX512_VNNI=$(has avx512_vnni)"
+                "-DGGML_AVX512_VBMI=$(has avx512_vbmi)" "-DGGML_AVX512_BF16=$(has avx512_bf16)"
+                "-DGGML_AVX_VNNI=$(has avx_vnni)" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
                 -DGGML_AMX_BF16=OFF)
 else
   CMAKE_FLAGS+=(-DGGML_NATIVE=ON)

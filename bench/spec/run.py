@@ -88,8 +88,8 @@ the same prompts (all four of each task, one after another; copy answers end at 
 end marker, at most 2n tokens; free generation n tokens with --ignore-eos), files and threads:
 `llama-completion` (off), `llama-speculative-simple --spec-type ngram-simple` (lookup) and
 `llama-speculative-simple --spec-type draft-simple -md DRAFT` (draft), --spec-draft-n-max = k,
-all with --no-repack (this VM's CPU reports AMX, and ggml's AMX matmul segfaults here; on x86
-repacking covers none of these weight types, so --no-repack only turns AMX off). Built by
+all with --no-repack (ggml's AMX matmul segfaulted on a Sapphire Rapids VM; on x86 repacking
+covers none of these weight types, so --no-repack only turns AMX off). Built by
 bench/build_llamacpp.sh (pinned sources; the -noamx build where the native one's AMX crashes).
 tok/s = decoded tokens / decode seconds as each prints them, summed over the four prompts
 (the draft's prompt excluded), median over reps; accept = the mean of what it prints; `same` =
@@ -225,7 +225,7 @@ def write_markdown(res, path):
 
         lt, lx, la = cell("lookup")
         dt, dx, da = cell("draft")
-        same = "/".join("yes" if by.get(m, {}).get("same_as_off") else "NO"
+        same = "/".join("—" if m not in by else ("yes" if by[m].get("same_as_off") else "NO")
                         for m in ("lookup", "draft"))
         lines.append(f"| {tgt} | {task} | {conc} | {off:.1f} | {lt} | {lx} | {la} | {dt} | {dx} "
                      f"| {da} | {same} |")
