@@ -94,6 +94,11 @@ class Sampler {
                  const uint8_t* allowed = nullptr);
 
  private:
+  void FillCandidates(const float* logits, int n, const uint8_t* allowed);
+  std::optional<int32_t> DrawFromHead(const SamplingParams& p, uint32_t choice, uint64_t position);
+  std::optional<int32_t> DrawSorted(size_t size, bool head_only, const SamplingParams& p,
+                                    uint32_t choice, uint64_t position);
+
   Isa isa_;
   std::vector<TokenLogprob> cand_;  // (id, scaled logit then probability)
   std::vector<float> work_;         // the adjusted row
