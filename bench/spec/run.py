@@ -76,7 +76,7 @@ def target(build, dtype):
 def bench(build, model, draft, args):
     cmd = [os.path.join(build, "bin", "stet_spec_bench"), "-m", model,
            "--threads", str(args.threads), "--reps", str(args.reps), "-n", str(args.n),
-           "--k", str(args.k), "--conc", args.conc]
+           "--k", str(args.k), "--conc", args.conc, "--tasks", args.tasks]
     cmd += ["--draft", draft, "--modes", "off,lookup,draft"] if draft else ["--modes", "off,lookup"]
     log(" ".join(cmd))
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -269,6 +269,7 @@ def main():
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--conc", default="1,4")
+    ap.add_argument("--tasks", default="copy,free,free-t0.7")
     ap.add_argument("--out", default=None, help="results path without extension")
     ap.add_argument("--llamacpp", default=default_peer(),
                     help="folder with llama-completion and llama-speculative-simple (none: skip; "
