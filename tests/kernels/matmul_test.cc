@@ -83,10 +83,12 @@ void ExpectEqualsScalar(Isa isa, DType t, unsigned seed, std::initializer_list<i
   }
 }
 
+// m = 17 and 300: the float prefill's widened weight tiles and its several
+// L2 blocks of activation rows.
 TEST_P(MatMulTest, Avx2EqualsScalar) {
   STET_REQUIRE_AVX2();
   ExpectEqualsScalar(Isa::kAvx2, GetParam(), 1234 + static_cast<int>(GetParam()),
-                     {1, 3, 4, 5, 9, 21}, {1, 2, 3, 5});
+                     {1, 3, 4, 5, 9, 21}, {1, 2, 3, 5, 17, 300});
 }
 
 TEST_P(MatMulTest, NeonEqualsScalar) {

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/cpu/avx2_util.h"
@@ -123,31 +124,90 @@ RowChunks<RN> ChunksOf(const WeightView& wv, int64_t r, bool use_packed) {
   return c;
 }
 
+// Activation rows per block of a prefill: the block (m_block x k floats) stays
+// in L2 (Zen 3 has 512 KiB) while every weight tile of the range passes over
+// it; without the blocking a 512-row batch streamed its activations from L3
+// once per 3 weight rows.
+constexpr int64_t kActBlockBytes = 192 * 1024;
+
+int64_t ActBlockRows(int64_t k) {
+  const int64_t rows = kActBlockBytes / (k * 4) / kRM * kRM;
+  return rows < kRM ? kRM : rows;
+}
+
+// RN weight rows from r widened to f32 once into buf (row n at buf + n * k; f16
+// and bf16 widen exactly), so a block's tiles load plain floats: the widening
+// left the FMA ports. f32 rows are used in place.
 template <DType T, int RN>
-void RowTile(const MatMulArgs& a, int64_t r) {
+RowChunks<RN> WidenRows(const WeightView& wv, int64_t r, std::vector<float>* buf) {
+  const RowChunks<RN> w = ChunksOf<T, RN>(wv, r, /*use_packed=*/false);
+  if constexpr (T == DType::kF32) {
+    return w;
+  } else {
+    const int64_t k = wv.cols;
+    if (buf->size() < static_cast<size_t>(RN * k + 8)) buf->resize(static_cast<size_t>(RN * k + 8));
+    RowChunks<RN> f;
+    STET_UNROLL
+    for (int n = 0; n < RN; ++n) {
+      float* dst = buf->data() + n * k;
+      int64_t j = 0;
+      for (; j + 8 <= k; j += 8) _mm256_storeu_ps(dst + j, LoadW8<T>(w.row[n] + j * 2));
+      if (j < k) {
+        alignas(32) float tail[8];
+        _mm256_store_ps(tail, LoadWTail<T>(w.row[n], j, k - j));
+        std::memcpy(dst + j, tail, static_cast<size_t>(k - j) * 4);
+      }
+      f.row[n] = reinterpret_cast<const uint8_t*>(dst);
+    }
+    f.chunk_step = 32;
+    return f;
+  }
+}
+
+// Activation rows [i0, i1) against weight rows r..r+RN-1.
+template <DType T, int RN>
+void RowTile(const MatMulArgs& a, int64_t r, int64_t i0, int64_t i1, std::vector<float>* buf) {
   const WeightView& wv = *a.w;
   const int64_t k = wv.cols;
+  const bool widen = i1 - i0 >= 2 * kRM;  // worth a pass over the tile
+  constexpr DType kWide = T == DType::kF32 ? T : DType::kF32;
+  int64_t i = i0;
+  if (widen) {
+    const RowChunks<RN> w = WidenRows<T, RN>(wv, r, buf);
+    for (; i + kRM <= i1; i += kRM) {
+      Tile<kWide, RN, kRM>(w, a.x + i * k, k, a.y + i * wv.rows + r, wv.rows);
+    }
+    for (; i < i1; ++i) Tile<kWide, RN, 1>(w, a.x + i * k, k, a.y + i * wv.rows + r, wv.rows);
+    return;
+  }
   const RowChunks<RN> w = ChunksOf<T, RN>(wv, r, /*use_packed=*/false);
-  int64_t i = 0;
-  for (; i + kRM <= a.m; i += kRM) {
+  for (; i + kRM <= i1; i += kRM) {
     Tile<T, RN, kRM>(w, a.x + i * k, k, a.y + i * wv.rows + r, wv.rows);
   }
-  for (; i < a.m; ++i) Tile<T, RN, 1>(w, a.x + i * k, k, a.y + i * wv.rows + r, wv.rows);
+  for (; i < i1; ++i) Tile<T, RN, 1>(w, a.x + i * k, k, a.y + i * wv.rows + r, wv.rows);
 }
+
+thread_local std::vector<float> tls_wide;  // WidenRows' buffer, per pool thread
 
 template <DType T>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const WeightView& wv = *a.w;
-  int64_t r = r0;
   if (a.m == 1) {
+    int64_t r = r0;
     for (; r + kDecodeRN<T> <= r1; r += kDecodeRN<T>) {
       Tile<T, kDecodeRN<T>, 1>(ChunksOf<T, kDecodeRN<T>>(wv, r, /*use_packed=*/true), a.x, wv.cols,
                                a.y + r, wv.rows);
     }
-  } else {
-    for (; r + kRN <= r1; r += kRN) RowTile<T, kRN>(a, r);
+    for (; r < r1; ++r) RowTile<T, 1>(a, r, 0, 1, &tls_wide);
+    return;
   }
-  for (; r < r1; ++r) RowTile<T, 1>(a, r);
+  const int64_t mb = ActBlockRows(wv.cols);
+  for (int64_t i0 = 0; i0 < a.m; i0 += mb) {
+    const int64_t i1 = i0 + mb < a.m ? i0 + mb : a.m;
+    int64_t r = r0;
+    for (; r + kRN <= r1; r += kRN) RowTile<T, kRN>(a, r, i0, i1, &tls_wide);
+    for (; r < r1; ++r) RowTile<T, 1>(a, r, i0, i1, &tls_wide);
+  }
 }
 
 }  // namespace
