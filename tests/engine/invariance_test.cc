@@ -22,7 +22,6 @@
 #include "engine/engine.h"
 #include "model/random_model.h"
 #include "support/test_support.h"
-#include "tokenizer/vocab.h"
 
 namespace stet {
 namespace {
@@ -48,12 +47,6 @@ struct Config {
 };
 
 std::unique_ptr<Engine> MakeEngine(const std::string& path, const Config& c) {
-  auto m = Model::Load(path);
-  if (!m.ok()) return nullptr;
-  auto v = VocabFromGguf((*m)->file());
-  if (!v.ok()) return nullptr;
-  auto t = Tokenizer::Create(std::move(*v));
-  if (!t.ok()) return nullptr;
   EngineOptions o;
   o.n_ctx = 160;
   o.n_threads = c.threads;
@@ -73,7 +66,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& path, const Config& c) {
     o.spec.ngram_min = 1;  // draft eagerly: many accepted and many rejected drafts
     o.spec.ngram_max = 3;
   }
-  auto e = Engine::Create(std::move(*m), std::move(*t), o);
+  auto e = Engine::Open(path, o);
   return e.ok() ? std::move(*e) : nullptr;
 }
 
@@ -429,14 +422,10 @@ TEST(Invariance, AdaptiveModeIsShownToDiffer) {
   const std::string path = testing::SharedDir() + "/models/stories260K/stories260K.gguf";
   STET_REQUIRE_FILE(path);
   for (NumericsMode mode : {NumericsMode::kAdaptive, NumericsMode::kInvariant}) {
-    auto m = Model::Load(path);
-    ASSERT_TRUE(m.ok());
-    auto v = VocabFromGguf((*m)->file());
-    auto t = Tokenizer::Create(std::move(*v));
     EngineOptions o;
     o.n_threads = 2;
     o.numerics = mode;
-    auto e = Engine::Create(std::move(*m), std::move(*t), o);
+    auto e = Engine::Open(path, o);
     ASSERT_TRUE(e.ok());
     RequestParams p;
     p.prompt = {1, 403, 407};

@@ -27,7 +27,6 @@
 #include "server/server.h"
 #include "support/stories_engine.h"
 #include "support/test_support.h"
-#include "tokenizer/vocab.h"
 
 namespace stet {
 namespace {
@@ -91,12 +90,8 @@ TEST(StetClock, MetadataField) {
 std::string Stories() { return testing::StoriesPath(); }
 
 std::unique_ptr<Tokenizer> StoriesTokenizer() {
-  auto m = Model::Load(Stories());
-  if (!m.ok()) return nullptr;
-  auto v = VocabFromGguf((*m)->file());
-  if (!v.ok()) return nullptr;
-  auto t = Tokenizer::Create(std::move(*v));
-  return t.ok() ? std::move(*t) : nullptr;
+  auto loaded = LoadModelAndTokenizer(Stories());
+  return loaded.ok() ? std::move(loaded->tokenizer) : nullptr;
 }
 
 TEST(StetClock, PinsTheTemplatesStrftimeNow) {
