@@ -25,19 +25,6 @@ int IQ4XSScale(const BlockIQ4_XS& b, int j) {
   return (low | (high << 4)) - 32;
 }
 
-void UnpackScaleMinK4(const uint8_t* q, int j, uint8_t* scale, uint8_t* min) {
-  // Bytes 0..3 hold the low 6 bits of scales 0..3 (top 2 bits: high bits of
-  // scales 4..7); bytes 4..7 the same for mins; bytes 8..11 the low nibbles of
-  // scales 4..7 (low) and mins 4..7 (high).
-  if (j < 4) {
-    *scale = q[j] & 63;
-    *min = q[j + 4] & 63;
-  } else {
-    *scale = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-    *min = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 namespace {
 
 void DequantQ8_0(const BlockQ8_0* b, int64_t nb, float* y) {

@@ -18,8 +18,20 @@ namespace stet {
 Status DequantizeRow(DType type, const void* src, int64_t n, float* dst);
 
 // The 6-bit scale and min of sub-block j (0..7) of a q4_k / q5_k super-block,
-// unpacked from its 12 packed bytes (ggml's get_scale_min_k4 layout).
-void UnpackScaleMinK4(const uint8_t* packed, int j, uint8_t* scale, uint8_t* min);
+// unpacked from its 12 packed bytes (ggml's get_scale_min_k4 layout). Inline:
+// the K-quant batch kernels unpack every sub-block of every row they sweep.
+inline void UnpackScaleMinK4(const uint8_t* q, int j, uint8_t* scale, uint8_t* min) {
+  // Bytes 0..3 hold the low 6 bits of scales 0..3 (top 2 bits: high bits of
+  // scales 4..7); bytes 4..7 the same for mins; bytes 8..11 the low nibbles of
+  // scales 4..7 (low) and mins 4..7 (high).
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
 
 // The signed 6-bit scale (-32..31) of sub-block j (0..15) of a q3_k super-block,
 // from its 12 packed bytes.

@@ -33,15 +33,30 @@ struct SuperAux {
   int32_t mn2[4];
 };
 
+// The 12 packed scale bytes as words (UnpackScaleMinK4's layout, all eight at
+// once): bytes 0..3 low 6 bits of scales 0..3, bytes 4..7 of mins 0..3, their
+// top 2 bits the high bits of scales / mins 4..7, whose low nibbles are in
+// bytes 8..11.
 void RowAux(const BlockQ4_K* blocks, int64_t nsb, SuperAux* aux) {
   for (int64_t b = 0; b < nsb; ++b) {
     SuperAux& a = aux[b];
     a.d = _cvtsh_ss(blocks[b].d);
     a.dmin = _cvtsh_ss(blocks[b].dmin);
-    uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) UnpackScaleMinK4(blocks[b].scales, j, &sc[j], &mn[j]);
-    for (int j = 0; j < 8; ++j) a.sc[j] = sc[j];
-    for (int p = 0; p < 4; ++p) a.mn2[p] = static_cast<int32_t>(mn[2 * p] | (mn[2 * p + 1] << 16));
+    const uint8_t* q = blocks[b].scales;
+    const uint32_t q0 = static_cast<uint32_t>(Load32(q)), q1 = static_cast<uint32_t>(Load32(q + 4));
+    const uint32_t q2 = static_cast<uint32_t>(Load32(q + 8));
+    const uint64_t sc = (q0 & 0x3f3f3f3fu) |
+                        static_cast<uint64_t>((q2 & 0x0f0f0f0fu) | (((q0 >> 6) & 0x03030303u) << 4))
+                            << 32;
+    const uint64_t mn = (q1 & 0x3f3f3f3fu) |
+                        static_cast<uint64_t>(((q2 >> 4) & 0x0f0f0f0fu) |
+                                              (((q1 >> 6) & 0x03030303u) << 4))
+                            << 32;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.sc),
+                        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
+    // int16 pairs (mn_2p, mn_2p+1): the eight mins widened to int16.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.mn2),
+                     _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn))));
   }
 }
 
@@ -123,7 +138,7 @@ void Tile(const BlockQ4_K* const* wrow, const SuperAux* aux, const ActQ8KV& act,
   StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
 }
 
-constexpr int kRN = 2;
+constexpr int kRN = 4;
 constexpr int kTG = 2;
 constexpr int64_t kGroupBlock = 8;  // 128 rows x K of activations per block
 
