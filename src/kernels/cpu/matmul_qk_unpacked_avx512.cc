@@ -235,7 +235,7 @@ void Tile(const Super* const* us, const ActQ8KV& act, int64_t g0, float* y, int6
   StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
 }
 
-constexpr int kRN = 2;
+constexpr int kRN = 4;
 constexpr int kTG = 2;
 constexpr int64_t kGroupBlock = 8;  // 128 activation rows per unpack of a weight row
 
