@@ -313,6 +313,11 @@ void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k o
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
                     float softcap, float* out0, float* out1, float* scratch);
+// nq AttendHead calls over the same K/V in one blocked pass (head_dim % 8 == 0);
+// scratch: AttendHeadsScratch floats.
+void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRows& k,
+                 const KvRows& v, DType kv_type, int head_dim, float scale, float softcap,
+                 float* const* outs, float* scratch);
 // s[t] = ExpF(s[t] - max s) in place; returns the 8-lane sum of the results
 // (lane t % 8, fixed tree): AttendHead's softmax step.
 float Softmax(float* s, int64_t n);

@@ -432,4 +432,39 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
   AttendHead(q1, k, v, kv_type, n_kv1, head_dim, scale, softcap, out1, scratch, isa);
 }
 
+namespace {
+constexpr int64_t kAvx512PairMaxKv = 512;
+}  // namespace
+
+int64_t AttendHeadsScratch(int nq, int64_t n_max, int head_dim) {
+  const int64_t per = (n_max + 7) / 8 * 8 + head_dim;  // scores + accumulators (or a pair's)
+  return (nq < 2 ? 2 : nq) * per;
+}
+
+void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRows& k,
+                 const KvRows& v, DType kv_type, int head_dim, float scale, float softcap,
+                 float* const* outs, float* scratch, Isa isa) {
+  STET_CHECK(nq >= 1 && nq <= kMaxAttendQueries);
+  int64_t n_max = 0;
+  for (int i = 0; i < nq; ++i) n_max = n_kv[i] > n_max ? n_kv[i] : n_max;
+  // On AVX-512 the paired 16-lane kernel leads while the K/V rows stay in
+  // cache between pairs; past kAvx512PairMaxKv positions the blocked AVX2 pass
+  // (one read of the context for every query) wins.
+  const bool pairs512 = UseAvx512(isa) && n_max <= kAvx512PairMaxKv;
+#if defined(STET_KERNELS_HAVE_AVX2)
+  if (UseSimd(isa) && head_dim % 8 == 0 && !pairs512) {
+    avx2::AttendHeads(qs, n_kv, nq, k, v, kv_type, head_dim, scale, softcap, outs, scratch);
+    return;
+  }
+#endif
+  int i = 0;
+  for (; i + 1 < nq; i += 2) {
+    AttendHeadPair(qs[i], qs[i + 1], k, v, kv_type, n_kv[i], n_kv[i + 1], head_dim, scale, softcap,
+                   outs[i], outs[i + 1], scratch, isa);
+  }
+  if (i < nq) {
+    AttendHead(qs[i], k, v, kv_type, n_kv[i], head_dim, scale, softcap, outs[i], scratch, isa);
+  }
+}
+
 }  // namespace stet::kernels

@@ -128,4 +128,17 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
                     float softcap, float* out0, float* out1, float* scratch, Isa isa);
 
+// AttendHead for nq (1..kMaxAttendQueries) queries over the same K/V rows: the
+// heads of one KV group for consecutive tokens of one sequence (query i sees
+// positions [0, n_kv[i])). Results are exactly those of nq AttendHead calls. The
+// AVX2/AVX-512 path walks K and V in blocks of positions that every query passes
+// over while they are in L1, so a long context is read from memory once per
+// call rather than once per query (prefill at depth). Needs
+// scratch[AttendHeadsScratch(nq, max n_kv, head_dim)].
+constexpr int kMaxAttendQueries = 32;
+int64_t AttendHeadsScratch(int nq, int64_t n_max, int head_dim);
+void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRows& k,
+                 const KvRows& v, DType kv_type, int head_dim, float scale, float softcap,
+                 float* const* outs, float* scratch, Isa isa);
+
 }  // namespace stet::kernels

@@ -184,8 +184,24 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   // consecutive tokens of one sequence, head by head; a lone token (decode)
   // pairs the heads of each KV group instead. Tokens pair only while both
   // windows start at 0 (a pair reads the same K/V rows).
+  // Runs of 2+ tokens of one sequence go as tiles of up to tile_tokens tokens x
+  // the heads of a KV group (one pass over that group's K/V for all of them:
+  // prefill at depth reads the context once per tile, not once per pair).
+  const int tile_tokens = std::min(8, kernels::kMaxAttendQueries / group);
   attn_tasks_.clear();
   for (int64_t i = 0; i < m; ++i) {
+    int64_t run = 1;
+    while (run < tile_tokens && i + run < m && batch[i + run].seq == batch[i].seq &&
+           WindowStart(batch[i + run].pos, window) == 0) {
+      ++run;
+    }
+    if (run >= 2) {
+      for (int kvh = 0; kvh < hp.n_head_kv; ++kvh) {
+        attn_tasks_.push_back({i, -1, kvh, -1, static_cast<int>(run)});
+      }
+      i += run - 1;
+      continue;
+    }
     if (i + 1 < m && batch[i + 1].seq == batch[i].seq &&
         WindowStart(batch[i + 1].pos, window) == 0) {
       for (int h = 0; h < hp.n_head; ++h) attn_tasks_.push_back({i, i + 1, h, h});
@@ -206,6 +222,10 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
     std::vector<float>& scratch = scratch_[thread];
     for (int64_t task = task0; task < task1; ++task) {
       const AttnTask& at = attn_tasks_[task];
+      if (at.n_tok > 0) {
+        AttendTile(batch, at, layer, kv, scratch);
+        continue;
+      }
       const BatchToken& t = batch[at.i0];
       const int kvh = at.h0 / group;
       // A pair shares its first position: the same token, or two tokens whose
@@ -236,6 +256,34 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   } else {
     work(0, n_tasks, 0);
   }
+}
+
+void Forward::AttendTile(const std::vector<BatchToken>& batch, const AttnTask& at, int layer,
+                         KvStore& kv, std::vector<float>& scratch) {
+  const HParams& hp = model_.hparams();
+  const int group = hp.n_head / hp.n_head_kv;
+  const int nq = at.n_tok * group;
+  const float* qs[kernels::kMaxAttendQueries];
+  float* outs[kernels::kMaxAttendQueries];
+  int64_t n_kv[kernels::kMaxAttendQueries];
+  for (int j = 0; j < at.n_tok; ++j) {
+    const int64_t row = at.i0 + j;
+    for (int g = 0; g < group; ++g) {
+      const int idx = j * group + g;
+      const int64_t off = row * hp.q_dim() + (at.h0 * group + g) * hp.head_dim;
+      qs[idx] = &q_[off];
+      outs[idx] = &attn_[off];
+      n_kv[idx] = batch[row].pos + 1;  // every window of a tile starts at 0
+    }
+  }
+  const int64_t n_max = *std::max_element(n_kv, n_kv + nq);
+  Grow(scratch, kernels::AttendHeadsScratch(nq, n_max, hp.head_dim));
+  const int64_t kv_head_bytes = at.h0 * hp.head_dim * (kv.type() == DType::kF32 ? 4 : 2);
+  const auto seq = batch[at.i0].seq;
+  const kernels::KvRows kh = kv.KRows(layer, seq).Offset(kv_head_bytes);
+  const kernels::KvRows vh = kv.VRows(layer, seq).Offset(kv_head_bytes);
+  kernels::AttendHeads(qs, n_kv, nq, kh, vh, kv.type(), hp.head_dim, hp.attn_scale, hp.attn_softcap,
+                       outs, scratch.data(), isa_);
 }
 
 }  // namespace stet

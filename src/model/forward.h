@@ -75,12 +75,17 @@ class Forward {
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
   // One attention call: query rows (i0, h0) and, for a pair, (i1, h1) over the
-  // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query).
+  // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query); or,
+  // with n_tok > 0, a tile: tokens i0 .. i0 + n_tok - 1 of one sequence times
+  // every head of KV group h0 (kernels::AttendHeads).
   struct AttnTask {
     int64_t i0, i1;
     int h0, h1;
+    int n_tok = 0;
   };
   std::vector<AttnTask> attn_tasks_;
+  void AttendTile(const std::vector<BatchToken>& batch, const AttnTask& at, int layer, KvStore& kv,
+                  std::vector<float>& scratch);
   // MoE workspace: router logits, each row's chosen experts and weights, the
   // rows grouped by expert, and per (row, choice) expert outputs.
   std::vector<float> router_, moe_w_, moe_x_, moe_g_, moe_u_, moe_y_, moe_slot_out_;

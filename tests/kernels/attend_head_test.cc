@@ -137,6 +137,64 @@ TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
   }
 }
 
+// AttendHeads (many queries over one KV head, K/V walked in blocks) equals one
+// scalar AttendHead per query, for query counts that leave a lone query, n_kv
+// that differ per query (causal prefill), end inside and past a block, and a
+// paged cache read through a block table, with and without soft-capping;
+// head_dim 13 takes the fallback.
+TEST_P(AttendHeadTest, HeadsEqualSingleCalls) {
+  std::mt19937 rng(77);
+  for (int head_dim : {64, 128, 96, 16, 8, 13}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 300);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    // A paged copy: blocks of 16 positions in reverse order.
+    const int64_t block_rows = 16, n_blocks = (c.cap + block_rows - 1) / block_rows;
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - 1 - b);
+    std::vector<uint8_t> kp(n_blocks * block_rows * c.stride(), 0xff), vp(kp.size(), 0xff);
+    for (int64_t t = 0; t < c.cap; ++t) {
+      const int64_t at = (table[t / block_rows] * block_rows + t % block_rows) * c.stride();
+      std::memcpy(&kp[at], &c.k[t * c.stride()], c.stride());
+      std::memcpy(&vp[at], &c.v[t * c.stride()], c.stride());
+    }
+    const KvRows pk{kp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+    const KvRows pv{vp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+    for (int nq : {1, 2, 3, 5, 12, kMaxAttendQueries}) {
+      std::vector<std::vector<float>> q(nq), want(nq), out(nq);
+      std::vector<int64_t> n_kv(nq);
+      std::uniform_int_distribution<int64_t> len(1, c.cap);
+      const int64_t base = len(rng);
+      const float cap = nq == 5 ? 30.0f : 0.0f;  // Gemma 2's soft-capping on one count
+      for (int i = 0; i < nq; ++i) {
+        q[i] = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+        // Causal prefill (base + token), or equal lengths (heads of one token).
+        n_kv[i] = nq % 2 == 1 ? std::min<int64_t>(c.cap, base + i / 2) : len(rng);
+        want[i] = Attend(c, 1, q[i], n_kv[i], scale, Isa::kScalar, cap);
+      }
+      const int64_t n_max = *std::max_element(n_kv.begin(), n_kv.end());
+      std::vector<float> scratch(static_cast<size_t>(AttendHeadsScratch(nq, n_max, head_dim)));
+      std::vector<const float*> qp(nq);
+      std::vector<float*> op(nq);
+      for (Isa isa : testing::AvailableIsas()) {
+        for (bool paged : {false, true}) {
+          for (int i = 0; i < nq; ++i) {
+            out[i].assign(head_dim, -5.0f);
+            qp[i] = q[i].data();
+            op[i] = out[i].data();
+          }
+          AttendHeads(qp.data(), n_kv.data(), nq, paged ? pk : c.kh(1), paged ? pv : c.vh(1),
+                      c.type, head_dim, scale, cap, op.data(), scratch.data(), isa);
+          for (int i = 0; i < nq; ++i) {
+            ASSERT_TRUE(testing::SameBits(want[i].data(), out[i].data(), head_dim))
+                << IsaName(isa) << " head_dim=" << head_dim << " nq=" << nq << " query " << i
+                << " n_kv=" << n_kv[i] << (paged ? " paged" : "");
+          }
+        }
+      }
+    }
+  }
+}
+
 // The shorter query of a pair never sees the rows past its n_kv, even when
 // they hold inf or nan (its lanes are masked, not multiplied by zero).
 TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {

@@ -227,6 +227,152 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   });
 }
 
+// AttendHeads: nq queries over the same K/V rows, walked in blocks of
+// kHeadsBlock positions that every query passes over while the block is in L1:
+// a long context is read from memory once per call instead of once per query
+// pair. Per query exactly the single kernel's operations: scores by
+// Scores/Scores2, Softmax, out[d] = fma(e_t, v_t[d], out[d]) in increasing t
+// (the accumulators wait in scratch between blocks), then / denominator.
+constexpr int64_t kHeadsBlock = 32;
+
+int64_t Clamp(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+// Scores of one query for run positions [b, e) (kr: the run's first row, t0 its
+// position).
+template <DType T>
+void ScoreRange(const float* q, const uint8_t* kr, int64_t stride, int64_t t0, int64_t b,
+                int64_t e, int head_dim, float scale, float* s) {
+  int64_t t = b;
+  for (; t + 4 <= e; t += 4) Scores<T, 4>(q, kr + t * stride, stride, head_dim, scale, s + t0 + t);
+  for (; t < e; ++t) Scores<T, 1>(q, kr + t * stride, stride, head_dim, scale, s + t0 + t);
+}
+
+// Scores of every query for run positions [b0, b1), each clipped to its n_kv.
+template <DType T>
+void ScoreBlock(const float* const* qs, const int64_t* n_kv, int nq, const uint8_t* kr,
+                int64_t stride, int64_t t0, int64_t b0, int64_t b1, int head_dim, float scale,
+                float* const* s) {
+  for (int i = 0; i < nq; i += 2) {
+    const int64_t e0 = Clamp(n_kv[i] - t0, b0, b1);
+    if (i + 1 == nq) {
+      ScoreRange<T>(qs[i], kr, stride, t0, b0, e0, head_dim, scale, s[i]);
+      break;
+    }
+    const int64_t e1 = Clamp(n_kv[i + 1] - t0, b0, b1);
+    const int64_t both = e0 < e1 ? e0 : e1;
+    int64_t t = b0;
+    for (; t + 4 <= both; t += 4) {
+      Scores2<T, 4>(qs[i], qs[i + 1], kr + t * stride, stride, head_dim, scale, s[i] + t0 + t,
+                    s[i + 1] + t0 + t);
+    }
+    for (; t < both; ++t) {
+      Scores2<T, 1>(qs[i], qs[i + 1], kr + t * stride, stride, head_dim, scale, s[i] + t0 + t,
+                    s[i + 1] + t0 + t);
+    }
+    const int j = e0 > e1 ? i : i + 1;
+    ScoreRange<T>(qs[j], kr, stride, t0, t, e0 > e1 ? e0 : e1, head_dim, scale, s[j]);
+  }
+}
+
+// Dims [j0, j0 + 8 * NV) of queries a and b (b < 0: none) over run positions
+// [b0, ea) and [b0, eb): e's are the exp'd scores, acc the accumulators in scratch.
+template <DType T, int NV>
+void AccRange(const uint8_t* vr, int64_t stride, int64_t t0, int64_t b0, int64_t ea, int64_t eb,
+              const float* pa, const float* pb, float* acc_a, float* acc_b, int j0) {
+  __m256 a0[NV], a1[NV];
+  STET_UNROLL
+  for (int n = 0; n < NV; ++n) {
+    a0[n] = _mm256_loadu_ps(acc_a + j0 + 8 * n);
+    a1[n] = pb != nullptr ? _mm256_loadu_ps(acc_b + j0 + 8 * n) : _mm256_setzero_ps();
+  }
+  const int64_t both = pb != nullptr ? (ea < eb ? ea : eb) : b0;
+  int64_t t = b0;
+  for (; t < both; ++t) {
+    const __m256 x0 = _mm256_set1_ps(pa[t0 + t]), x1 = _mm256_set1_ps(pb[t0 + t]);
+    const uint8_t* vt = vr + t * stride;
+    STET_UNROLL
+    for (int n = 0; n < NV; ++n) {
+      const __m256 vv = Load8<T>(vt, j0 + 8 * n);
+      a0[n] = _mm256_fmadd_ps(x0, vv, a0[n]);
+      a1[n] = _mm256_fmadd_ps(x1, vv, a1[n]);
+    }
+  }
+  // The rest of the longer one.
+  const bool a_longer = pb == nullptr || ea > eb;
+  __m256* acc = a_longer ? a0 : a1;
+  const float* p = a_longer ? pa : pb;
+  for (const int64_t e = a_longer ? ea : eb; t < e; ++t) {
+    const __m256 x = _mm256_set1_ps(p[t0 + t]);
+    const uint8_t* vt = vr + t * stride;
+    STET_UNROLL
+    for (int n = 0; n < NV; ++n) acc[n] = _mm256_fmadd_ps(x, Load8<T>(vt, j0 + 8 * n), acc[n]);
+  }
+  STET_UNROLL
+  for (int n = 0; n < NV; ++n) {
+    _mm256_storeu_ps(acc_a + j0 + 8 * n, a0[n]);
+    if (pb != nullptr) _mm256_storeu_ps(acc_b + j0 + 8 * n, a1[n]);
+  }
+}
+
+template <DType T>
+void AccBlock(const int64_t* n_kv, int nq, const uint8_t* vr, int64_t stride, int64_t t0,
+              int64_t b0, int64_t b1, int head_dim, float* const* s, float* const* acc) {
+  for (int i = 0; i < nq; i += 2) {
+    const int64_t ea = Clamp(n_kv[i] - t0, b0, b1);
+    const bool pair = i + 1 < nq;
+    const int64_t eb = pair ? Clamp(n_kv[i + 1] - t0, b0, b1) : b0;
+    const float* pb = pair ? s[i + 1] : nullptr;
+    float* acc_b = pair ? acc[i + 1] : nullptr;
+    int j0 = 0;
+    for (; j0 + 32 <= head_dim; j0 += 32) {
+      AccRange<T, 4>(vr, stride, t0, b0, ea, eb, s[i], pb, acc[i], acc_b, j0);
+    }
+    WithCount<3>((head_dim - j0) / 8, [&](auto n) {
+      AccRange<T, decltype(n)::value>(vr, stride, t0, b0, ea, eb, s[i], pb, acc[i], acc_b, j0);
+    });
+  }
+}
+
+template <DType T>
+void Heads(const float* const* qs, const int64_t* n_kv, int nq, const KvRows& k, const KvRows& v,
+           int head_dim, float scale, float softcap, float* const* outs, float* scratch) {
+  int64_t n_max = 0;
+  for (int i = 0; i < nq; ++i) n_max = n_kv[i] > n_max ? n_kv[i] : n_max;
+  const int64_t ld = (n_max + 7) / 8 * 8;
+  float* s[kMaxAttendQueries];
+  float* acc[kMaxAttendQueries];
+  for (int i = 0; i < nq; ++i) {
+    s[i] = scratch + i * ld;
+    acc[i] = scratch + nq * ld + static_cast<int64_t>(i) * head_dim;
+    std::memset(acc[i], 0, static_cast<size_t>(head_dim) * sizeof(float));
+  }
+  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
+    const uint8_t* kr = k.RunAt(t0, n_max, &len);
+    for (int64_t b0 = 0; b0 < len; b0 += kHeadsBlock) {
+      const int64_t b1 = b0 + kHeadsBlock < len ? b0 + kHeadsBlock : len;
+      ScoreBlock<T>(qs, n_kv, nq, kr, k.row_stride, t0, b0, b1, head_dim, scale, s);
+    }
+  }
+  float den[kMaxAttendQueries];
+  for (int i = 0; i < nq; ++i) {
+    SoftCap(s[i], n_kv[i], softcap);
+    den[i] = Softmax(s[i], n_kv[i]);
+  }
+  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
+    const uint8_t* vr = v.RunAt(t0, n_max, &len);
+    for (int64_t b0 = 0; b0 < len; b0 += kHeadsBlock) {
+      const int64_t b1 = b0 + kHeadsBlock < len ? b0 + kHeadsBlock : len;
+      AccBlock<T>(n_kv, nq, vr, v.row_stride, t0, b0, b1, head_dim, s, acc);
+    }
+  }
+  for (int i = 0; i < nq; ++i) {
+    const __m256 d = _mm256_set1_ps(den[i]);
+    for (int j = 0; j < head_dim; j += 8) {
+      _mm256_storeu_ps(outs[i] + j, _mm256_div_ps(_mm256_loadu_ps(acc[i] + j), d));
+    }
+  }
+}
+
 }  // namespace
 
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
@@ -236,6 +382,16 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
   WithKvType(kv_type, "AttendHeadPair: the KV cache stores f32 or f16", [&](auto t) {
     Pair<decltype(t)::value>(q0, q1, k, v, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
                              scratch);
+  });
+}
+
+void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRows& k,
+                 const KvRows& v, DType kv_type, int head_dim, float scale, float softcap,
+                 float* const* outs, float* scratch) {
+  STET_CHECK(nq >= 1 && nq <= kMaxAttendQueries && head_dim % 8 == 0);
+  for (int i = 0; i < nq; ++i) STET_CHECK(n_kv[i] > 0);
+  WithKvType(kv_type, "AttendHeads: the KV cache stores f32 or f16", [&](auto t) {
+    Heads<decltype(t)::value>(qs, n_kv, nq, k, v, head_dim, scale, softcap, outs, scratch);
   });
 }
 
