@@ -39,6 +39,35 @@ inline __m256 LoadTail(const uint8_t* row, int j, int n) {
   return Load8<T>(tmp, 0);
 }
 
+// CombineLanes8 of four vectors at once, times scale, stored to s[0..3]: the
+// same adds in the same tree per vector (s4[i] = l[i] + l[i+4]; s2[i] = s4[i] +
+// s4[i+2]; s2[0] + s2[1]), four scores per shuffle sequence.
+inline void StoreScores4(const __m256* a, float scale, float* s) {
+  const __m256 x01 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[1], 0x20),
+                                   _mm256_permute2f128_ps(a[0], a[1], 0x31));  // s4 a0 | s4 a1
+  const __m256 x23 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[3], 0x20),
+                                   _mm256_permute2f128_ps(a[2], a[3], 0x31));  // s4 a2 | s4 a3
+  // s2: a0 in lanes 0-1, a2 in 2-3 | a1 in 4-5, a3 in 6-7.
+  const __m256 s2 = _mm256_add_ps(_mm256_shuffle_ps(x01, x23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(x01, x23, _MM_SHUFFLE(3, 2, 3, 2)));
+  // r: a0, a2 | a1, a3 in the low two lanes of each half.
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(s2, s2, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(s2, s2, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m128 out = _mm_unpacklo_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+  _mm_storeu_ps(s, _mm_mul_ps(out, _mm_set1_ps(scale)));
+}
+
+// s[t] for NT positions: NT == 4 combines four at once, else one by one.
+template <int NT>
+inline void StoreScores(const __m256* acc, float scale, float* s) {
+  if constexpr (NT == 4) {
+    StoreScores4(acc, scale, s);
+  } else {
+    STET_UNROLL
+    for (int t = 0; t < NT; ++t) s[t] = CombineLanes8(acc[t]) * scale;
+  }
+}
+
 template <DType T, int NT>
 inline void Scores(const float* q, const uint8_t* k, int64_t stride, int head_dim, float scale,
                    float* s) {
@@ -60,8 +89,7 @@ inline void Scores(const float* q, const uint8_t* k, int64_t stride, int head_di
       acc[t] = _mm256_blendv_ps(acc[t], next, _mm256_castsi256_ps(mask));
     }
   }
-  STET_UNROLL
-  for (int t = 0; t < NT; ++t) s[t] = CombineLanes8(acc[t]) * scale;
+  StoreScores<NT>(acc, scale, s);
 }
 
 // out[j0 .. j0 + 8*NV) (the last vector may be partial: `last` real lanes).
@@ -148,11 +176,8 @@ inline void Scores2(const float* q0, const float* q1, const uint8_t* k, int64_t 
       a1[t] = _mm256_fmadd_ps(x1, kv, a1[t]);
     }
   }
-  STET_UNROLL
-  for (int t = 0; t < NT; ++t) {
-    s0[t] = CombineLanes8(a0[t]) * scale;
-    s1[t] = CombineLanes8(a1[t]) * scale;
-  }
+  StoreScores<NT>(a0, scale, s0);
+  StoreScores<NT>(a1, scale, s1);
 }
 
 // Output dims [j0, j0 + 8 * NV) of both queries: positions below min(n0, n1)
