@@ -450,7 +450,7 @@ void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRo
   // On AVX-512 the paired 16-lane kernel leads while the K/V rows stay in
   // cache between pairs; past kAvx512PairMaxKv positions the blocked AVX2 pass
   // (one read of the context for every query) wins.
-  const bool pairs512 = UseAvx512(isa) && n_max <= kAvx512PairMaxKv;
+  [[maybe_unused]] const bool pairs512 = UseAvx512(isa) && n_max <= kAvx512PairMaxKv;
 #if defined(STET_KERNELS_HAVE_AVX2)
   if (UseSimd(isa) && head_dim % 8 == 0 && !pairs512) {
     avx2::AttendHeads(qs, n_kv, nq, k, v, kv_type, head_dim, scale, softcap, outs, scratch);

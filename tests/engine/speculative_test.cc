@@ -61,25 +61,25 @@ struct Target {
 };
 
 TEST(VerifyDraft, KeepsTheMatchingPrefixAndTheFirstCorrection) {
-  Target t{{10, 11, 12, 13, 14}};
+  Target t{{10, 11, 12, 13, 14}, -1, {}};
   Verdict all = VerifyDraft({10, 11, 12}, std::ref(t));
   EXPECT_EQ(all.accepted, 3);
   EXPECT_EQ(all.emitted, 4);  // plus the bonus token from the last row
   EXPECT_FALSE(all.ended);
   EXPECT_EQ(t.rows, (std::vector<int>{0, 1, 2, 3}));
 
-  Target u{{10, 11, 12, 13, 14}};
+  Target u{{10, 11, 12, 13, 14}, -1, {}};
   Verdict mid = VerifyDraft({10, 99, 12}, std::ref(u));
   EXPECT_EQ(mid.accepted, 1);
   EXPECT_EQ(mid.emitted, 2);  // 10, then the correction 11; rows 2 and 3 are never sampled
   EXPECT_EQ(u.rows, (std::vector<int>{0, 1}));
 
-  Target v{{10}};
+  Target v{{10}, -1, {}};
   Verdict none = VerifyDraft({99, 98}, std::ref(v));
   EXPECT_EQ(none.accepted, 0);
   EXPECT_EQ(none.emitted, 1);
 
-  Target w{{10}};
+  Target w{{10}, -1, {}};
   Verdict plain = VerifyDraft({}, std::ref(w));  // no draft: plain decoding
   EXPECT_EQ(plain.accepted, 0);
   EXPECT_EQ(plain.emitted, 1);
@@ -88,13 +88,13 @@ TEST(VerifyDraft, KeepsTheMatchingPrefixAndTheFirstCorrection) {
 TEST(VerifyDraft, StopsWhereTheChoiceEnds) {
   // A stop string, stop id or max_tokens ends the choice on row 1, inside an
   // accepted run: nothing after it is sampled or emitted.
-  Target t{{10, 11, 12, 13}, /*end_at=*/1};
+  Target t{{10, 11, 12, 13}, /*end_at=*/1, {}};
   Verdict v = VerifyDraft({10, 11, 12}, std::ref(t));
   EXPECT_TRUE(v.ended);
   EXPECT_EQ(v.emitted, 2);
   EXPECT_EQ(v.accepted, 2);
   EXPECT_EQ(t.rows, (std::vector<int>{0, 1}));
-  Target u{{10, 11}, /*end_at=*/1};  // ends on the correction
+  Target u{{10, 11}, /*end_at=*/1, {}};  // ends on the correction
   Verdict w = VerifyDraft({10, 50, 51}, std::ref(u));
   EXPECT_TRUE(w.ended);
   EXPECT_EQ(w.emitted, 2);

@@ -1,5 +1,6 @@
 // stories260K from the shared material, and an engine on it (n_ctx 256), as
-// the in-process server and record tests attach one. Header-only: only the tests that include it link the engine.
+// the in-process server and record tests attach one. Header-only: only the tests that include it
+// link the engine.
 #pragma once
 
 #include <memory>
