@@ -56,6 +56,33 @@ Cache MakeCache(std::mt19937& rng, DType type, int head_dim, int n_heads, int64_
   return c;
 }
 
+// c's rows scattered over the blocks of `table` (block_rows positions each; a
+// pool of n_pool blocks, those no entry names filled with 0xff: nan in f16 and
+// f32), and views of head 1 read through the table.
+struct PagedCache {
+  std::vector<int32_t> table;
+  int64_t block_rows;
+  std::vector<uint8_t> k, v;
+  KvRows kh(const Cache& c) const {
+    return {k.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+  }
+  KvRows vh(const Cache& c) const {
+    return {v.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+  }
+};
+
+PagedCache Page(const Cache& c, std::vector<int32_t> table, int64_t block_rows, int64_t n_pool) {
+  PagedCache p{std::move(table), block_rows, {}, {}};
+  p.k.assign(static_cast<size_t>(n_pool * block_rows * c.stride()), 0xff);
+  p.v.assign(p.k.size(), 0xff);
+  for (int64_t t = 0; t < c.cap; ++t) {
+    const int64_t at = (p.table[t / block_rows] * block_rows + t % block_rows) * c.stride();
+    std::memcpy(&p.k[at], &c.k[t * c.stride()], c.stride());
+    std::memcpy(&p.v[at], &c.v[t * c.stride()], c.stride());
+  }
+  return p;
+}
+
 std::vector<float> Attend(const Cache& c, int h, const std::vector<float>& q, int64_t n_kv,
                           float scale, Isa isa, float softcap = 0.0f) {
   std::vector<float> out(c.head_dim, -5.0f), scratch(static_cast<size_t>(n_kv));
@@ -151,14 +178,8 @@ TEST_P(AttendHeadTest, HeadsEqualSingleCalls) {
     const int64_t block_rows = 16, n_blocks = (c.cap + block_rows - 1) / block_rows;
     std::vector<int32_t> table(static_cast<size_t>(n_blocks));
     for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - 1 - b);
-    std::vector<uint8_t> kp(n_blocks * block_rows * c.stride(), 0xff), vp(kp.size(), 0xff);
-    for (int64_t t = 0; t < c.cap; ++t) {
-      const int64_t at = (table[t / block_rows] * block_rows + t % block_rows) * c.stride();
-      std::memcpy(&kp[at], &c.k[t * c.stride()], c.stride());
-      std::memcpy(&vp[at], &c.v[t * c.stride()], c.stride());
-    }
-    const KvRows pk{kp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
-    const KvRows pv{vp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+    const PagedCache paged_cache = Page(c, std::move(table), block_rows, n_blocks);
+    const KvRows pk = paged_cache.kh(c), pv = paged_cache.vh(c);
     for (int nq : {1, 2, 3, 5, 12, kMaxAttendQueries}) {
       std::vector<std::vector<float>> q(nq), want(nq), out(nq);
       std::vector<int64_t> n_kv(nq);
@@ -270,15 +291,8 @@ TEST_P(AttendHeadTest, PagedEqualsContiguous) {
       for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(b);
       std::shuffle(table.begin(), table.end(), rng);
       // The pool holds one spare block (never referenced) filled with nan.
-      std::vector<uint8_t> kp((n_blocks + 1) * block_rows * c.stride(), 0xff);
-      std::vector<uint8_t> vp(kp.size(), 0xff);
-      for (int64_t t = 0; t < c.cap; ++t) {
-        const int64_t at = (table[t / block_rows] * block_rows + t % block_rows) * c.stride();
-        std::memcpy(&kp[at], &c.k[t * c.stride()], c.stride());
-        std::memcpy(&vp[at], &c.v[t * c.stride()], c.stride());
-      }
-      const KvRows pk{kp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
-      const KvRows pv{vp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+      const PagedCache paged = Page(c, std::move(table), block_rows, n_blocks + 1);
+      const KvRows pk = paged.kh(c), pv = paged.vh(c);
       for (auto [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{
                {1, 2}, {3, 3}, {16, 17}, {17, 16}, {63, 64}, {65, 150}, {150, 1}}) {
         const auto q0 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
@@ -319,15 +333,8 @@ TEST_P(AttendHeadTest, WindowViewEqualsCopiedRows) {
       std::vector<int32_t> table(static_cast<size_t>(n_blocks));
       for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(b);
       std::shuffle(table.begin(), table.end(), rng);
-      std::vector<uint8_t> kp(n_blocks * block_rows * c.stride(), 0xff);
-      std::vector<uint8_t> vp(kp.size(), 0xff);
-      for (int64_t t = 0; t < c.cap; ++t) {
-        const int64_t at = (table[t / block_rows] * block_rows + t % block_rows) * c.stride();
-        std::memcpy(&kp[at], &c.k[t * c.stride()], c.stride());
-        std::memcpy(&vp[at], &c.v[t * c.stride()], c.stride());
-      }
-      const KvRows pk{kp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
-      const KvRows pv{vp.data() + c.head_bytes(1), c.stride(), table.data(), block_rows};
+      const PagedCache paged = Page(c, std::move(table), block_rows, n_blocks);
+      const KvRows pk = paged.kh(c), pv = paged.vh(c);
       for (int64_t start : {1, 15, 16, 17, 70, 128}) {
         const int64_t n0 = std::min<int64_t>(50, c.cap - start), n1 = c.cap - start;
         // The copy: rows start.. of head 1 as one contiguous run.
