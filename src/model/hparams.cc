@@ -127,6 +127,10 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
   STET_RETURN_IF_ERROR(ReadInt(f, p + "attention.head_count_kv", false, &hp.n_head_kv));
   hp.n_ctx_train = 2048;
   STET_RETURN_IF_ERROR(ReadInt(f, p + "context_length", false, &hp.n_ctx_train));
+  if (hp.n_ctx_train <= 0) {
+    return DataLoss("'" + p + "context_length' is " + std::to_string(hp.n_ctx_train) +
+                    ": a model's context must hold at least one token");
+  }
   if (hp.n_head <= 0 || hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_ff <= 0) {
     return DataLoss(
         "model metadata has a zero block_count, embedding_length, "
@@ -182,8 +186,13 @@ Result<HParams> ReadHParams(const gguf::GgufFile& f) {
     return DataLoss("rope.dimension_count " + std::to_string(hp.rot_dim) +
                     " must be even and at most the head dimension " + std::to_string(hp.head_dim));
   }
-  if (!(hp.rope_base > 1.0) || !(hp.rms_eps > 0.0f)) {
-    return DataLoss("rope.freq_base must be > 1 and layer_norm_rms_epsilon > 0");
+  if (!(hp.rope_base > 1.0) || !std::isfinite(hp.rope_base)) {
+    return DataLoss("'" + p + "rope.freq_base' is " + std::to_string(hp.rope_base) +
+                    ": it must be finite and > 1");
+  }
+  if (!(hp.rms_eps > 0.0f) || !std::isfinite(hp.rms_eps)) {
+    return DataLoss("'" + p + "attention.layer_norm_rms_epsilon' is " + std::to_string(eps) +
+                    ": a norm epsilon must be finite and > 0 (as a float)");
   }
   return hp;
 }

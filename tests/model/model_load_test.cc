@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -98,6 +99,41 @@ TEST(ModelLoad, BadHeadCountsAreRejected) {
   auto r = Build(w);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("head_count_kv"), std::string::npos) << r.status().ToString();
+}
+
+// Metadata no model can run with is refused at load, naming the key (a hostile
+// GGUF must not reach the engine with a zero context or a NaN-making epsilon).
+TEST(ModelLoad, ZeroContextLengthIsRefusedNamingTheKey) {
+  for (uint32_t n : {0u, 0x80000000u}) {  // 2^31 reads as a negative int
+    auto w = TinyLlama();
+    w.SetU32("llama.context_length", n);
+    w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
+    auto r = Build(w);
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find("llama.context_length"), std::string::npos)
+        << r.status().ToString();
+  }
+}
+
+TEST(ModelLoad, NonFiniteNormEpsilonIsRefusedNamingTheKey) {
+  for (float eps : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN(), 0.0f, -1e-5f}) {
+    auto w = TinyLlama();
+    w.SetF32("llama.attention.layer_norm_rms_epsilon", eps);
+    w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
+    auto r = Build(w);
+    ASSERT_FALSE(r.ok()) << eps;
+    EXPECT_NE(r.status().message().find("llama.attention.layer_norm_rms_epsilon"),
+              std::string::npos)
+        << r.status().ToString();
+  }
+  auto w = TinyLlama();
+  w.SetF32("llama.rope.freq_base", std::numeric_limits<float>::infinity());
+  w.AddTensor("blk.0.ffn_down.weight", DType::kF32, {32, 8}, F32Bytes(256));
+  auto r = Build(w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("llama.rope.freq_base"), std::string::npos);
 }
 
 // TinyLlama as gemma3, 7 layers (0-4 and 6 windowed, 5 global with the
