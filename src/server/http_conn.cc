@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "server/api_error.h"
+#include "server/http_gate.h"
 
 namespace stet::server {
 
@@ -56,6 +57,8 @@ const char* Reason(int status) {
       return "Request Timeout";
     case 431:
       return "Request Header Fields Too Large";
+    case 400:
+      return "Bad Request";
     default:
       return "Service Unavailable";
   }
@@ -74,6 +77,11 @@ std::string CannedResponse(int status, const ConnLimits& limits) {
     e.code = "request_header_fields_too_large";
     e.message = "The request line and headers exceed " + std::to_string(limits.max_header_bytes) +
                 " bytes.";
+  } else if (status == 400) {
+    e.code = "malformed_header";
+    e.message =
+        "A header line is malformed: whitespace between a field name and its colon, a line "
+        "folded onto the one before it, or a line without a colon (RFC 9112 section 5).";
   } else {
     e.type = "server_error";
     e.code = "too_many_connections";
@@ -484,6 +492,7 @@ void ConnectionLoop::OnReadable(std::unique_ptr<Conn>& c) {
   c->deadline = std::min(c->headers_since + limits_.header_timeout, now + limits_.io_timeout);
   c->in.append(buf, static_cast<size_t>(n));
   if (c->HeadersComplete()) {
+    if (!HeaderLinesWellFormed(std::string_view(c->in).substr(c->pos))) return Reject(c, 400);
     Dispatch(std::move(c));
   } else if (c->pending() > limits_.max_header_bytes) {
     Reject(c, 431);

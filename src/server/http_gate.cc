@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/hash.h"
+
 namespace stet::server {
 
 namespace {
@@ -213,11 +215,66 @@ std::optional<ApiError> CheckJsonContentType(const httplib::Request& req) {
                    (raw.empty() ? std::string("none") : Shown(raw)) + "').");
 }
 
+bool HeaderLinesWellFormed(std::string_view block) {
+  size_t eol = block.find('\n');
+  if (eol == std::string_view::npos) return true;  // the request line alone: httplib judges it
+  for (size_t at = eol + 1; at < block.size(); at = eol + 1) {
+    eol = block.find('\n', at);
+    if (eol == std::string_view::npos) eol = block.size();
+    std::string_view line = block.substr(at, eol - at);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) return true;                        // the blank line: the headers end here
+    if (line[0] == ' ' || line[0] == '\t') return false;  // obs-fold
+    const size_t colon = line.find(':');
+    if (colon == 0 || colon == std::string_view::npos) return false;
+    for (char c : line.substr(0, colon)) {  // a field name is a token (RFC 9110 5.6.2)
+      const bool tchar = std::isalnum(static_cast<unsigned char>(c)) ||
+                         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+      if (!tchar) return false;
+    }
+  }
+  return true;
+}
+
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char d = 0;
   for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
   return d == 0;
+}
+
+std::optional<ApiError> CheckAuthorizationHeader(const httplib::Request& req) {
+  if (req.get_header_value_count("Authorization") <= 1) return std::nullopt;
+  return Error(400, "duplicate_authorization",
+               "The request carries more than one Authorization header; send exactly one.");
+}
+
+std::string BearerKey(const httplib::Request& req) {
+  const std::string h = req.get_header_value("Authorization");
+  constexpr std::string_view kScheme = "bearer";
+  if (h.size() <= kScheme.size() + 1) return "";
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(h[i])) != kScheme[i]) return "";
+  }
+  size_t at = kScheme.size();
+  if (h[at] != ' ' && h[at] != '\t') return "";
+  while (at < h.size() && (h[at] == ' ' || h[at] == '\t')) ++at;
+  size_t end = h.size();
+  while (end > at && (h[end - 1] == ' ' || h[end - 1] == '\t')) --end;
+  return h.substr(at, end - at);
+}
+
+ApiKeyDigests::ApiKeyDigests(const std::vector<std::string>& keys) {
+  for (const std::string& k : keys) digests_.push_back(Sha256Hex(k.data(), k.size()));
+}
+
+int ApiKeyDigests::Find(std::string_view presented) const {
+  const std::string d = Sha256Hex(presented.data(), presented.size());
+  int found = -1;
+  for (size_t i = 0; i < digests_.size(); ++i) {  // every digest compared: no early exit
+    if (ConstantTimeEquals(d, digests_[i]) && found < 0) found = static_cast<int>(i);
+  }
+  return found;
 }
 
 }  // namespace stet::server

@@ -43,8 +43,37 @@ std::optional<ApiError> CheckFraming(const httplib::Request& req, size_t max_bod
 // 415 unless Content-Type is application/json (charset utf-8 if one is given).
 std::optional<ApiError> CheckJsonContentType(const httplib::Request& req);
 
+// The header lines of a request (from its request line up to the blank line
+// that ends them) are each "name: value": no whitespace before the colon, no
+// line folded onto the previous one (a space or tab first), no line without a
+// colon (RFC 9112 sections 5.1 and 5.2) - a proxy in front would read them
+// differently (request smuggling).
+bool HeaderLinesWellFormed(std::string_view block);
+
 // a == b in time that depends only on the lengths (API keys: no timing hint
 // of how much of a guess was right).
 bool ConstantTimeEquals(const std::string& a, const std::string& b);
+
+// 400 duplicate_authorization for a request with more than one Authorization
+// header (which one counts would depend on who reads it).
+std::optional<ApiError> CheckAuthorizationHeader(const httplib::Request& req);
+// The key of "Authorization: Bearer <key>", the scheme in any case (RFC 9110
+// 11.1); empty when there is none or another scheme.
+std::string BearerKey(const httplib::Request& req);
+
+// API keys as SHA-256 digests: a presented key is hashed and compared with
+// every configured digest in constant time, so neither a key's length nor how
+// much of a guess was right shows in the time taken.
+class ApiKeyDigests {
+ public:
+  ApiKeyDigests() = default;
+  explicit ApiKeyDigests(const std::vector<std::string>& keys);
+  bool empty() const { return digests_.empty(); }
+  // The index of the key `presented` is, or -1.
+  int Find(std::string_view presented) const;
+
+ private:
+  std::vector<std::string> digests_;
+};
 
 }  // namespace stet::server

@@ -132,15 +132,8 @@ bool Server::Impl::Authorized(const Request& req) const {
 }
 
 int Server::Impl::KeyIndex(const Request& req) const {
-  const std::string h = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (h.size() <= prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return -1;
-  const std::string key = h.substr(prefix.size());
-  int found = -1;
-  for (size_t i = 0; i < opts.api_keys.size(); ++i) {  // every key compared: constant time
-    if (ConstantTimeEquals(key, opts.api_keys[i]) && found < 0) found = static_cast<int>(i);
-  }
-  return found;
+  const std::string key = BearerKey(req);
+  return key.empty() ? -1 : keys.Find(key);
 }
 
 uint64_t Server::Impl::CacheSalt(const Request& req, const std::string& cache_salt) const {
@@ -182,6 +175,7 @@ std::optional<ApiError> Server::Impl::Gate(const Request& req) const {
     return MakeError(405, "invalid_request_error", "method_not_allowed",
                      "Method " + SanitizeUtf8(req.method) + " is not supported (GET, HEAD, POST).");
   }
+  if (auto e = CheckAuthorizationHeader(req)) return e;
   const bool needs_key = req.path.rfind("/v1/", 0) == 0 || IsTokenizerRoute(req.path) ||
                          (req.path == "/metrics" && !opts.metrics_public);
   if (needs_key && !Authorized(req)) {
@@ -578,6 +572,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   std::unique_ptr<Server> s(new Server());
   s->impl_ = std::make_unique<Impl>();
   Impl& I = *s->impl_;
+  I.keys = ApiKeyDigests(opts.api_keys);
   I.opts = opts;
   I.hosts = std::move(hosts);
   if (I.opts.http_threads == 0) I.opts.http_threads = opts.max_queue + 16;

@@ -56,6 +56,7 @@ ApiError MakeError(int status, std::string type, std::string code, std::string m
 struct Server::Impl {
   ServerOptions opts;
   HostPolicy hosts;
+  ApiKeyDigests keys;  // opts.api_keys as digests
   HttpServer http;
   std::unique_ptr<ConnectionLoop> conns;  // accepts and reads; calls http.Serve per request
   int port = 0;

@@ -38,6 +38,7 @@ struct ServeArgs {
   int port = 8080;
   int threads = 0;
   std::vector<std::string> api_keys;
+  std::string api_key_file;
   int max_queue = 64;
   int ctx = 4096;
   std::string kv_type = "f16";
@@ -121,7 +122,14 @@ int RunServe(const ServeArgs& a) {
   server::ServerOptions so;
   so.host = a.host;
   so.port = a.port;
-  so.api_keys = a.api_keys;
+  {
+    auto keys = GatherApiKeys(a.api_keys, a.api_key_file, "STET_API_KEY");
+    if (!keys.ok()) {
+      std::fprintf(stderr, "stet: error: %s\n", keys.status().message().c_str());
+      return kExitUsage;
+    }
+    so.api_keys = std::move(*keys);
+  }
   so.max_queue = a.max_queue;
   so.http_threads = a.http_threads;
   so.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
@@ -260,10 +268,15 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, 1024));
   cmd->add_option(
          "--api-key", a->api_keys,
-         "Require 'Authorization: Bearer KEY' on /v1/* and /metrics (repeat for several keys)")
+         "Require 'Authorization: Bearer KEY' on /v1/* and /metrics (repeat for several keys; "
+         "--api-key-file or $STET_API_KEY keep keys off the command line)")
       ->check([](const std::string& k) {
         return k.empty() ? std::string("an API key cannot be empty") : "";
       });
+  cmd->add_option("--api-key-file", a->api_key_file,
+                  "File of API keys, one per line ('#' comments); with --api-key and "
+                  "$STET_API_KEY (comma-separated), every key listed is accepted")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--max-queue", a->max_queue,
                   "Generation requests in flight (waiting + running) beyond which new ones get 429")
       ->capture_default_str()

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "tokenizer/vocab.h"
 
@@ -43,6 +45,42 @@ Result<Isa> ParseIsa(const std::string& name) {
 int ReportError(const Status& s) {
   std::fprintf(stderr, "stet: error: %s\n", s.ToString().c_str());
   return kExitError;
+}
+
+namespace {
+
+std::string Trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> GatherApiKeys(const std::vector<std::string>& flag_keys,
+                                               const std::string& key_file, const char* env_name) {
+  std::vector<std::string> keys = flag_keys;
+  if (!key_file.empty()) {
+    std::ifstream in(key_file);
+    if (!in) return InvalidArgument("--api-key-file " + key_file + ": cannot be read");
+    const size_t before = keys.size();
+    std::string line;
+    while (std::getline(in, line)) {
+      line = Trim(line);
+      if (!line.empty() && line[0] != '#') keys.push_back(line);
+    }
+    if (keys.size() == before)
+      return InvalidArgument("--api-key-file " + key_file + ": names no key");
+  }
+  if (const char* env = std::getenv(env_name); env && *env) {
+    std::stringstream ss(env);
+    std::string k;
+    while (std::getline(ss, k, ',')) {
+      k = Trim(k);
+      if (!k.empty()) keys.push_back(k);
+    }
+  }
+  return keys;
 }
 
 int64_t ParseDurationSeconds(const std::string& s) {

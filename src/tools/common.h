@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/cpu_features.h"
 #include "base/status.h"
@@ -29,6 +30,14 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path);
 Result<Isa> ParseIsa(const std::string& name);
 
 int ReportError(const Status& s);  // prints "stet: error: ..." and returns kExitError
+
+// The API keys a server accepts: `flag_keys` (--api-key), then each line of
+// `key_file` (--api-key-file; blank lines and '#' comments skipped), then the
+// comma-separated keys in the environment variable `env_name`, so a key need
+// not appear on the command line (/proc/PID/cmdline). An unreadable file, or
+// one that names no key, is an error.
+Result<std::vector<std::string>> GatherApiKeys(const std::vector<std::string>& flag_keys,
+                                               const std::string& key_file, const char* env_name);
 
 // "30d", "12h", "90m", "3600s" -> seconds ("0s": 0); -1 when malformed.
 int64_t ParseDurationSeconds(const std::string& s);

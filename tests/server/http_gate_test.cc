@@ -156,5 +156,47 @@ TEST(HttpGate, JsonContentType) {
             415);
 }
 
+// RFC 9112 5.1: no whitespace between a field name and its colon (a proxy in
+// front may read "Transfer-Encoding :" as another header: request smuggling);
+// 5.2: obs-fold is refused too.
+TEST(HttpGate, HeaderLinesWellFormed) {
+  const auto block = [](const std::string& headers) {
+    return "POST /v1/completions HTTP/1.1\r\n" + headers + "\r\n";
+  };
+  EXPECT_TRUE(HeaderLinesWellFormed(block("Host: x\r\nContent-Length: 2\r\n")));
+  EXPECT_TRUE(HeaderLinesWellFormed(block("X-Empty:\r\nA:b\r\n")));
+  for (const char* bad :
+       {"Transfer-Encoding : chunked\r\n", "Transfer-Encoding\t: chunked\r\n",
+        "Host: x\r\n folded: y\r\n", "Host: x\r\n\tfolded\r\n", "no colon here\r\n",
+        ": empty name\r\n", "Bad Name: x\r\n", "Bad\"Name: x\r\n"}) {
+    EXPECT_FALSE(HeaderLinesWellFormed(block(bad))) << bad;
+  }
+  // Only the header block counts: a body after the blank line may hold anything.
+  EXPECT_TRUE(HeaderLinesWellFormed(block("Content-Length: 9\r\n") + "a b : c\r\n"));
+}
+
+TEST(HttpGate, AuthorizationSchemeAnyCaseAndOneHeaderOnly) {
+  for (const char* h : {"Bearer k1", "bearer k1", "BEARER k1", "BeArEr   k1 "}) {
+    EXPECT_EQ(BearerKey(Req("POST", {{"Authorization", h}})), "k1") << h;
+  }
+  for (const char* h : {"Basic k1", "Bearerk1", "Bearer", "Bearer ", "k1"}) {
+    EXPECT_EQ(BearerKey(Req("POST", {{"Authorization", h}})), "") << h;
+  }
+  EXPECT_EQ(StatusOf(CheckAuthorizationHeader(Req("POST", {{"Authorization", "Bearer a"}}))), 0);
+  EXPECT_EQ(StatusOf(CheckAuthorizationHeader(
+                Req("POST", {{"Authorization", "Bearer a"}, {"authorization", "Bearer b"}}))),
+            400);
+}
+
+TEST(HttpGate, ApiKeysMatchByDigest) {
+  const ApiKeyDigests keys({"sk-first", "sk-second"});
+  EXPECT_EQ(keys.Find("sk-first"), 0);
+  EXPECT_EQ(keys.Find("sk-second"), 1);
+  for (const char* wrong : {"", "sk-firs", "sk-first ", "sk-second\n", "SK-FIRST"}) {
+    EXPECT_EQ(keys.Find(wrong), -1) << wrong;
+  }
+  EXPECT_TRUE(ApiKeyDigests().empty());
+}
+
 }  // namespace
 }  // namespace stet::server
