@@ -15,7 +15,6 @@ using httplib::Request;
 using httplib::Response;
 using HandlerResponse = httplib::Server::HandlerResponse;
 using server::CloseAfter;
-using server::ConstantTimeEquals;
 
 namespace {
 
@@ -88,13 +87,11 @@ std::optional<server::ApiError> Proxy::Impl::Gate(const Request& req) const {
     return error(405, "method_not_allowed",
                  "Method not supported by stet proxy (GET, HEAD, POST, DELETE).");
   }
-  if (!opts.api_keys.empty() && req.path != "/health") {
-    const std::string h = req.get_header_value("Authorization");
-    bool ok = false;
-    if (h.rfind("Bearer ", 0) == 0) {
-      for (const std::string& k : opts.api_keys) ok |= ConstantTimeEquals(h.substr(7), k);
-    }
-    if (!ok) return error(401, "invalid_api_key", "Incorrect or missing API key for this proxy.");
+  if (auto e = server::CheckAuthorizationHeader(req)) return e;
+  if (!keys.empty() && req.path != "/health") {
+    const std::string key = server::BearerKey(req);
+    if (key.empty() || keys.Find(key) < 0)
+      return error(401, "invalid_api_key", "Incorrect or missing API key for this proxy.");
   }
   if (auto e = server::CheckFraming(req, opts.max_body_bytes)) return e;
   if (req.method == "POST") {
@@ -230,6 +227,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Start(const ProxyOptions& options) {
   Impl& I = *p->impl_;
   I.opts = options;
   I.hosts = std::move(hosts);
+  I.keys = server::ApiKeyDigests(options.api_keys);
   I.upstream_base = UpstreamBase(options.upstream);
   I.upstream_shown = MaskUrlPassword(I.upstream_base);
   I.Routes();

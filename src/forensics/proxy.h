@@ -35,6 +35,10 @@ struct ProxyOptions {
   std::vector<RedactPath> redact;
   std::vector<std::string> allowed_hosts;  // as `stet serve --allowed-hosts`
   size_t max_body_bytes = 16u << 20;
+  // The largest upstream answer relayed and recorded (a non-streamed body, a
+  // stream in all, one SSE event): past it, 502 (or an error event) and a record
+  // marked truncated.
+  size_t max_response_bytes = 64u << 20;
   int workers = 64;  // requests relayed at once
   int header_timeout_s = 10, body_timeout_s = 60, read_timeout_s = 30, keep_alive_s = 5;
   std::string context_header = "X-Stet-Context";

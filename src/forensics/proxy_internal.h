@@ -11,6 +11,7 @@
 #include <string>
 
 #include "forensics/proxy.h"
+#include "forensics/proxy_path.h"
 #include "forensics/stream_fold.h"
 #include "server/api_error.h"
 #include "server/http_conn.h"
@@ -44,9 +45,14 @@ struct Relay {
   bool streamed = false;
   double ttft_ms = -1, headers_ms = -1;
   std::optional<StreamFold> fold;
-  std::string pending;  // streamed bytes not yet relayed (an incomplete event)
+  std::string pending;         // streamed bytes not yet relayed (an incomplete event)
+  size_t scan_from = 0;        // of `pending`, where the search for an event's end resumes
+  size_t pending_counted = 0;  // of `pending`, the bytes already in streamed_bytes
+  size_t streamed_bytes = 0;   // upstream stream bytes received so far
+  bool truncated = false;      // the answer passed --max-response-bytes
   std::string response_text;
-  WireJson response;  // folded or parsed answer (null: none)
+  WireJson response;                        // folded or parsed answer (null: none)
+  std::optional<server::ApiError> refusal;  // a field the proxy reads is malformed: not relayed
   std::string outcome = "ok";
   std::string error;
   bool finished = false;  // recorded (or recording failed)
@@ -58,6 +64,7 @@ struct Proxy::Impl {
   std::string upstream_base;   // no trailing "/" or "/v1"
   std::string upstream_shown;  // the base with any password masked (records, logs)
   server::HostPolicy hosts;
+  server::ApiKeyDigests keys;  // opts.api_keys as digests
   server::HttpServer http;
   std::unique_ptr<server::ConnectionLoop> conns;
   int port = 0;
@@ -76,11 +83,12 @@ struct Proxy::Impl {
                  const std::string& code, const std::string& message);
   // proxy_relay.cc
   void Handle(const httplib::Request& req, httplib::Response& res, std::string body);
-  void Prepare(const httplib::Request& req, std::string body, Relay& r);
+  void Prepare(const httplib::Request& req, const ProxyTarget& target, std::string body, Relay& r);
   bool StartUpstream(Relay& r);
   void AnswerWhole(std::shared_ptr<Relay> r, httplib::Response& res);
   void AnswerStream(std::shared_ptr<Relay> r, httplib::Response& res);
   bool RelayEvents(Relay& r, httplib::DataSink& sink, bool final_read);
+  bool StreamTooLarge(Relay& r);
   bool Record(Relay& r);
   WireJson BuildRecord(const Relay& r) const;
 };

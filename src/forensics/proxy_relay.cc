@@ -9,6 +9,8 @@
 
 #include "base/utc_time.h"
 #include "forensics/proxy_internal.h"
+#include "forensics/proxy_path.h"
+#include "server/json_fields.h"
 
 namespace stet::forensics {
 
@@ -60,12 +62,32 @@ double MsSince(ProxyClock::time_point t) {
 
 }  // namespace
 
-void Proxy::Impl::Prepare(const Request& req, std::string body, Relay& r) {
+namespace {
+
+// The fields the proxy itself reads from a recorded request, checked as `stet
+// serve` checks them: a wrong type is the client's 400, never the proxy's 500.
+std::optional<server::ApiError> CheckReadFields(const WireJson& request, bool* stream) {
+  if (!request.is_object()) return std::nullopt;
+  if (auto e = server::ReadBool(request, "stream", stream)) return e;
+  auto lp = request.find("logprobs");
+  if (lp != request.end() && !lp->is_null() && !lp->is_boolean() && !lp->is_number_integer()) {
+    return server::BadRequest(
+        std::string("'logprobs' must be a boolean or an integer, not ") + server::TypeName(*lp),
+        "logprobs");
+  }
+  int64_t top = 0;
+  return server::ReadInt(request, "top_logprobs", 0, 20, &top);
+}
+
+}  // namespace
+
+void Proxy::Impl::Prepare(const Request& req, const ProxyTarget& target, std::string body,
+                          Relay& r) {
   r.id = "pxy-" + RandomHex(24);
   r.method = req.method;
-  r.path = req.path;
-  r.target = req.target.empty() ? req.path : req.target;
-  r.kind = ApiKindOfPath(req.path);
+  r.path = target.route;
+  r.target = target.upstream;
+  r.kind = ApiKindOfPath(r.path);
   r.recorded_path = r.kind != ApiKind::kOther && req.method == "POST";
   r.received_at = NowIso8601();
   r.start = ProxyClock::now();
@@ -87,9 +109,14 @@ void Proxy::Impl::Prepare(const Request& req, std::string body, Relay& r) {
   r.client_body = std::move(body);
   r.sent_body = r.client_body;
   if (!r.recorded_path) return;
-  r.request = WireJson::parse(r.client_body, nullptr, false);
-  if (r.request.is_discarded()) r.request = nullptr;
-  r.client_stream = r.request.is_object() && r.request.value("stream", false) == true;
+  // Parsed in time linear in the body (nlohmann's own parser is quadratic in an
+  // object's keys); a body that is not a JSON object is relayed and recorded as text.
+  auto parsed = server::ParseBody(r.client_body);
+  r.request = parsed.ok() ? std::move(*parsed) : WireJson();
+  if (auto bad = CheckReadFields(r.request, &r.client_stream)) {
+    r.refusal = std::move(*bad);
+    return;
+  }
   if (opts.logprob_sample > 0 && r.request.is_object() &&
       (r.kind == ApiKind::kChat || r.kind == ApiKind::kCompletions)) {
     WireJson with = r.request;
@@ -126,10 +153,23 @@ bool Proxy::Impl::StartUpstream(Relay& r) {
 }
 
 void Proxy::Impl::Handle(const Request& req, Response& res, std::string body) {
+  auto target = NormalizeProxyTarget(req.target.empty() ? req.path : req.target);
+  if (!target.ok()) {
+    return SendError(res, 400, "invalid_request_error", "invalid_path", target.status().message());
+  }
   auto r = std::make_shared<Relay>();
   ++in_flight;
-  Prepare(req, std::move(body), *r);
+  Prepare(req, *target, std::move(body), *r);
   res.set_header("X-Stet-Exchange-Id", r->id);
+  if (r->refusal) {  // refused as `stet serve` would: nothing went upstream
+    r->client_status = r->refusal->status;
+    r->outcome = "invalid_request";
+    res.status = r->refusal->status;
+    res.set_content(server::ErrorBody(*r->refusal), "application/json");
+    Log(*r);
+    --in_flight;
+    return;
+  }
   if (!StartUpstream(*r)) {
     const bool slow = r->call->failure() == UpstreamCall::Failure::kTimeout;
     r->outcome = slow ? "upstream_timeout"
@@ -162,14 +202,17 @@ void Proxy::Impl::Handle(const Request& req, Response& res, std::string body) {
 void Proxy::Impl::AnswerWhole(std::shared_ptr<Relay> rp, Response& res) {
   Relay& r = *rp;
   std::string body;
-  const bool complete = r.call->ReadAll(&body);
+  const bool complete = r.call->ReadAll(&body, opts.max_response_bytes);
   const std::string type = r.call->Header("content-type");
   if (!complete) {
-    r.outcome = r.call->failure() == UpstreamCall::Failure::kTimeout ? "upstream_timeout"
-                                                                     : "upstream_broken";
-    r.error = r.call->error();
+    const auto f = r.call->failure();
+    r.outcome = f == UpstreamCall::Failure::kTimeout    ? "upstream_timeout"
+                : f == UpstreamCall::Failure::kTooLarge ? "upstream_too_large"
+                                                        : "upstream_broken";
+    r.truncated = f == UpstreamCall::Failure::kTooLarge;
+    r.error = r.call->error() + (r.truncated ? " (--max-response-bytes)" : "");
     r.client_status = r.outcome == "upstream_timeout" ? 504 : 502;
-    r.response_text = body;
+    r.response_text = std::move(body);
     Record(r);
     SendError(res, r.client_status, "server_error", r.outcome, "stet proxy: " + r.error);
     return Log(r);
@@ -221,6 +264,12 @@ void Proxy::Impl::AnswerStream(std::shared_ptr<Relay> rp, Response& res) {
             break;
           }
           if (next == UpstreamCall::Next::kData) {
+            if (StreamTooLarge(st)) {
+              const std::string ev = ErrorEvent(st.outcome, "stet proxy: " + st.error);
+              sink.write(ev.data(), ev.size());
+              ok = false;  // a cut stream must not look complete
+              break;
+            }
             if (!RelayEvents(st, sink, false)) {
               ok = false;
               break;
@@ -274,11 +323,31 @@ void Proxy::Impl::AnswerStream(std::shared_ptr<Relay> rp, Response& res) {
       });
 }
 
+// A stream is relayed with a bounded buffer: one event longer than the cap (an
+// SSE line that never ends), or more streamed bytes in all than the cap, ends
+// it with an error event; the record keeps what was folded, marked truncated.
+bool Proxy::Impl::StreamTooLarge(Relay& r) {
+  r.streamed_bytes += r.pending.size() - r.pending_counted;
+  r.pending_counted = r.pending.size();
+  if (r.pending.size() <= opts.max_response_bytes && r.streamed_bytes <= opts.max_response_bytes)
+    return false;
+  r.call->FailWith(UpstreamCall::Failure::kTooLarge, "");
+  r.outcome = "upstream_too_large";
+  r.truncated = true;
+  r.error = "the upstream's stream is larger than the " + std::to_string(opts.max_response_bytes) +
+            " bytes this proxy relays (--max-response-bytes)";
+  if (r.pending.size() > opts.max_response_bytes) r.pending.clear();
+  Record(r);
+  return true;
+}
+
 bool Proxy::Impl::RelayEvents(Relay& r, DataSink& sink, bool final_read) {
   std::string out;
   size_t from = 0;
   for (;;) {
-    size_t end = EventEnd(r.pending, from);
+    // The bytes before scan_from hold no event end: a long event arriving in
+    // small pieces is scanned once, not once per piece.
+    size_t end = EventEnd(r.pending, std::max(from, r.scan_from));
     if (end == std::string::npos && final_read && from < r.pending.size()) end = r.pending.size();
     if (end == std::string::npos) break;
     const std::string block = r.pending.substr(from, end - from);
@@ -311,12 +380,16 @@ bool Proxy::Impl::RelayEvents(Relay& r, DataSink& sink, bool final_read) {
       }
       const std::string rest = relayed + r.pending.substr(end);
       r.pending.clear();
+      r.pending_counted = 0;
+      r.scan_from = 0;
       return rest.empty() || sink.write(rest.data(), rest.size());
     }
     out += relayed;
     from = end;
   }
   r.pending.erase(0, from);
+  r.pending_counted = r.pending.size();
+  r.scan_from = r.pending.size() >= 2 ? r.pending.size() - 2 : 0;
   return out.empty() || sink.write(out.data(), out.size());
 }
 
@@ -356,6 +429,7 @@ WireJson Proxy::Impl::BuildRecord(const Relay& r) const {
   if (resp.is_null() && r.fold) resp = r.fold->Result();
   rec["response"] = resp;
   if (!r.response_text.empty()) rec["response_text"] = r.response_text;
+  if (r.truncated) rec["truncated"] = true;  // the answer passed --max-response-bytes
   rec["model_requested"] =
       r.request.is_object() && r.request.contains("model") ? r.request["model"] : WireJson();
   rec["model_answered"] = resp.is_object() && resp.contains("model") ? resp["model"] : WireJson();

@@ -13,7 +13,19 @@ namespace {
 void AppendString(WireJson& obj, const char* key, const WireJson& piece) {
   if (!piece.is_string()) return;
   if (!obj.contains(key) || !obj[key].is_string()) obj[key] = "";
-  obj[key] = obj[key].get<std::string>() + piece.get<std::string>();
+  obj[key].get_ref<std::string&>() += piece.get_ref<const std::string&>();  // amortized linear
+}
+
+// A field's string value; "" when absent or of another type (never throws).
+std::string StringOr(const WireJson& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A field's integer value; `dflt` when absent or of another type (never throws).
+int64_t IntOr(const WireJson& j, const char* key, int64_t dflt) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : dflt;
 }
 
 void AppendArray(WireJson& obj, const char* key, const WireJson& items) {
@@ -49,7 +61,7 @@ void MergeToolCalls(WireJson& message, const WireJson& deltas) {
                             : static_cast<int64_t>(calls.size());
     WireJson* call = nullptr;
     for (auto& c : calls) {
-      if (c.value("_index", int64_t{-1}) == idx) call = &c;
+      if (IntOr(c, "_index", -1) == idx) call = &c;
     }
     if (!call) {
       calls.push_back(WireJson{{"_index", idx}});
@@ -85,7 +97,7 @@ bool IsTerminalEvent(ApiKind kind, const SseEvent& e) {
     if (e.event == t) return true;
     if (e.event.empty() && e.data.find(std::string("\"") + t + "\"") != std::string::npos) {
       WireJson j = WireJson::parse(e.data, nullptr, false);
-      if (j.is_object() && j.value("type", "") == t) return true;
+      if (j.is_object() && StringOr(j, "type") == t) return true;
     }
   }
   return false;
@@ -117,7 +129,7 @@ void StreamFold::AddChat(const WireJson& j) {
   if (!j.contains("choices") || !j["choices"].is_array()) return;
   for (const auto& c : j["choices"]) {
     if (!c.is_object()) continue;
-    const int64_t idx = c.value("index", int64_t{0});
+    const int64_t idx = IntOr(c, "index", 0);
     WireJson& out = choices_[idx];
     if (out.is_null()) {
       out = WireJson{{"index", idx},
@@ -156,7 +168,7 @@ void StreamFold::AddCompletion(const WireJson& j) {
   if (!j.contains("choices") || !j["choices"].is_array()) return;
   for (const auto& c : j["choices"]) {
     if (!c.is_object()) continue;
-    const int64_t idx = c.value("index", int64_t{0});
+    const int64_t idx = IntOr(c, "index", 0);
     WireJson& out = choices_[idx];
     if (out.is_null()) {
       out =
@@ -178,7 +190,7 @@ void StreamFold::AddCompletion(const WireJson& j) {
 }
 
 void StreamFold::AddResponses(const WireJson& j) {
-  const std::string type = j.value("type", "");
+  const std::string type = StringOr(j, "type");
   if (j.contains("response") && j["response"].is_object()) {
     KeepTop(top_, j["response"]);
     if (type == "response.completed" || type == "response.incomplete" ||
@@ -238,7 +250,7 @@ WireJson AnswerShapingSnapshot(const WireJson& request) {
     WireJson sys = WireJson::array();
     for (const auto& m : request["messages"]) {
       if (!m.is_object()) continue;
-      const std::string role = m.value("role", "");
+      const std::string role = StringOr(m, "role");
       if (role == "system" || role == "developer")
         sys.push_back(WireJson{{"role", role}, {"content", m.value("content", WireJson())}});
     }
@@ -249,7 +261,7 @@ WireJson AnswerShapingSnapshot(const WireJson& request) {
     WireJson sys = WireJson::array();
     for (const auto& m : request["input"]) {
       if (!m.is_object()) continue;
-      const std::string role = m.value("role", "");
+      const std::string role = StringOr(m, "role");
       if (role == "system" || role == "developer")
         sys.push_back(WireJson{{"role", role}, {"content", m.value("content", WireJson())}});
     }

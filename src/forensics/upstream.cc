@@ -224,10 +224,16 @@ UpstreamCall::Next UpstreamCall::Read(std::string* out, int64_t slice_ms) {
   return Next::kEnd;
 }
 
-bool UpstreamCall::ReadAll(std::string* out) {
+bool UpstreamCall::ReadAll(std::string* out, size_t max_bytes) {
   for (;;) {
     switch (Read(out)) {
       case Next::kData:
+        if (out->size() > max_bytes) {
+          out->resize(max_bytes);
+          Fail(Failure::kTooLarge, "the upstream's answer is larger than the " +
+                                       std::to_string(max_bytes) + " bytes this proxy relays");
+          return false;
+        }
         continue;
       case Next::kEnd:
         return true;

@@ -26,7 +26,7 @@ struct UpstreamLimits {
 
 class UpstreamCall {
  public:
-  enum class Failure { kNone, kUnreachable, kTimeout, kBroken };
+  enum class Failure { kNone, kUnreachable, kTimeout, kBroken, kTooLarge };
   enum class Next { kData, kEnd, kFailed, kIdle };
 
   UpstreamCall() = default;
@@ -48,8 +48,11 @@ class UpstreamCall {
   // upstream timeout still counts from the last bytes), so a caller can check
   // its own client meanwhile.
   Next Read(std::string* out, int64_t slice_ms = 0);
-  // Reads the rest of the body into *out.
-  bool ReadAll(std::string* out);
+  // Reads the rest of the body into *out; past `max_bytes` the transfer is
+  // aborted, *out keeps the first `max_bytes` and the failure is kTooLarge.
+  bool ReadAll(std::string* out, size_t max_bytes = SIZE_MAX);
+  // Ends the transfer as failed with `f` (the caller found the answer unacceptable).
+  void FailWith(Failure f, std::string message) { Fail(f, std::move(message)); }
   void Abort();  // stops the transfer (the client went away)
 
   Failure failure() const { return failure_; }

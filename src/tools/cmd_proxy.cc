@@ -35,6 +35,7 @@ struct ProxyArgs {
   int port = 8090;
   std::string upstream_key_env;
   std::vector<std::string> api_keys;
+  std::string api_key_file;
   double logprob_sample = 0;
   uint64_t sample_seed = 0;
   int top_logprobs = 5;
@@ -44,6 +45,7 @@ struct ProxyArgs {
   double connect_timeout = 10;
   int workers = 64;
   int64_t max_body_bytes = 16 << 20;
+  int64_t max_response_bytes = int64_t{64} << 20;
   std::vector<std::string> allowed_hosts;
   std::string context_header = "X-Stet-Context";
   int drain_timeout = 30;
@@ -74,7 +76,11 @@ int RunProxy(const ProxyArgs& a) {
                    ": that variable is unset or empty");
     o.upstream_key = k;
   }
-  o.api_keys = a.api_keys;
+  {
+    auto keys = GatherApiKeys(a.api_keys, a.api_key_file, "STET_PROXY_API_KEY");
+    if (!keys.ok()) return Usage(keys.status().message());
+    o.api_keys = std::move(*keys);
+  }
   o.logprob_sample = a.logprob_sample;
   o.sample_seed = a.sample_seed;
   o.top_logprobs = a.top_logprobs;
@@ -93,6 +99,7 @@ int RunProxy(const ProxyArgs& a) {
   o.limits.connect_timeout_ms = static_cast<int64_t>(a.connect_timeout * 1000);
   o.workers = a.workers;
   o.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
+  o.max_response_bytes = static_cast<size_t>(a.max_response_bytes);
   o.allowed_hosts = a.allowed_hosts;
   o.context_header = a.context_header;
   o.log_requests = !a.no_log;
@@ -249,7 +256,17 @@ CLI::App* AddProxyCommand(CLI::App& app, int* exit_code) {
       "forwarded");
   cmd->add_option(
       "--api-key", a->api_keys,
-      "Require 'Authorization: Bearer KEY' from clients (repeatable; needs --upstream-key-env)");
+      "Require 'Authorization: Bearer KEY' from clients (repeatable; needs --upstream-key-env; "
+      "--api-key-file or $STET_PROXY_API_KEY keep keys off the command line)");
+  cmd->add_option("--api-key-file", a->api_key_file,
+                  "File of client API keys, one per line ('#' comments); with --api-key and "
+                  "$STET_PROXY_API_KEY (comma-separated), every key listed is accepted")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--max-response-bytes", a->max_response_bytes,
+                  "Largest upstream answer relayed and recorded (a body, a whole stream, one SSE "
+                  "event); past it 502 or an error event, and the record is marked truncated")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
   cmd->add_option("--logprob-sample", a->logprob_sample,
                   "Share of chat/completions requests that did not ask for logprobs to ask for "
                   "them (top 5), "
