@@ -43,8 +43,8 @@ TEST(ProxyPath, NoTargetNamesAnotherHost) {
 }
 
 TEST(ProxyPath, ClimbingAboveTheBaseIsRefused) {
-  for (const char* climb : {"/../v1/models", "/v1/../../x", "/%2e%2e/x", "/v1/%2E%2e%2f%2e%2e/admin",
-                            "/a/b/../../../c", "/.%2e/x"}) {
+  for (const char* climb : {"/../v1/models", "/v1/../../x", "/%2e%2e/x",
+                            "/v1/%2E%2e%2f%2e%2e/admin", "/a/b/../../../c", "/.%2e/x"}) {
     auto t = NormalizeProxyTarget(climb);
     ASSERT_FALSE(t.ok()) << climb << " -> " << t->route;
     EXPECT_NE(t.status().message().find("climbs above"), std::string::npos)
@@ -54,9 +54,8 @@ TEST(ProxyPath, ClimbingAboveTheBaseIsRefused) {
 }
 
 TEST(ProxyPath, MalformedEscapesAndControlBytesAreRefused) {
-  for (const char* bad :
-       {"/v1/%", "/v1/%2", "/v1/%zz", "/v1/%00x", "/v1/%0d%0aHost:%20evil", "/v1\\..\\x",
-        "/v1/%5c..%5cx", "/v1/x#frag", "/v1/x?a=b c"}) {
+  for (const char* bad : {"/v1/%", "/v1/%2", "/v1/%zz", "/v1/%00x", "/v1/%0d%0aHost:%20evil",
+                          "/v1\\..\\x", "/v1/%5c..%5cx", "/v1/x#frag", "/v1/x?a=b c"}) {
     EXPECT_FALSE(NormalizeProxyTarget(bad).ok()) << bad;
   }
   EXPECT_FALSE(NormalizeProxyTarget("/" + std::string(9000, 'a')).ok());
