@@ -4,6 +4,7 @@
 // one JSON log line per relayed request, and the drain on shutdown.
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <thread>
 
 #include "base/utc_time.h"
@@ -180,6 +181,14 @@ void Proxy::Impl::Routes() {
     std::string what = "unknown exception";
     try {
       if (ep) std::rethrow_exception(ep);
+    } catch (const std::bad_alloc&) {
+      res.body.clear();
+      res.body.shrink_to_fit();
+      SendError(
+          res, 503, "server_error", "out_of_memory",
+          "stet proxy: out of memory for this exchange; it was dropped and the proxy goes on. "
+          "Retry later.");
+      return;
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {

@@ -82,6 +82,7 @@ PieceFn Server::Impl::Piece() const {
 void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   const std::string received_at = NowIso8601();
   auto body = ParseBody(req.body);
+  const ReleaseOnExit release(body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseCompletionRequest(*body, info.names);
   if (!r.ok()) return SendError(res, r.error());
@@ -193,6 +194,7 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
 void Server::Impl::HandleChat(const Request& req, Response& res) {
   const std::string received_at = NowIso8601();
   auto body = ParseBody(req.body);
+  const ReleaseOnExit release(body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseChatRequest(*body, info.names);
   if (!r.ok()) return SendError(res, r.error());

@@ -3,6 +3,8 @@
 // (bodies in tokenize_api.cc). They run behind the same gate as /v1/* (key,
 // body limit, readiness) and render chat templates under the same budget, on
 // the request's own worker; /v1/responses generates through the same Run.
+#include <algorithm>
+
 #include "server/json_fields.h"
 #include "server/record_builder.h"
 #include "server/responses_api.h"
@@ -22,6 +24,7 @@ using BodyFn = std::function<ApiOr<Json>(const Json& body, std::optional<int64_t
 // Parses the body and the template clock, answers what `fn` makes of them.
 void Answer(const Request& req, Response& res, const BodyFn& fn) {
   auto body = ParseBody(req.body);
+  const ReleaseOnExit release(body);
   if (!body.ok()) return SendError(res, body.error());
   auto clock = ReadStetClock(*body);
   if (!clock.ok()) return SendError(res, clock.error());
@@ -35,6 +38,7 @@ void Answer(const Request& req, Response& res, const BodyFn& fn) {
 void Server::Impl::HandleResponses(const Request& req, Response& res) {
   const std::string received_at = NowIso8601();
   auto body = ParseBody(req.body);
+  const ReleaseOnExit release(body);
   if (!body.ok()) return SendError(res, body.error());
   auto r = ParseResponsesRequest(*body, info.names);
   if (!r.ok()) return SendError(res, r.error());
@@ -120,25 +124,41 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   Run(std::move(slot), std::move(params), s.stream, hooks, build, "input", res, std::move(record));
 }
 
+TokenizerView Server::Impl::TokenizerViewOf() const {
+  TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  // Never less than what could fit the context; at least 1 MiB, so documents can be counted.
+  v.max_text_bytes = std::max<size_t>(max_prompt_bytes, size_t{1} << 20);
+  v.max_tokens_returned = std::max<size_t>(16384, static_cast<size_t>(engine->n_ctx()) * 4);
+  return v;
+}
+
 void Server::Impl::HandleTokenize(const Request& req, Response& res) {
-  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  Slot slot = AdmitOrRefuse(res);  // under --max-queue, before any parsing or tokenizing
+  if (!slot) return;
+  const TokenizerView v = TokenizerViewOf();
   Answer(req, res,
          [&v](const Json& b, std::optional<int64_t> now) { return TokenizeBody(b, v, now); });
 }
 
 void Server::Impl::HandleDetokenize(const Request& req, Response& res) {
-  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  Slot slot = AdmitOrRefuse(res);  // under --max-queue, before any parsing or tokenizing
+  if (!slot) return;
+  const TokenizerView v = TokenizerViewOf();
   Answer(req, res, [&v](const Json& b, std::optional<int64_t>) { return DetokenizeBody(b, v); });
 }
 
 void Server::Impl::HandleApplyTemplate(const Request& req, Response& res) {
-  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  Slot slot = AdmitOrRefuse(res);  // under --max-queue, before any parsing or tokenizing
+  if (!slot) return;
+  const TokenizerView v = TokenizerViewOf();
   Answer(req, res,
          [&v](const Json& b, std::optional<int64_t> now) { return ApplyTemplateBody(b, v, now); });
 }
 
 void Server::Impl::HandleTokenizerInfo(const Request&, Response& res) {
-  const TokenizerView v{engine->tokenizer(), *chat, info.names, engine->n_ctx()};
+  Slot slot = AdmitOrRefuse(res);
+  if (!slot) return;
+  const TokenizerView v = TokenizerViewOf();
   SendJson(res, 200, TokenizerInfo(v, chat_template_sha256));
 }
 

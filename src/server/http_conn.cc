@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "server/api_error.h"
 #include "server/http_gate.h"
@@ -90,6 +91,22 @@ std::string CannedResponse(int status, const ConnLimits& limits) {
   const std::string body = ErrorBody(e);
   return "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
          "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// The answer to a request whose serving ran out of memory outside a handler
+// (httplib's own buffers); handlers' bad_alloc is the server's 503 already.
+std::string OutOfMemoryResponse() {
+  ApiError e;
+  e.status = 503;
+  e.type = "server_error";
+  e.code = "out_of_memory";
+  e.message =
+      "The server ran out of memory for this request; it was dropped and the server "
+      "goes on. Retry later or send a smaller request.";
+  const std::string body = ErrorBody(e);
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: "
+         "close\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
@@ -208,6 +225,7 @@ ssize_t ConnStream::read(char* ptr, size_t size) {
 }
 
 ssize_t ConnStream::write(const char* ptr, size_t size) {
+  wrote_ = true;
   size_t done = 0;
   while (done < size) {
     const ssize_t n = ::send(conn_.fd, ptr + done, size - done, MSG_NOSIGNAL);
@@ -314,7 +332,8 @@ ConnectionLoop::ConnectionLoop(int listen_fd, ConnLimits limits, ServeFn serve, 
       limits_(limits),
       serve_(std::move(serve)),
       on_reject_(std::move(on_reject)),
-      max_connections_(MaxConnections(limits.max_connections)) {}
+      max_connections_(MaxConnections(limits.max_connections)),
+      out_of_memory_(OutOfMemoryResponse()) {}
 
 ConnectionLoop::~ConnectionLoop() { Stop(); }
 
@@ -554,11 +573,14 @@ void ConnectionLoop::Work(std::unique_ptr<Conn> c) {
   const bool last = c->served >= limits_.max_requests_per_connection || !accepting_;
   bool closed = false;
   bool ok = false;
+  ConnStream strm(*c, limits_);
   try {
-    ConnStream strm(*c, limits_);
     ok = serve_(strm, last, closed);
+  } catch (const std::bad_alloc&) {
+    ok = false;  // httplib catches the handlers' exceptions; this is its own
+    if (!strm.wrote()) SendOnce(c->fd, out_of_memory_);
   } catch (...) {
-    ok = false;  // httplib catches the handlers' exceptions; this is its own (e.g. bad_alloc)
+    ok = false;
   }
   c->Compact();
   if (!ok || !accepting_) return CloseBusy(std::move(c));

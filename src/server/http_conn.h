@@ -77,6 +77,7 @@ class ConnStream final : public httplib::Stream {
   void get_remote_ip_and_port(std::string& ip, int& port) const override;
   void get_local_ip_and_port(std::string& ip, int& port) const override;
   socket_t socket() const override;
+  bool wrote() const { return wrote_; }  // any byte of an answer sent
 
  private:
   bool WaitReadable() const;  // false: deadline, io timeout or error
@@ -84,6 +85,7 @@ class ConnStream final : public httplib::Stream {
   Conn& conn_;
   const ConnLimits& limits_;
   ConnClock::time_point deadline_;
+  bool wrote_ = false;
 };
 
 // Serves one request (httplib's process_request); false: close the connection.
@@ -129,6 +131,7 @@ class ConnectionLoop {
   const RejectFn on_reject_;
   int wake_fd_ = -1;
   int max_connections_ = 0;
+  const std::string out_of_memory_;  // made at start: sending it needs no allocation
   std::thread poller_;
   std::unique_ptr<Pool> pool_, light_pool_;
 

@@ -54,6 +54,19 @@ std::optional<ApiError> TypeError(const char* key, const char* want, const Json&
   return BadRequest(std::string("'") + key + "' must be " + want + ", not " + TypeName(v), key);
 }
 
+void ReleaseAt(Json& j, int depth) noexcept {
+  if (depth > 4 * kMaxJsonDepth) return;  // deeper than any parsed body: nlohmann's way
+  if (j.is_array()) {
+    Json::array_t& a = *j.get_ptr<Json::array_t*>();
+    for (Json& x : a) ReleaseAt(x, depth + 1);
+    a.clear();  // scalars and empty containers: no allocation in their destructors
+  } else if (j.is_object()) {
+    Json::object_t& o = *j.get_ptr<Json::object_t*>();
+    for (auto& kv : o) ReleaseAt(kv.second, depth + 1);
+    o.clear();
+  }
+}
+
 // Builds a body's DOM in time linear in its size. nlohmann's own builder
 // inserts every key into an ordered_map by linear search, so one object of N
 // keys — even in a field nobody reads — costs O(N^2) (100k keys: 29 s). Here
@@ -80,6 +93,13 @@ class LinearBuilder {
     return false;
   }
   Json Take() { return std::move(result_); }
+  ~LinearBuilder() {  // a parse cut short (bad_alloc) leaves its partial DOM here
+    for (Frame& f : stack_) ReleaseAt(f.value, 0);
+    ReleaseAt(result_, 0);
+  }
+  LinearBuilder() = default;
+  LinearBuilder(const LinearBuilder&) = delete;
+  LinearBuilder& operator=(const LinearBuilder&) = delete;
 
  private:
   struct Frame {
@@ -169,6 +189,12 @@ const char* TypeName(const Json& v) {
     default:
       return "an unsupported value";
   }
+}
+
+void ReleaseJson(Json& j) noexcept { ReleaseAt(j, 0); }
+
+ReleaseOnExit::~ReleaseOnExit() {
+  if (body_.ok()) ReleaseJson(*body_);
 }
 
 ApiOr<Json> ParseBody(std::string_view body) {

@@ -25,6 +25,24 @@ constexpr int kMaxJsonDepth = 64;
 // included; a repeated key keeps its last value).
 ApiOr<Json> ParseBody(std::string_view body);
 
+// Empties `j` bottom-up without allocating. nlohmann's destructor moves a
+// container's children onto a heap stack as large as the container, so the
+// destruction of a big DOM under memory pressure throws inside a noexcept
+// destructor (std::terminate). Bodies from ParseBody are released with this.
+void ReleaseJson(Json& j) noexcept;
+
+// Releases a parsed body when it goes out of scope (see ReleaseJson).
+class ReleaseOnExit {
+ public:
+  explicit ReleaseOnExit(ApiOr<Json>& body) : body_(body) {}
+  ~ReleaseOnExit();
+  ReleaseOnExit(const ReleaseOnExit&) = delete;
+  ReleaseOnExit& operator=(const ReleaseOnExit&) = delete;
+
+ private:
+  ApiOr<Json>& body_;
+};
+
 // Absent or null fields leave *out as it is; the functions return the error, if any.
 std::optional<ApiError> ReadBool(const Json& obj, const char* key, bool* out);
 // Integers (or floats with an integral value) in [lo, hi].

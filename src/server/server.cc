@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <new>
 #include <random>
 
 #include "base/hash.h"
@@ -503,6 +504,14 @@ void Server::Impl::Routes() {
     std::string what = "unknown exception";
     try {
       if (ep) std::rethrow_exception(ep);
+    } catch (const std::bad_alloc&) {
+      // Out of memory for this request: the process goes on; the client may retry later.
+      res.body.clear();
+      res.body.shrink_to_fit();
+      SendError(res, MakeError(503, "server_error", "out_of_memory",
+                               "the server ran out of memory for this request; it was dropped and "
+                               "the server goes on. Retry later or send a smaller request."));
+      return;
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {

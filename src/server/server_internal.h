@@ -28,6 +28,7 @@
 #include "server/record_builder.h"
 #include "server/response.h"
 #include "server/server.h"
+#include "server/tokenize_api.h"
 
 namespace stet::server {
 
@@ -172,6 +173,7 @@ struct Server::Impl {
   void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
   void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
   void HandleTokenizerInfo(const httplib::Request& req, httplib::Response& res);
+  TokenizerView TokenizerViewOf() const;  // the tokenizer endpoints' view, with their bounds
 };
 
 }  // namespace stet::server

@@ -28,6 +28,29 @@ std::optional<ApiError> CheckModel(const Json& body, const ServedModel& served) 
   return std::nullopt;
 }
 
+std::optional<ApiError> CheckTextBytes(const std::string& text, const TokenizerView& v,
+                                       const char* param) {
+  if (text.size() <= v.max_text_bytes) return std::nullopt;
+  return BadRequest("'" + std::string(param) + "' is " + std::to_string(text.size()) +
+                        " bytes, over this server's limit of " + std::to_string(v.max_text_bytes) +
+                        " bytes for the tokenizer endpoints (the most text that can fit the "
+                        "context of " +
+                        std::to_string(v.n_ctx) +
+                        " tokens, and at least 1 MiB); it was refused without tokenizing it.",
+                    param, "context_length_exceeded");
+}
+
+std::optional<ApiError> CheckTokensReturned(size_t n, const TokenizerView& v, const char* what) {
+  if (n <= v.max_tokens_returned) return std::nullopt;
+  ApiError e = BadRequest(std::string(what) + " would hold " + std::to_string(n) +
+                              " tokens; this server returns at most " +
+                              std::to_string(v.max_tokens_returned) +
+                              " per request (4x the context). Send less text.",
+                          "", "too_many_tokens");
+  e.status = 413;
+  return e;
+}
+
 Json Bytes(const std::string& s) {
   Json b = Json::array();
   for (unsigned char c : s) b.push_back(static_cast<int>(c));
@@ -64,7 +87,9 @@ ApiOr<Json> TokenizeLlamaCpp(const Json& body, const TokenizerView& v) {
   STET_API_TRY(ReadBool(body, "add_special", &add_special));
   STET_API_TRY(ReadBool(body, "parse_special", &parse_special));
   STET_API_TRY(ReadBool(body, "with_pieces", &with_pieces));
+  STET_API_TRY(CheckTextBytes(c->get_ref<const std::string&>(), v, "content"));
   const std::vector<int32_t> ids = v.tok.Encode(c->get<std::string>(), add_special, parse_special);
+  if (with_pieces) STET_API_TRY(CheckTokensReturned(ids.size(), v, "The answer with_pieces"));
   Json tokens = Json::array();
   for (int32_t id : ids) {
     if (!with_pieces) {
@@ -101,6 +126,7 @@ ApiOr<Json> TokenizeBody(const Json& body, const TokenizerView& v,
   if (has_messages) {
     auto text = RenderMessages(body, v, now_unix);
     if (!text.ok()) return text.error();
+    STET_API_TRY(CheckTextBytes(*text, v, "messages"));
     ids = v.chat.Tokenize(*text);
   } else {
     const Json& p = body["prompt"];
@@ -108,10 +134,12 @@ ApiOr<Json> TokenizeBody(const Json& body, const TokenizerView& v,
       return BadRequest(std::string("'prompt' must be a string, not ") + TypeName(p), "prompt");
     bool add_special = true;
     STET_API_TRY(ReadBool(body, "add_special_tokens", &add_special));
+    STET_API_TRY(CheckTextBytes(p.get_ref<const std::string&>(), v, "prompt"));
     ids = v.tok.Encode(p.get<std::string>(), add_special, /*parse_special=*/true);
   }
   bool strs = false;
   STET_API_TRY(ReadBool(body, "return_token_strs", &strs));
+  if (strs) STET_API_TRY(CheckTokensReturned(ids.size(), v, "The answer with return_token_strs"));
   Json out = Json::object();
   out["count"] = ids.size();
   out["max_model_len"] = v.n_ctx;
@@ -132,6 +160,7 @@ ApiOr<Json> DetokenizeBody(const Json& body, const TokenizerView& v) {
   if (t == body.end() || t->is_null())
     return BadRequest("You must provide a tokens parameter.", "tokens");
   std::vector<int32_t> ids;
+  if (t->is_array()) STET_API_TRY(CheckTokensReturned(t->size(), v, "'tokens'"));
   STET_API_TRY(ParseTokenIds(*t, "tokens", &ids));
   for (int32_t id : ids) {
     if (id < 0 || id >= v.tok.n_vocab()) {

@@ -6,6 +6,7 @@
 // exactly the chat endpoint's prompt, and /apply-template its exact text.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +24,12 @@ struct TokenizerView {
   const ChatPrompt& chat;
   const ServedModel& model;
   int n_ctx = 0;
+  // Bounds checked before any work: text longer than max_text_bytes is
+  // refused untokenized (400 context_length_exceeded), and answers
+  // with a piece or string per token (with_pieces, return_token_strs) or
+  // /detokenize inputs hold at most max_tokens_returned tokens (413 naming it).
+  size_t max_text_bytes = SIZE_MAX;
+  size_t max_tokens_returned = SIZE_MAX;
 };
 
 // {"prompt", "add_special_tokens"=true, "return_token_strs"} or {"messages",

@@ -65,6 +65,7 @@ int Usage(const std::string& m) {
 }
 
 int RunProxy(const ProxyArgs& a) {
+  BoundMallocArenas();
   forensics::ProxyOptions o;
   o.host = a.host;
   o.port = a.port;
@@ -202,15 +203,14 @@ int RunProxy(const ProxyArgs& a) {
       } while (!cv.wait_for(lock, std::chrono::seconds(canary_every), [&] { return stop; }));
     });
   }
+  ExitWatchdog watchdog(a.drain_timeout + 5, kExitError,
+                        "stet proxy: shutdown still not done, exiting");
   int s = 0;
   while (sigwait(&set, &s) != 0) {
   }
   std::fprintf(stderr,
                "stet proxy: shutting down: no new connections, finishing requests in flight\n");
-  std::thread([limit = a.drain_timeout + 5] {
-    std::this_thread::sleep_for(std::chrono::seconds(limit));
-    std::_Exit(kExitError);
-  }).detach();
+  watchdog.Arm();
   (*proxy)->Shutdown(a.drain_timeout);
   {
     std::lock_guard<std::mutex> lock(mu);

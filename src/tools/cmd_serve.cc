@@ -86,6 +86,7 @@ void RaiseFileLimit() {
 }
 
 int RunServe(const ServeArgs& a) {
+  BoundMallocArenas();
   DType kv_type;
   if (a.kv_type == "f16") kv_type = DType::kF16;
   else if (a.kv_type == "f32") kv_type = DType::kF32;
@@ -158,6 +159,10 @@ int RunServe(const ServeArgs& a) {
   std::fprintf(stderr, "stet: loading %s (%s/health answers 503 until ready)\n", a.model.c_str(), url.c_str());
 
   auto sig = std::make_shared<Signals>();
+  const int limit = a.drain_timeout + kShutdownGraceS;
+  ExitWatchdog watchdog(limit, kExitError,
+                        "stet: shutdown still not done " + std::to_string(limit) +
+                            " s after the signal, exiting");
   std::thread([sig, set] {
     for (;;) {
       int s = 0;
@@ -231,12 +236,7 @@ int RunServe(const ServeArgs& a) {
   std::fprintf(stderr, "stet: shutting down: no new connections, draining requests in flight\n");
   // Last resort, should a handler not return once its socket is shut (the
   // drain cancels generation and closes every connection well before this).
-  std::thread([limit = a.drain_timeout + kShutdownGraceS] {
-    std::this_thread::sleep_for(std::chrono::seconds(limit));
-    std::fprintf(stderr, "stet: shutdown still not done %d s after the signal, exiting\n", limit);
-    std::fflush(stderr);
-    std::_Exit(kExitError);
-  }).detach();
+  watchdog.Arm();
   const bool drained = server.Shutdown();
   server.Wait();
   if (!drained) {

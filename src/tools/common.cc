@@ -1,9 +1,17 @@
 #include "tools/common.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "tokenizer/vocab.h"
 
@@ -100,6 +108,40 @@ int64_t ParseDurationSeconds(const std::string& s) {
     default:
       return -1;
   }
+}
+
+void BoundMallocArenas() {
+#ifdef __GLIBC__
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 4);
+#endif
+}
+
+struct ExitWatchdog::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool armed = false;
+};
+
+ExitWatchdog::ExitWatchdog(int seconds, int code, std::string what)
+    : state_(std::make_shared<State>()) {
+  std::thread([st = state_, seconds, code, what = std::move(what)] {
+    {
+      std::unique_lock<std::mutex> lock(st->mu);
+      st->cv.wait(lock, [&] { return st->armed; });
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    if (!what.empty()) std::fprintf(stderr, "%s\n", what.c_str());
+    std::fflush(stderr);
+    std::_Exit(code);
+  }).detach();
+}
+
+void ExitWatchdog::Arm() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->armed = true;
+  }
+  state_->cv.notify_all();
 }
 
 }  // namespace stet::tools

@@ -39,6 +39,27 @@ int ReportError(const Status& s);  // prints "stet: error: ..." and returns kExi
 Result<std::vector<std::string>> GatherApiKeys(const std::vector<std::string>& flag_keys,
                                                const std::string& key_file, const char* env_name);
 
+// Long-running servers: at most 4 malloc arenas (glibc makes up to 8 per core,
+// each reserving 64 MiB of address space the first time a thread allocates),
+// so under an address-space limit (prlimit --as) memory freed by one request
+// serves the next instead of sitting in another thread's arena. A
+// MALLOC_ARENA_MAX in the environment wins. Call before starting threads.
+void BoundMallocArenas();
+
+// The last resort of a shutdown: once Arm()ed, the process exits with `code`
+// after `seconds` (printing `what`) should the drain not end. Its thread is made
+// at construction, at start: a thread made at shutdown may not be granted
+// under a memory limit (std::system_error, then std::terminate).
+class ExitWatchdog {
+ public:
+  ExitWatchdog(int seconds, int code, std::string what);
+  void Arm();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 // "30d", "12h", "90m", "3600s" -> seconds ("0s": 0); -1 when malformed.
 int64_t ParseDurationSeconds(const std::string& s);
 
