@@ -81,6 +81,8 @@ PieceFn Server::Impl::Piece() const {
 
 void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   const std::string received_at = NowIso8601();
+  Slot slot = AdmitOrRefuse(res);  // under --max-queue before any work on the body
+  if (!slot) return;
   auto body = ParseBody(req.body);
   const ReleaseOnExit release(body);
   if (!body.ok()) return SendError(res, body.error());
@@ -102,15 +104,11 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
   rec.seed = seed;
 
   // Cheap checks before expensive work: a prompt text too long for any
-  // tokenization to fit the context is refused by its size, and a request
-  // takes its place in the queue before it is tokenized.
+  // tokenization to fit the context is refused by its size.
   for (const PromptInput& p : r->prompts) {
     if (!p.is_text) continue;
     if (auto e = CheckPromptBytes(p.text.size(), "prompt")) return SendError(res, *e);
   }
-  Slot slot = AdmitOrRefuse(res);
-  if (!slot) return;
-
   std::vector<RequestParams> params;
   std::vector<std::string> echo_text;  // per prompt
   for (const PromptInput& p : r->prompts) {
@@ -193,6 +191,8 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
 
 void Server::Impl::HandleChat(const Request& req, Response& res) {
   const std::string received_at = NowIso8601();
+  Slot slot = AdmitOrRefuse(res);  // under --max-queue before any work on the body
+  if (!slot) return;
   auto body = ParseBody(req.body);
   const ReleaseOnExit release(body);
   if (!body.ok()) return SendError(res, body.error());
@@ -219,8 +219,6 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   rec.stream = s.stream;
   rec.seed = seed;
 
-  Slot slot = AdmitOrRefuse(res);  // before the render and the tokenization
-  if (!slot) return;
   std::string rendered;
   std::vector<int32_t> prompt;
   if (r->prompt_ids) {  // token in: the client rendered the prompt itself

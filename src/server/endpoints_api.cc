@@ -37,6 +37,8 @@ void Answer(const Request& req, Response& res, const BodyFn& fn) {
 
 void Server::Impl::HandleResponses(const Request& req, Response& res) {
   const std::string received_at = NowIso8601();
+  Slot slot = AdmitOrRefuse(res);  // under --max-queue before any work on the body
+  if (!slot) return;
   auto body = ParseBody(req.body);
   const ReleaseOnExit release(body);
   if (!body.ok()) return SendError(res, body.error());
@@ -64,8 +66,6 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   rec.stream = s.stream;
   rec.seed = seed;
 
-  Slot slot = AdmitOrRefuse(res);  // before the render and the tokenization
-  if (!slot) return;
   std::string rendered;
   auto ids = chat->Build(r->messages, tools.chat_tools, opts.recorder ? &rendered : nullptr,
                          now_unix, max_prompt_bytes);

@@ -68,13 +68,14 @@ std::optional<ApiError> ReadInput(const Json& body, Json* messages) {
   }
   if (!in->is_array() || in->empty())
     return BadRequest("'input' must be a string or a non-empty array of message items", "input");
+  CallNames names;
   for (size_t i = 0; i < in->size(); ++i) {
     const Json& item = (*in)[i];
     const std::string ip = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return BadRequest("'" + ip + "' must be an object", ip);
     const Json type = item.value("type", Json("message"));
     if (type == "function_call" || type == "function_call_output") {
-      STET_API_TRY(AppendToolItem(item, ip, messages));
+      STET_API_TRY(AppendToolItem(item, ip, messages, &names));
       continue;
     }
     if (type != "message") {

@@ -112,18 +112,6 @@ std::optional<ApiError> OutputText(const Json& output, const std::string& p, std
   return std::nullopt;
 }
 
-// The name of the call `call_id` among the assistant messages so far; "" when none.
-std::string CallName(const Json& messages, const std::string& call_id) {
-  for (const Json& m : messages) {
-    auto calls = m.find("tool_calls");
-    if (calls == m.end() || !calls->is_array()) continue;
-    for (const Json& c : *calls) {
-      if (c.value("id", Json()) == call_id) return c["function"].value("name", "");
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
 std::optional<ApiError> ReadResponsesTools(const Json& body, ResponsesTools* out) {
@@ -149,7 +137,8 @@ std::optional<ApiError> ReadResponsesTools(const Json& body, ResponsesTools* out
   return std::nullopt;
 }
 
-std::optional<ApiError> AppendToolItem(const Json& item, const std::string& ip, Json* messages) {
+std::optional<ApiError> AppendToolItem(const Json& item, const std::string& ip, Json* messages,
+                                       CallNames* names) {
   const Json type = item.value("type", Json());
   std::string call_id;
   STET_API_TRY(RequiredString(item, "call_id", ip, /*non_empty=*/true, &call_id));
@@ -157,6 +146,7 @@ std::optional<ApiError> AppendToolItem(const Json& item, const std::string& ip, 
     std::string name, arguments;
     STET_API_TRY(RequiredString(item, "name", ip, /*non_empty=*/true, &name));
     STET_API_TRY(RequiredString(item, "arguments", ip, /*non_empty=*/false, &arguments));
+    names->try_emplace(call_id, name);
     Json call = Json{{"id", call_id},
                      {"type", "function"},
                      {"function", Json{{"name", name}, {"arguments", arguments}}}};
@@ -178,8 +168,8 @@ std::optional<ApiError> AppendToolItem(const Json& item, const std::string& ip, 
   std::string text;
   STET_API_TRY(OutputText(*output, ip + ".output", &text));
   Json msg = Json{{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(text)}};
-  const std::string name = CallName(*messages, call_id);
-  if (!name.empty()) msg["name"] = name;
+  auto named = names->find(call_id);
+  if (named != names->end() && !named->second.empty()) msg["name"] = named->second;
   messages->push_back(std::move(msg));
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "server/api_error.h"
 #include "server/tool_calls.h"
@@ -32,10 +33,16 @@ struct ResponsesTools {
 // tools, tool_choice and parallel_tool_calls; 400s name the field.
 std::optional<ApiError> ReadResponsesTools(const Json& body, ResponsesTools* out);
 
+// The function names of the calls seen so far in one input, by call id (the
+// first call with an id names it), so each output item finds its call's name
+// in O(1): the conversion of an input is linear in its items.
+using CallNames = std::unordered_map<std::string, std::string>;
+
 // One input item of type function_call or function_call_output, appended to
 // `messages` (consecutive calls join one assistant message). `ip` names the
-// item in errors ("input[3]").
-std::optional<ApiError> AppendToolItem(const Json& item, const std::string& ip, Json* messages);
+// item in errors ("input[3]"); `names` carries the calls from item to item.
+std::optional<ApiError> AppendToolItem(const Json& item, const std::string& ip, Json* messages,
+                                       CallNames* names);
 
 // "fc_" + the call id's digits: the output item's id.
 std::string FunctionCallItemId(const ToolCall& call);

@@ -4,8 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <ctime>
+#include <functional>
+
 #include "engine/grammar.h"
 #include "engine/grammar_matcher.h"
+#include "server/json_schema_oneof.h"
 
 namespace stet::server {
 namespace {
@@ -169,6 +174,85 @@ TEST(JsonSchema, OneOfOnlyWhenBranchesAreProvablyDisjoint) {
   // anyOf stays a plain choice.
   auto any = Compile(R"({"anyOf": [{"type": "number"}, {"type": "integer"}]})");
   EXPECT_TRUE(Matches(any, "1.5"));
+}
+
+// Issue 25: the oneOf check compared every value of one enum with every value
+// of the other, and every branch with every other (a 1.5 MB schema: 14-19 s of
+// CPU before its 400). Each shape at n and 4n: CPU time at most ~linear.
+double BestCpuSeconds(const std::function<void()>& fn) {
+  double best = 1e9;
+  for (int r = 0; r < 3; ++r) {
+    const std::clock_t t0 = std::clock();
+    fn();
+    best = std::min(best, static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC);
+  }
+  return best;
+}
+
+void ExpectLinear(const std::function<Json(int)>& shape, int n, bool disjoint) {
+  const Json small = shape(n), large = shape(4 * n);
+  std::optional<std::string> got;
+  const double t1 = BestCpuSeconds([&] { got = OverlappingBranches(small["oneOf"], small); });
+  EXPECT_EQ(!got.has_value(), disjoint) << got.value_or("");
+  const double t4 = BestCpuSeconds([&] { got = OverlappingBranches(large["oneOf"], large); });
+  EXPECT_EQ(!got.has_value(), disjoint) << got.value_or("");
+  std::printf("oneOf n=%d: %.4f s, 4n: %.4f s (x%.1f)\n", n, t1, t4, t4 / std::max(t1, 1e-9));
+  EXPECT_LT(t4, 8 * t1 + 0.02) << "n=" << n;  // linear: ~4x; quadratic: 16x
+  EXPECT_LT(t4, 2.0);
+}
+
+TEST(JsonSchemaOneOf, TwoLargeEnumsAreComparedInLinearTime) {
+  ExpectLinear(
+      [](int n) {
+        Json a = Json::array(), b = Json::array();
+        for (int i = 0; i < n; ++i) {
+          a.push_back(i);
+          b.push_back("v" + std::to_string(i));
+        }
+        b.push_back(1.5);
+        return Json{{"oneOf", Json::array({Json{{"enum", a}}, Json{{"enum", b}}})}};
+      },
+      20000, /*disjoint=*/true);
+}
+
+TEST(JsonSchemaOneOf, ManyConstBranchesAreComparedInLinearTime) {
+  ExpectLinear(
+      [](int n) {
+        Json list = Json::array();
+        for (int i = 0; i < n; ++i) list.push_back(Json{{"const", "tag" + std::to_string(i)}});
+        list.push_back(Json{{"type", "integer"}});
+        return Json{{"oneOf", list}};
+      },
+      10000, /*disjoint=*/true);
+}
+
+TEST(JsonSchemaOneOf, EqualValuesAcrossSpellingsStillOverlap) {
+  const Json doc = Json::parse(R"({"oneOf": [{"enum": [[1, {"a": 2}], "x"]},
+                                             {"enum": [[1.0, {"a": 2.0}]]}]})");
+  EXPECT_EQ(OverlappingBranches(doc["oneOf"], doc).value_or(""), "0 and 1");
+  const Json zero = Json::parse(R"({"oneOf": [{"const": 0}, {"const": -0.0}]})");
+  EXPECT_EQ(OverlappingBranches(zero["oneOf"], zero).value_or(""), "0 and 1");
+  const Json apart = Json::parse(R"({"oneOf": [{"const": 9007199254740993}, {"const": 1}]})");
+  EXPECT_FALSE(OverlappingBranches(apart["oneOf"], apart).has_value());
+}
+
+TEST(JsonSchemaOneOf, AReferenceFanOutIsBoundedNotExponential) {
+  // D0 = anyOf of 8 refs to D1, ... D7 (within the depth bound): 8^7 paths if followed naively.
+  Json defs = Json::object();
+  for (int d = 0; d < 7; ++d) {
+    Json refs = Json::array();
+    for (int k = 0; k < 8; ++k) refs.push_back(Json{{"$ref", "#/$defs/D" + std::to_string(d + 1)}});
+    defs["D" + std::to_string(d)] = Json{{"anyOf", refs}};
+  }
+  defs["D7"] = Json{{"type", "string"}};
+  const Json doc = {
+      {"$defs", defs},
+      {"oneOf", Json::array({Json{{"$ref", "#/$defs/D0"}}, Json{{"type", "integer"}}})}};
+  std::optional<std::string> got;
+  const double t = BestCpuSeconds([&] { got = OverlappingBranches(doc["oneOf"], doc); });
+  ASSERT_TRUE(got.has_value());
+  EXPECT_NE(got->find("steps"), std::string::npos) << *got;
+  EXPECT_LT(t, 2.0);
 }
 
 }  // namespace

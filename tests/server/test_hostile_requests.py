@@ -129,8 +129,13 @@ class CheapChecksFirst(unittest.TestCase):
             t.join()
         secs = time.time() - t0
         report("8 x 15 MiB prompts, --max-queue 1", [r[0] for r in results], secs, self.srv)
+        # Admission comes first (issue 25): those over --max-queue are 429 before their
+        # body is parsed; the admitted ones are refused by the prompt's size.
+        self.assertIn(400, [r[0] for r in results])
         for status, data, _ in results:
-            self.assertEqual(status, 400, str(data)[:300])
+            self.assertIn(status, (400, 429), str(data)[:300])
+            if status == 429:
+                continue
             self.assertEqual(data["error"]["code"], "context_length_exceeded")
             self.assertEqual(data["error"]["param"], "prompt")
             self.assertIn("without tokenizing", data["error"]["message"])
