@@ -66,7 +66,8 @@ struct Engine::Impl {
   std::vector<StepPlan> plans;
   std::vector<BatchToken> batch;
   std::vector<float> logits;
-  std::unique_ptr<TokenTrie> trie;  // the vocabulary's token bytes, built on first use
+  std::once_flag trie_once;
+  std::unique_ptr<TokenTrie> trie;  // the vocabulary's token bytes (Engine::vocab_trie)
   std::vector<uint8_t> mask;        // the step's allowed tokens for one constrained choice
   int64_t prompt_tokens = 0, generated_tokens = 0, steps = 0, finished = 0;
   int64_t spec_drafted = 0, spec_accepted = 0;
@@ -173,6 +174,23 @@ Engine::~Engine() {
   }
   impl_->cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+const TokenTrie& Engine::vocab_trie() const {
+  std::call_once(impl_->trie_once, [this] {
+    const Tokenizer& tok = tokenizer();
+    const int n = tok.n_vocab();
+    std::vector<std::string> pieces(n);
+    for (int32_t id = 0; id < n; ++id) {
+      const TokenType t = tok.type(id);
+      if (tok.IsEog(id) || t == TokenType::kControl || t == TokenType::kUnused ||
+          t == TokenType::kUnknown)
+        continue;
+      pieces[id] = tok.TokenToPiece(id);
+    }
+    impl_->trie = std::make_unique<TokenTrie>(pieces);
+  });
+  return *impl_->trie;
 }
 
 Result<Engine::Submitted> Engine::Submit(RequestParams params, Callback on_event) {
@@ -600,18 +618,7 @@ void Engine::Impl::SampleOne(Sequence* s, size_t row) {
 // nothing is allowed.
 const uint8_t* Engine::Impl::GrammarMask(Sequence* s) {
   const Tokenizer& tok = engine.tokenizer();
-  if (!trie) {
-    std::vector<std::string> pieces(n_vocab);
-    for (int32_t id = 0; id < n_vocab; ++id) {
-      const TokenType t = tok.type(id);
-      if (tok.IsEog(id) || t == TokenType::kControl || t == TokenType::kUnused ||
-          t == TokenType::kUnknown)
-        continue;
-      pieces[id] = tok.TokenToPiece(id);
-    }
-    trie = std::make_unique<TokenTrie>(pieces);
-  }
-  Status st = s->grammar->FillMask(*trie, &mask);
+  Status st = s->grammar->FillMask(engine.vocab_trie(), &mask);
   if (!st.ok()) {
     Finish(s, FinishReason::kError, st.message());
     return nullptr;

@@ -115,7 +115,12 @@ class Engine {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   int n_ctx() const { return n_ctx_; }
   // What Submit checks requests against (ValidateRequest).
-  RequestLimits limits() const { return {model_->hparams().n_vocab, n_ctx_}; }
+  RequestLimits limits() const {
+    return {model_->hparams().n_vocab, n_ctx_, [this] { return &vocab_trie(); }};
+  }
+  // The vocabulary's token bytes as a trie (constrained decoding's masks),
+  // built on first use; thread-safe.
+  const TokenTrie& vocab_trie() const;
 
  private:
   struct Impl;

@@ -99,6 +99,7 @@ Status GrammarMatcher::Expand(int32_t pos, int32_t parent, std::vector<Stack>* o
       for (auto it = alts.rbegin(); it != alts.rend(); ++it) work_.emplace_back(*it, ret);
     }
   }
+  expand_work_ += steps;
   return Status::Ok();
 }
 
@@ -227,16 +228,20 @@ Status GrammarMatcher::Walk(const TokenTrie& trie, std::vector<uint8_t>* allowed
   const size_t base = frames_.size();
   marks_[1] = base;
   Status st = Status::Ok();
+  // Work metered: every stack advanced and every rule expansion behind it, so
+  // a grammar of long rule chains pays for each link (issue 25).
+  const int64_t work0 = expand_work_;
   int64_t steps = 0;
   size_t i = 0;
   while (i < entries.size()) {
     const TokenTrie::Entry& e = entries[i];
     const size_t d = static_cast<size_t>(e.depth);
     steps += static_cast<int64_t>(levels_[d - 1].size());
-    if (steps > g_->limits.max_mask_steps) {
+    if (steps + (expand_work_ - work0) > g_->limits.max_mask_steps) {
       st = InvalidArgument("grammar: the token mask needs more than " +
                            std::to_string(g_->limits.max_mask_steps) +
-                           " parse-stack steps (too ambiguous for this vocabulary)");
+                           " parse-stack steps and rule expansions (too ambiguous for this "
+                           "vocabulary)");
       break;
     }
     frames_.resize(marks_[d]);  // frames of walks below a finished subtree

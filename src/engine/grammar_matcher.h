@@ -92,6 +92,7 @@ class GrammarMatcher {
   std::vector<Stack> stacks_;
   bool accept_ = false;
   std::vector<Stack> work_;
+  int64_t expand_work_ = 0;                 // Expand's steps, ever: FillMask meters its share
   std::vector<std::vector<Stack>> levels_;  // FillMask's per-depth stack sets
   std::vector<size_t> marks_;
   struct CachedMask {

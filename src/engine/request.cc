@@ -124,6 +124,11 @@ Status ValidateRequest(const RequestParams& p, const RequestLimits& limits, std:
     GrammarMatcher m(p.grammar);
     Status st = m.Init();
     if (!st.ok()) return refuse("grammar", st.message());
+    if (const TokenTrie* trie = limits.vocab_trie ? limits.vocab_trie() : nullptr) {
+      std::vector<uint8_t> mask;
+      st = m.FillMask(*trie, &mask);
+      if (!st.ok()) return refuse("grammar", st.message() + " (at the first token)");
+    }
   }
   return Status::Ok();
 }

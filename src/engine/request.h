@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,9 +53,16 @@ struct RequestParams {
 
 // What a request is checked against: the model's vocabulary and the positions
 // one sequence may hold (prompt + generated).
+class TokenTrie;  // engine/grammar_matcher.h
+
 struct RequestLimits {
   int n_vocab = 0;
   int n_ctx = 0;
+  // The vocabulary's trie, for a grammar's probe: the first token mask is
+  // computed at validation (on the submitting thread), so a grammar whose
+  // mask exceeds GrammarLimits::max_mask_steps is refused before it queues.
+  // Empty: no probe.
+  std::function<const TokenTrie*()> vocab_trie;
 };
 
 // The one validation of a request; Engine::Submit runs it, and the server runs

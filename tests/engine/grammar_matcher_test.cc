@@ -142,7 +142,53 @@ TEST(GrammarMask, TheWalkIsBoundedByItsStepLimit) {
   std::vector<uint8_t> mask;
   Status st = m.FillMask(trie, &mask);
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("parse-stack steps"), std::string::npos);
+  EXPECT_NE(st.message().find("parse-stack steps and rule expansions"), std::string::npos);
+}
+
+// Issue 25: a chain grammar (each rule one reference to the next) made every
+// advanced stack re-expand the whole chain; the mask counted only the stacks
+// (4.2-4.8 s per token on SmolLM2, other tenants stalled). Expansions are
+// metered now: the same walk goes over the default budget and stops there.
+std::string ChainGrammar(int links) {
+  std::string g = "root ::= r0+\n";
+  for (int i = 0; i < links; ++i)
+    g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  g += "r" + std::to_string(links) + " ::= [a-z]\n";
+  return g;
+}
+
+std::vector<std::string> Letters(int max_len) {
+  std::vector<std::string> out, level = {""};
+  for (int len = 1; len <= max_len; ++len) {
+    std::vector<std::string> next;
+    for (const std::string& s : level) {
+      for (char c = 'a'; c <= 'z'; ++c) next.push_back(s + c);
+    }
+    out.insert(out.end(), next.begin(), next.end());
+    level = std::move(next);
+  }
+  return out;
+}
+
+TEST(GrammarMask, RuleExpansionsCountAgainstTheBudget) {
+  const TokenTrie trie(Letters(3));  // 18,278 tokens, every one allowed by the chain
+  auto shallow = ParseGbnf(ChainGrammar(10));
+  ASSERT_TRUE(shallow.ok()) << shallow.status().ToString();
+  GrammarMatcher a(*shallow);
+  ASSERT_TRUE(a.Init().ok());
+  std::vector<uint8_t> mask;
+  ASSERT_TRUE(a.FillMask(trie, &mask).ok());
+  int allowed = 0;
+  for (uint8_t x : mask) allowed += x;
+  EXPECT_EQ(allowed, 18278);
+  // 4000 links: ~18k stacks advanced, each re-expanding 4000 rules (7e7 > 2^25).
+  auto deep = ParseGbnf(ChainGrammar(4000));
+  ASSERT_TRUE(deep.ok()) << deep.status().ToString();
+  GrammarMatcher b(*deep);
+  ASSERT_TRUE(b.Init().ok());
+  Status st = b.FillMask(trie, &mask);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("rule expansions"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -9,11 +9,15 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/grammar_matcher.h"
 
 namespace stet {
 namespace {
 
-constexpr RequestLimits kLimits{100, 32};
+const RequestLimits kLimits{100, 32, {}};
 
 RequestParams Valid() {
   RequestParams p;
@@ -109,6 +113,40 @@ TEST(NewSeed, DrawsFullWidthSeeds) {
   std::sort(seeds.begin(), seeds.end());
   EXPECT_EQ(std::unique(seeds.begin(), seeds.end()), seeds.end());
   EXPECT_TRUE(high);
+}
+
+// A grammar is probed at validation when a vocabulary trie is given: one whose
+// first mask goes over the work budget is refused before it queues (issue 25).
+TEST(ValidateRequest, ProbesAGrammarsFirstMaskOnTheVocabulary) {
+  std::vector<std::string> pieces;
+  for (char a = 'a'; a <= 'z'; ++a) {
+    for (char b = 'a'; b <= 'z'; ++b) pieces.push_back(std::string{a, b});
+  }
+  const TokenTrie trie(pieces);
+  GrammarLimits lim;
+  lim.max_mask_steps = 8000;  // [a-z]+ over 676 letter pairs: a few thousand; the chain: 50x
+  std::string chain = "root ::= r0+\n";
+  for (int i = 0; i < 50; ++i)
+    chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r50 ::= [a-z]\n";
+  RequestParams p = Valid();
+  auto deep = ParseGbnf(chain, lim);
+  ASSERT_TRUE(deep.ok()) << deep.status().ToString();
+  p.grammar = *deep;
+  RequestLimits limits{static_cast<int>(pieces.size()), 32, [&trie] { return &trie; }};
+  std::string field;
+  Status st = ValidateRequest(p, limits, &field);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(field, "grammar");
+  EXPECT_NE(st.message().find("at the first token"), std::string::npos) << st.message();
+  // Without a trie (or with a cheap grammar) the same validation passes.
+  limits.vocab_trie = nullptr;
+  EXPECT_TRUE(ValidateRequest(p, limits, &field).ok());
+  auto cheap = ParseGbnf("root ::= [a-z]+", lim);
+  ASSERT_TRUE(cheap.ok());
+  p.grammar = *cheap;
+  limits.vocab_trie = [&trie] { return &trie; };
+  EXPECT_TRUE(ValidateRequest(p, limits, &field).ok());
 }
 
 }  // namespace

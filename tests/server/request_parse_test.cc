@@ -17,7 +17,7 @@ namespace {
 
 const ServedModel kModel{"SmolLM2", "SmolLM2.Q4_1.gguf", "SmolLM2.Q4_1"};
 
-constexpr RequestLimits kLimits{100, 32};
+const RequestLimits kLimits{100, 32, {}};
 
 // Parse, then BuildParams for each prompt (a text prompt stands for the ids
 // {1}): the handlers' whole path from body to engine parameters, less the model.
