@@ -119,6 +119,17 @@ void SendOnce(int fd, const std::string& s) {
 
 ConnRequestFlags& CurrentConnRequest() { return t_flags; }
 
+bool CurrentClientGone() {
+  const int fd = t_flags.fd;
+  if (fd < 0) return false;
+  pollfd p{fd, static_cast<short>(POLLIN | POLLRDHUP), 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 void CloseAfter(httplib::Response& res) {
   res.set_header("Connection", "close");
   t_flags.close_after = true;
@@ -569,6 +580,7 @@ void ConnectionLoop::Work(std::unique_ptr<Conn> c) {
   if (stopping_) return CloseBusy(std::move(c));
   ConnRequestFlags& flags = t_flags;
   flags = ConnRequestFlags{};
+  flags.fd = c->fd;
   ++c->served;
   const bool last = c->served >= limits_.max_requests_per_connection || !accepting_;
   bool closed = false;
@@ -582,6 +594,7 @@ void ConnectionLoop::Work(std::unique_ptr<Conn> c) {
   } catch (...) {
     ok = false;
   }
+  flags.fd = -1;
   c->Compact();
   if (!ok || !accepting_) return CloseBusy(std::move(c));
   if (flags.close_after) {

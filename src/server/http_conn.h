@@ -53,8 +53,14 @@ struct ConnLimits {
 struct ConnRequestFlags {
   bool close_after = false;   // the answer says "Connection: close": close once it is written
   bool deadline_hit = false;  // a read ran past the header or body deadline
+  int fd = -1;                // the connection's socket, while a worker serves it
 };
 ConnRequestFlags& CurrentConnRequest();
+
+// The client of the request this worker serves has closed its connection (or
+// it failed): an EOF or error is waiting, not just more bytes (a pipelined
+// request). A non-streamed answer polls this to cancel work nobody awaits.
+bool CurrentClientGone();
 
 // The answer closes its connection: the request's body may be unread, or its
 // framing broken, so nothing after it on the connection can be trusted.

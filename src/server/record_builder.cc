@@ -193,11 +193,26 @@ Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choice
     r["rendered_prompt"] = c.rendered_prompt;
   }
   r["request"] = c.request;
+  // Request-wide parameters once (issue 25: 128 prompts repeated 16 KiB of stop
+  // strings 128 times): params[0] is the first prompt's; where a later prompt's
+  // differ (max_tokens clamped to what its prompt leaves), params[i] holds only
+  // the fields that differ for prompt i; when none differ, params has one entry.
   Json params = Json::array(), prompts = Json::array();
+  bool all_same = true;
   for (const RequestParams& p : c.params) {
-    params.push_back(ParamsJson(p));
+    Json one = ParamsJson(p);
+    if (!params.empty()) {
+      Json delta = Json::object();
+      for (auto it = one.begin(); it != one.end(); ++it) {
+        if (params[0][it.key()] != it.value()) delta[it.key()] = std::move(it.value());
+      }
+      all_same = all_same && delta.empty();
+      one = std::move(delta);
+    }
+    params.push_back(std::move(one));
     prompts.push_back(p.prompt);
   }
+  if (all_same && params.size() > 1) params.erase(params.begin() + 1, params.end());
   r["params"] = std::move(params);
   r["prompt_token_ids"] = std::move(prompts);
   Json ch = Json::array();

@@ -349,8 +349,22 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
   if (!stream) {
     Job::Item it;
     bool shown;
+    auto checked = Clock::now();
     while (!coll->done()) {
       if (job->Pop(&it, kPollInterval)) coll->Apply(it, &shown);
+      if (Clock::now() - checked < kPollInterval) continue;
+      checked = Clock::now();
+      if (CurrentClientGone()) {  // nobody awaits the answer: free the engine
+        CancelAndWait(*job, *coll);
+        metrics.CountCancelled();
+        t_record.cancelled = true;
+        Account(*coll);
+        Release(job);
+        CloseAfter(res);
+        return SendError(res, MakeError(499, "invalid_request_error", "client_closed_request",
+                                        "the client closed the connection; the request was "
+                                        "cancelled"));
+      }
     }
     Account(*coll);
     std::optional<ApiError> record_error;  // recorded before the answer is written (and before drain sees it done)

@@ -192,6 +192,35 @@ class CheapChecksFirst(unittest.TestCase):
         self.assertEqual(status, 429, str(data)[:300])
         self.assertLess(secs, 1.0)
 
+    def test_a_non_streamed_request_whose_client_left_is_cancelled(self):
+        # Issue 25: a non-streamed request ran to max_tokens after its client had gone,
+        # holding the engine (and, under --max-queue 1, every other tenant's place).
+        import socket
+        before = metric(self.srv, "stet_requests_cancelled_total")
+        for path, body in [("/v1/completions", {"prompt": "Once upon a time"}),
+                           ("/v1/chat/completions",
+                            {"messages": [{"role": "user", "content": "Tell a story."}]})]:
+            body = dict(body, model=self.model, max_tokens=1500, ignore_eos=True)
+            data = json.dumps(body).encode()
+            sock = socket.create_connection(("127.0.0.1", self.srv.port))
+            sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                         f"application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+                         + data)
+            self.assertTrue(S_poll(lambda: metric(self.srv, "stet_requests_in_flight") >= 1))
+            time.sleep(0.3)
+            t0 = time.time()
+            sock.close()
+            self.assertTrue(S_poll(lambda: metric(self.srv, "stet_requests_in_flight") == 0,
+                                   timeout=10))
+            secs = time.time() - t0
+            report(f"{path} non-streamed, client closed", "cancelled", secs, self.srv)
+            self.assertLess(secs, 3.0)  # 1500 tokens would take far longer
+        self.assertEqual(metric(self.srv, "stet_requests_cancelled_total"), before + 2)
+        # The place is free at once for the next tenant.
+        status, data, _ = timed_post(self.srv, "/v1/completions",
+                                     {"model": self.model, "prompt": "Hi", "max_tokens": 2})
+        self.assertEqual(status, 200, str(data)[:300])
+
     def test_stop_strings_and_logit_bias_are_bounded(self):
         # The issue's 4 MiB stop string x 2 prompts x n=128 (1 GB RSS): a 400 naming the field.
         status, data, secs = timed_post(self.srv, "/v1/completions",
@@ -309,6 +338,23 @@ class RecordsAndReplay(unittest.TestCase):
         rec = [r for r in self.records() if r["id"] == data["id"]][0]
         with_scores = [c["index"] for c in rec["choices"] if "prompt_logprobs" in c]
         self.assertEqual(with_scores, [0, 8])
+
+    def test_record_size_is_linear_in_the_request(self):
+        # Issue 25: a 22.5 KB request wrote a 2.86 MB record (request-wide params per prompt).
+        body = {"model": "stories260K", "prompt": ["Once"] * 126, "max_tokens": 1, "seed": 1,
+                "stop": [c * 4000 for c in "wxyz"], "logit_bias": {str(i): 1 for i in range(300)}}
+        raw = json.dumps(body)
+        status, data, secs = timed_post(self.srv, "/v1/completions", body)
+        report("record of 126 prompts with 16 KB of stops", status, secs, self.srv)
+        self.assertEqual(status, 200, str(data)[:300])
+        rec = [r for r in self.records() if r["id"] == data["id"]][0]
+        size = len(json.dumps(rec))
+        print(f"CASE request {len(raw)} bytes -> record {size} bytes", flush=True)
+        self.assertEqual(len(rec["params"]), 1)
+        self.assertEqual(rec["params"][0]["stop"], body["stop"])
+        self.assertEqual(len(rec["prompt_token_ids"]), 126)
+        # The request itself (kept for replay), params once, 126 short prompts and choices.
+        self.assertLess(size, 3 * len(raw) + 126 * 600)
 
     def test_replay_of_null_fields(self):
         body = {"model": "stories260K", "prompt": "Once", "max_tokens": 4, "echo": None,
