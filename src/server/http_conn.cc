@@ -168,11 +168,22 @@ struct Conn {
 ConnStream::ConnStream(Conn& conn, const ConnLimits& limits)
     : conn_(conn), limits_(limits), deadline_(ConnClock::now() + limits.header_timeout) {}
 
-void ConnStream::BeginBody() { deadline_ = ConnClock::now() + limits_.body_timeout; }
+void ConnStream::BeginBody() {
+  body_start_ = ConnClock::now();
+  deadline_ = body_start_ + limits_.body_timeout;
+  in_body_ = true;
+  body_bytes_ = 0;
+}
 
 bool ConnStream::WaitReadable() const {
   const auto start = ConnClock::now();
-  const auto until = std::min(deadline_, start + limits_.io_timeout);
+  auto until = std::min(deadline_, start + limits_.io_timeout);
+  if (in_body_ && limits_.body_min_rate > 0) {
+    // The moment the bytes so far fall below the minimum average rate.
+    const auto earned = std::chrono::milliseconds(body_bytes_ * 1000 / limits_.body_min_rate);
+    until =
+        std::min(until, body_start_ + std::max<ConnClock::duration>(limits_.body_grace, earned));
+  }
   for (;;) {
     const auto now = ConnClock::now();
     if (now >= until) {
@@ -208,6 +219,7 @@ ssize_t ConnStream::read(char* ptr, size_t size) {
     const size_t n = std::min(size, c.pending());
     std::memcpy(ptr, c.in.data() + c.pos, n);
     c.pos += n;
+    if (in_body_) body_bytes_ += n;
     return static_cast<ssize_t>(n);
   }
   c.in.clear();
@@ -217,6 +229,7 @@ ssize_t ConnStream::read(char* ptr, size_t size) {
     ssize_t n;
     if (size >= kDirectRead) {
       n = ::recv(c.fd, ptr, size, 0);
+      if (n > 0 && in_body_) body_bytes_ += static_cast<size_t>(n);
     } else {
       // httplib reads lines a byte at a time: fill the buffer, hand out a piece.
       char buf[kReadChunk];
@@ -225,6 +238,7 @@ ssize_t ConnStream::read(char* ptr, size_t size) {
         const size_t k = std::min(size, static_cast<size_t>(n));
         std::memcpy(ptr, buf, k);
         c.in.assign(buf + k, static_cast<size_t>(n) - k);
+        if (in_body_) body_bytes_ += k;
         return static_cast<ssize_t>(k);
       }
     }

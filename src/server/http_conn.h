@@ -31,7 +31,12 @@ using ConnClock = std::chrono::steady_clock;
 struct ConnLimits {
   std::chrono::milliseconds header_timeout{10000};  // first byte of a request -> end of its headers
   std::chrono::milliseconds body_timeout{60000};    // end of the headers -> end of the body
-  std::chrono::milliseconds idle_timeout{2000};     // keep-alive: end of a response -> next request
+  // After body_grace, a body must have averaged body_min_rate bytes/s since its
+  // headers (else 408), so a trickled body holds a worker seconds, not the
+  // whole body_timeout. 0: no minimum.
+  size_t body_min_rate = 1024;
+  std::chrono::milliseconds body_grace{5000};
+  std::chrono::milliseconds idle_timeout{2000};  // keep-alive: end of a response -> next request
   std::chrono::milliseconds io_timeout{
       10000};                              // longest wait for one read or write to make progress
   std::chrono::milliseconds linger{2000};  // unread input discarded after an error response
@@ -92,6 +97,9 @@ class ConnStream final : public httplib::Stream {
   const ConnLimits& limits_;
   ConnClock::time_point deadline_;
   bool wrote_ = false;
+  bool in_body_ = false;
+  ConnClock::time_point body_start_;
+  size_t body_bytes_ = 0;
 };
 
 // Serves one request (httplib's process_request); false: close the connection.

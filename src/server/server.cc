@@ -218,7 +218,10 @@ void Server::Impl::WithBody(const Request& req, Response& res, const httplib::Co
                        MakeError(408, "invalid_request_error", "request_timeout",
                                  "The request body did not arrive in time (--body-timeout " +
                                      std::to_string(opts.body_timeout_s) + " s, --read-timeout " +
-                                     std::to_string(opts.read_timeout_s) + " s between reads)."));
+                                     std::to_string(opts.read_timeout_s) +
+                                     " s between reads, at least --body-min-rate " +
+                                     std::to_string(opts.body_min_rate) +
+                                     " bytes/s after the first 5 s)."));
     }
     return SendError(
         res, BadRequest("The request body is incomplete or its chunked framing is malformed."));
@@ -605,6 +608,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   ConnLimits lim;
   lim.header_timeout = std::chrono::seconds(I.opts.header_timeout_s);
   lim.body_timeout = std::chrono::seconds(I.opts.body_timeout_s);
+  lim.body_min_rate = I.opts.body_min_rate;
   lim.idle_timeout = std::chrono::seconds(I.opts.keep_alive_s);
   lim.io_timeout = std::chrono::seconds(I.opts.read_timeout_s);
   lim.workers = I.opts.http_threads;

@@ -33,6 +33,8 @@ struct ServerOptions {
   int keep_alive_s = 2;               // idle keep-alive connections close after this
   int header_timeout_s = 10;          // request line and headers must arrive within this (else 408)
   int body_timeout_s = 60;    // the body must arrive within this after the headers (else 408)
+  // After 5 s a body must have averaged this many bytes/s (else 408); 0: no minimum.
+  size_t body_min_rate = 1024;
   int read_timeout_s = 10;    // longest wait for one read or write to make progress
   int drain_timeout_s = 120;  // Shutdown cancels what is still running after this
   // Host header names accepted besides localhost, 127.0.0.1 and [::1] ("*": any).

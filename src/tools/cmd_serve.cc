@@ -53,6 +53,7 @@ struct ServeArgs {
   int read_timeout = 10;
   int header_timeout = 10;
   int body_timeout = 60;
+  size_t body_min_rate = 1024;
   std::vector<std::string> allowed_hosts;
   bool metrics_public = false;
   bool no_log = false;
@@ -138,6 +139,7 @@ int RunServe(const ServeArgs& a) {
   so.read_timeout_s = a.read_timeout;
   so.header_timeout_s = a.header_timeout;
   so.body_timeout_s = a.body_timeout;
+  so.body_min_rate = a.body_min_rate;
   so.allowed_hosts = a.allowed_hosts;
   so.metrics_public = a.metrics_public;
   so.log_requests = !a.no_log;
@@ -341,6 +343,10 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
                   "Seconds a request's body may take to arrive after its headers (else 408)")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
+  cmd->add_option("--body-min-rate", a->body_min_rate,
+                  "Bytes/s a request body must average once it has had 5 s (else 408), so a "
+                  "trickled body cannot hold a worker for the whole --body-timeout; 0: no minimum")
+      ->capture_default_str();
   cmd->add_option("--read-timeout", a->read_timeout,
                   "Seconds one read or write may wait for the client (a silent or non-reading "
                   "client is dropped)")

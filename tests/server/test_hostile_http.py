@@ -424,6 +424,58 @@ class SlowClients(unittest.TestCase):
         self.assertLess(secs, 2 + 1.5)
 
 
+class BodyMinimumRate(unittest.TestCase):
+    """Issue 25: bodies trickled a byte at a time held every POST worker for the
+    whole --body-timeout (generation stalled 29-59 s). After 5 s a body must have
+    averaged --body-min-rate bytes/s (default 1024): tricklers are cut there, and
+    a slow but honest upload is not."""
+
+    def test_trickled_bodies_cut_after_the_grace_period(self):
+        srv = S.StetServer(STORIES, "--threads", "1", "--http-threads", "2", "--body-timeout", "60",
+                           "--read-timeout", "30")
+        try:
+            body = json_body(600)
+            h = head("POST", "/v1/completions", {"Content-Type": "application/json",
+                                                 "Content-Length": str(len(body))})
+            results = []
+
+            def trickle():
+                results.append(exchange(srv.port, h, [body[i:i + 1] for i in range(len(body))],
+                                        timeout=70, gap=0.25))
+
+            threads = [threading.Thread(target=trickle) for _ in range(2)]  # both POST workers
+            for t in threads:
+                t.start()
+            time.sleep(1.0)
+            t0 = time.time()
+            status, data = srv.post("/v1/completions",
+                                    {"model": "stories260K", "prompt": "Once", "max_tokens": 2})
+            victim = time.time() - t0
+            report("a completion while 2 clients trickle bodies (2 workers)", status, victim, srv)
+            self.assertEqual(status, 200, data)
+            self.assertLess(victim, 8.0)  # the body timeout is 60 s
+            for t in threads:
+                t.join(70)
+            for st, _, resp, secs in results:
+                report("trickled body, 4 bytes/s", st, secs, srv)
+                self.assertEqual(st, 408, resp[:200])
+                self.assertIn("body-min-rate", json.loads(resp)["error"]["message"])
+                self.assertLess(secs, 5 + 2)
+            # 12 KB at ~2 KiB/s for 6 s: past the grace period, above the minimum: served.
+            honest = json.dumps({"model": "stories260K", "prompt": "Once", "max_tokens": 1,
+                                 "padding": "x" * 12000}).encode()  # unknown fields are ignored
+            hh = head("POST", "/v1/completions", {"Content-Type": "application/json",
+                                                  "Content-Length": str(len(honest))})
+            st, _, resp, secs = exchange(srv.port, hh, [honest[i:i + 200]
+                                                        for i in range(0, len(honest), 200)],
+                                         timeout=30, gap=0.1)
+            report("12 KB body at ~2 KiB/s", st, secs, srv)
+            self.assertEqual(st, 200, resp[:200])
+            self.assertGreater(secs, 5.5)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_with_trickling_clients(self):
         srv = S.StetServer(STORIES, "--threads", "1", "--drain-timeout", "3", "--header-timeout", "60",
