@@ -66,7 +66,7 @@ const char* Reason(int status) {
 }
 
 // The answer the poll thread sends itself, with an OpenAI-shaped body.
-std::string CannedResponse(int status, const ConnLimits& limits) {
+std::string CannedResponse(int status, const ConnLimits& limits, bool per_client = false) {
   ApiError e;
   e.status = status;
   if (status == 408) {
@@ -83,6 +83,11 @@ std::string CannedResponse(int status, const ConnLimits& limits) {
     e.message =
         "A header line is malformed: whitespace between a field name and its colon, a line "
         "folded onto the one before it, or a line without a colon (RFC 9112 section 5).";
+  } else if (per_client) {
+    e.type = "server_error";
+    e.code = "too_many_connections";
+    e.message = "This client address has " + std::to_string(limits.max_connections_per_client) +
+                " connections open already (--max-connections-per-client); retry later.";
   } else {
     e.type = "server_error";
     e.code = "too_many_connections";
@@ -137,6 +142,10 @@ void CloseAfter(httplib::Response& res) {
 
 struct Conn {
   enum class State { kIdle, kHeaders, kLinger };
+  ~Conn() {
+    if (client_open) --*client_open;
+  }
+  std::shared_ptr<std::atomic<int>> client_open;  // this client address's open connections
   int fd = -1;
   State state = State::kIdle;
   ConnClock::time_point deadline;
@@ -460,10 +469,52 @@ void ConnectionLoop::PollLoop() {
   }
 }
 
+namespace {
+
+// The client's address as bytes (an IPv4-mapped IPv6 address as IPv4); empty
+// for loopback and for what is not IP, which the per-client cap exempts.
+std::string ClientKey(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(a).sin_addr;
+    const auto* b = reinterpret_cast<const unsigned char*>(&in.s_addr);
+    if (b[0] == 127) return "";
+    return std::string(reinterpret_cast<const char*>(b), 4);
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(a).sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&in6)) return "";
+    const auto* b = reinterpret_cast<const unsigned char*>(&in6);
+    if (IN6_IS_ADDR_V4MAPPED(&in6))
+      return b[12] == 127 ? "" : std::string(reinterpret_cast<const char*>(b + 12), 4);
+    return std::string(reinterpret_cast<const char*>(b), 16);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::shared_ptr<std::atomic<int>> ConnectionLoop::ClientSlot(const std::string& key) {
+  if (per_client_.size() > 2 * static_cast<size_t>(std::max(1, open_.load())) + 64) {
+    for (auto it = per_client_.begin(); it != per_client_.end();) {
+      it = it->second.expired() ? per_client_.erase(it) : std::next(it);
+    }
+  }
+  std::weak_ptr<std::atomic<int>>& w = per_client_[key];
+  std::shared_ptr<std::atomic<int>> count = w.lock();
+  if (!count) {
+    count = std::make_shared<std::atomic<int>>(0);
+    w = count;
+  }
+  return count;
+}
+
 void ConnectionLoop::Accept() {
   const auto now = ConnClock::now();
   for (int i = 0; i < kAcceptsPerWake; ++i) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -491,10 +542,27 @@ void ConnectionLoop::Accept() {
       --open_;
       idle->reset();
     }
+    std::shared_ptr<std::atomic<int>> client;
+    if (limits_.max_connections_per_client > 0) {
+      const std::string key = ClientKey(peer);
+      if (!key.empty()) {
+        client = ClientSlot(key);
+        if (client->load() >= limits_.max_connections_per_client) {
+          SendOnce(fd, CannedResponse(503, limits_, /*per_client=*/true));
+          ::close(fd);
+          if (on_reject_) on_reject_(503);
+          continue;
+        }
+      }
+    }
     int yes = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     auto c = std::make_unique<Conn>();
     c->fd = fd;
+    if (client) {
+      ++*client;
+      c->client_open = std::move(client);
+    }
     c->deadline =
         now +
         limits_.header_timeout;  // a new connection gets the header time for its first request

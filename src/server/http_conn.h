@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct ConnLimits {
   int light_workers = 4;                // reserved for GET and HEAD
   int max_requests_per_connection = 100;
   int max_connections = 0;  // open at once; 0: RLIMIT_NOFILE less a margin, at most 4096
+  // Open at once from one client address (loopback exempt: a local reverse
+  // proxy carries everyone's); more get 503. 0: no cap.
+  int max_connections_per_client = 256;
   // Which requests go to the light_workers pool, judged on the request line
   // ("GET /health HTTP/1.1"); null: GET and HEAD.
   std::function<bool(std::string_view request_line)> light;
@@ -129,6 +133,7 @@ class ConnectionLoop {
   class Pool;
   void PollLoop();
   void Accept();
+  std::shared_ptr<std::atomic<int>> ClientSlot(const std::string& key);  // per_client_
   void OnReadable(std::unique_ptr<Conn>& c);
   void Expire(std::unique_ptr<Conn>& c);
   void Dispatch(std::unique_ptr<Conn> c);
@@ -164,6 +169,9 @@ class ConnectionLoop {
   std::condition_variable busy_cv_;   // busy_fds_ lost one
   bool poller_done_ = false;
   std::atomic<int> open_{0};  // connections open (polled, queued, served)
+  // Open connections per client address (poll thread only; each Conn holds its
+  // address's counter and gives it back when it closes, on any thread).
+  std::unordered_map<std::string, std::weak_ptr<std::atomic<int>>> per_client_;
 };
 
 }  // namespace stet::server

@@ -609,6 +609,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   lim.header_timeout = std::chrono::seconds(I.opts.header_timeout_s);
   lim.body_timeout = std::chrono::seconds(I.opts.body_timeout_s);
   lim.body_min_rate = I.opts.body_min_rate;
+  lim.max_connections_per_client = I.opts.max_connections_per_client;
   lim.idle_timeout = std::chrono::seconds(I.opts.keep_alive_s);
   lim.io_timeout = std::chrono::seconds(I.opts.read_timeout_s);
   lim.workers = I.opts.http_threads;

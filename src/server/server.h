@@ -35,6 +35,8 @@ struct ServerOptions {
   int body_timeout_s = 60;    // the body must arrive within this after the headers (else 408)
   // After 5 s a body must have averaged this many bytes/s (else 408); 0: no minimum.
   size_t body_min_rate = 1024;
+  // Connections open at once from one non-loopback client address (more: 503); 0: no cap.
+  int max_connections_per_client = 256;
   int read_timeout_s = 10;    // longest wait for one read or write to make progress
   int drain_timeout_s = 120;  // Shutdown cancels what is still running after this
   // Host header names accepted besides localhost, 127.0.0.1 and [::1] ("*": any).

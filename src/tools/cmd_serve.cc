@@ -54,6 +54,7 @@ struct ServeArgs {
   int header_timeout = 10;
   int body_timeout = 60;
   size_t body_min_rate = 1024;
+  int max_connections_per_client = 256;
   std::vector<std::string> allowed_hosts;
   bool metrics_public = false;
   bool no_log = false;
@@ -140,6 +141,7 @@ int RunServe(const ServeArgs& a) {
   so.header_timeout_s = a.header_timeout;
   so.body_timeout_s = a.body_timeout;
   so.body_min_rate = a.body_min_rate;
+  so.max_connections_per_client = a.max_connections_per_client;
   so.allowed_hosts = a.allowed_hosts;
   so.metrics_public = a.metrics_public;
   so.log_requests = !a.no_log;
@@ -347,6 +349,11 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
                   "Bytes/s a request body must average once it has had 5 s (else 408), so a "
                   "trickled body cannot hold a worker for the whole --body-timeout; 0: no minimum")
       ->capture_default_str();
+  cmd->add_option("--max-connections-per-client", a->max_connections_per_client,
+                  "Connections one client address may hold open at once (more get 503); "
+                  "loopback is exempt (a local reverse proxy carries everyone's); 0: no cap")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--read-timeout", a->read_timeout,
                   "Seconds one read or write may wait for the client (a silent or non-reading "
                   "client is dropped)")

@@ -73,8 +73,9 @@ def smollm2_path():
 class StetServer:
     """A `stet serve` process on 127.0.0.1 with an OS-chosen port."""
 
-    def __init__(self, model, *args, wait=True):
-        self.cmd = [stet_binary(), "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", *args]
+    def __init__(self, model, *args, wait=True, host="127.0.0.1"):
+        self.host = host
+        self.cmd = [stet_binary(), "serve", "-m", model, "--host", host, "--port", "0", *args]
         # /metrics needs the key when the server has one (unless --metrics-public).
         self.api_key = args[args.index("--api-key") + 1] if "--api-key" in args else None
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -93,7 +94,7 @@ class StetServer:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with self._cv:
                 self._lines.append(line)
-                m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+                m = re.search(r"http://" + re.escape(self.host) + r":(\d+)", line)
                 if m and self.port is None:
                     self.port = int(m.group(1))
                 if line.startswith("listening on "):
@@ -133,7 +134,7 @@ class StetServer:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def client(self, api_key="none", **kw):
         import openai
@@ -142,7 +143,7 @@ class StetServer:
 
     def http(self, method, path, body=None, headers=None, timeout=60):
         """Raw HTTP: returns (status, headers dict (lower-case keys), body bytes)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body).encode()

@@ -85,11 +85,11 @@ def response_complete(data):
     return n is not None and len(body) >= int(n)
 
 
-def exchange(port, request_head, body=(), timeout=20, gap=0.0):
+def exchange(port, request_head, body=(), timeout=20, gap=0.0, host="127.0.0.1"):
     """Sends `request_head`, then each piece of `body` (from a thread, `gap` s
     apart), while reading the answer. Returns (status, headers, body, seconds
     until the answer was complete or the server closed)."""
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection((host, port))
     t0 = time.time()
 
     def send():
@@ -472,6 +472,55 @@ class BodyMinimumRate(unittest.TestCase):
             report("12 KB body at ~2 KiB/s", st, secs, srv)
             self.assertEqual(st, 200, resp[:200])
             self.assertGreater(secs, 5.5)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
+def non_loopback_ipv4():
+    """A non-loopback IPv4 address of this machine (the one a route would use; no
+    packet is sent), or None."""
+    for target in ("10.255.255.255", "192.168.255.255", "172.31.255.255", "8.8.8.8"):
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((target, 9))
+                addr = s.getsockname()[0]
+            if not addr.startswith("127.") and addr != "0.0.0.0":
+                return addr
+        except OSError:
+            continue
+    return None
+
+
+class PerClientConnectionCap(unittest.TestCase):
+    """Issue 25: one client address may hold at most --max-connections-per-client
+    connections open (more get 503 at once); loopback, where a local reverse proxy
+    carries everyone's, is exempt."""
+
+    def test_one_address_is_capped_and_loopback_is_not(self):
+        addr = non_loopback_ipv4()
+        if addr is None:
+            if S.in_ci():
+                self.fail("no non-loopback IPv4 address to test the per-client cap on")
+            self.skipTest("no non-loopback IPv4 address")
+        srv = S.StetServer(STORIES, "--threads", "1", "--max-connections-per-client", "8",
+                           host="0.0.0.0")
+        try:
+            held = [socket.create_connection((addr, srv.port)) for _ in range(8)]
+            time.sleep(0.3)
+            st, _, resp, secs = exchange(srv.port, head("GET", "/health", {}), host=addr)
+            report("9th connection from one address (cap 8)", st, secs, srv)
+            self.assertEqual(st, 503, resp[:200])
+            self.assertIn("max-connections-per-client", json.loads(resp)["error"]["message"])
+            # Loopback is exempt: the same server answers a 9th+ connection there.
+            more = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(12)]
+            st, _, resp, _ = exchange(srv.port, head("GET", "/health", {}))
+            self.assertEqual(st, 200, resp[:200])
+            # Closing one of the 8 frees its place.
+            held.pop().close()
+            self.assertTrue(poll_until(
+                lambda: exchange(srv.port, head("GET", "/health", {}), host=addr)[0] == 200))
+            for s in held + more:
+                s.close()
         finally:
             self.assertEqual(srv.stop(), 0)
 
