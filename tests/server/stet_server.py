@@ -391,3 +391,66 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+# --- helpers shared by the hostile-input tests -----------------------------
+
+def vm_kib(pid, field):
+    """A /proc/PID/status field in KiB (VmRSS, VmHWM, VmSize)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"{field} missing for {pid}")
+
+
+def report(name, status, secs, srv=None):
+    """The "CASE" line each hostile case prints: status, time and the server's VmHWM."""
+    rss = f", VmHWM {vm_kib(srv.proc.pid, 'VmHWM') / 1024:.1f} MiB" if srv else ""
+    print(f"CASE {name}: {status} in {secs:.2f} s{rss}", flush=True)
+
+
+def timed_post(srv, path, body, headers=None, timeout=120):
+    """(status, the body parsed as JSON where it is JSON, seconds)."""
+    t0 = time.time()
+    status, _, data = srv.http("POST", path, body, headers=headers, timeout=timeout)
+    secs = time.time() - t0
+    try:
+        data = json.loads(data)
+    except ValueError:
+        pass
+    return status, data, secs
+
+
+def post_concurrently(srv, path, body, n):
+    """n timed_posts of `body` at once: ([(status, data, secs)] in start order, total seconds)."""
+    results = [None] * n
+
+    def one(i):
+        results[i] = timed_post(srv, path, body)
+
+    t0 = time.time()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, time.time() - t0
+
+
+def metric(srv, name):
+    """An unlabelled sample of /metrics."""
+    for (n, labels), v in srv.metrics().items():
+        if n == name and not labels:
+            return v
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def poll_until(pred, timeout=15):
+    """True once pred() is, polling every 20 ms for at most `timeout` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()

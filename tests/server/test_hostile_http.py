@@ -20,23 +20,11 @@ import unittest
 import zlib
 
 import stet_server as S
+from stet_server import poll_until, report, vm_kib
 
 STORIES = S.stories_path()
 MIB = 1 << 20
 RSS_MARGIN_KIB = 48 * 1024  # peak RSS may grow this much over the warmed-up server, no more
-
-
-def vm_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"{field} missing for {pid}")
-
-
-def report(name, status, secs, srv=None):
-    rss = f", VmHWM {vm_kib(srv.proc.pid, 'VmHWM') / 1024:.1f} MiB" if srv else ""
-    print(f"CASE {name}: {status} in {secs:.2f} s{rss}", flush=True)
 
 
 def json_body(size, model="stories260K"):
@@ -159,15 +147,6 @@ class Trickle(threading.Thread):
         self.secs = time.time() - t0
         self.status = parse_response(got)[0]
         self.sock.close()
-
-
-def poll_until(pred, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
 
 
 def slow_headers_request():

@@ -20,46 +20,16 @@ import time
 import unittest
 
 import stet_server as S
+from stet_server import metric, poll_until, post_concurrently, report, timed_post, vm_kib
 
 STORIES = S.stories_path()
 SMOL = S.smollm2_path()
 MIB = 1 << 20
 
 
-def vm_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"{field} missing for {pid}")
-
-
-def report(name, status, secs, srv=None):
-    rss = f", VmHWM {vm_kib(srv.proc.pid, 'VmHWM') / 1024:.1f} MiB" if srv else ""
-    print(f"CASE {name}: {status} in {secs:.2f} s{rss}", flush=True)
-
-
-def timed_post(srv, path, body, headers=None):
-    t0 = time.time()
-    status, _, data = srv.http("POST", path, body, headers=headers, timeout=120)
-    secs = time.time() - t0
-    try:
-        data = json.loads(data)
-    except ValueError:
-        pass
-    return status, data, secs
-
-
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
-
-
-def metric(srv, name):
-    for (n, labels), v in srv.metrics().items():
-        if n == name and not labels:
-            return v
-    raise AssertionError(f"{name} not in /metrics")
 
 
 def settled_metric(srv, name):
@@ -116,18 +86,7 @@ class CheapChecksFirst(unittest.TestCase):
     def test_8_concurrent_15_mib_prompts_with_max_queue_1(self):
         prompt = ("a " * (15 * MIB // 2))[: 15 * MIB]
         body = json.dumps({"model": self.model, "prompt": prompt, "max_tokens": 1}).encode()
-        results = [None] * 8
-
-        def one(i):
-            results[i] = timed_post(self.srv, "/v1/completions", body)
-
-        t0 = time.time()
-        ts = [threading.Thread(target=one, args=(i,)) for i in range(8)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        secs = time.time() - t0
+        results, secs = post_concurrently(self.srv, "/v1/completions", body, 8)
         report("8 x 15 MiB prompts, --max-queue 1", [r[0] for r in results], secs, self.srv)
         # Admission comes first (issue 25): those over --max-queue are 429 before their
         # body is parsed; the admitted ones are refused by the prompt's size.
@@ -183,7 +142,7 @@ class CheapChecksFirst(unittest.TestCase):
             {"model": self.model, "prompt": "Once upon a time", "max_tokens": 200,
              "ignore_eos": True}))
         hold.start()
-        self.assertTrue(S_poll(lambda: metric(self.srv, "stet_requests_in_flight") >= 1))
+        self.assertTrue(poll_until(lambda: metric(self.srv, "stet_requests_in_flight") >= 1))
         status, data, secs = timed_post(self.srv, "/v1/completions",
                                         {"model": self.model, "prompt": "word " * 2000,
                                          "max_tokens": 1})
@@ -206,11 +165,11 @@ class CheapChecksFirst(unittest.TestCase):
             sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                          f"application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
                          + data)
-            self.assertTrue(S_poll(lambda: metric(self.srv, "stet_requests_in_flight") >= 1))
+            self.assertTrue(poll_until(lambda: metric(self.srv, "stet_requests_in_flight") >= 1))
             time.sleep(0.3)
             t0 = time.time()
             sock.close()
-            self.assertTrue(S_poll(lambda: metric(self.srv, "stet_requests_in_flight") == 0,
+            self.assertTrue(poll_until(lambda: metric(self.srv, "stet_requests_in_flight") == 0,
                                    timeout=10))
             secs = time.time() - t0
             report(f"{path} non-streamed, client closed", "cancelled", secs, self.srv)
@@ -337,15 +296,6 @@ class CheapChecksFirst(unittest.TestCase):
             self.assertTrue(c["text"].startswith(prompt))
         self.assertEqual(four["choices"][0]["text"], one["choices"][0]["text"])
         self.assertEqual(four["choices"][0]["logprobs"], lp1)
-
-
-def S_poll(pred, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
 
 
 class RecordsAndReplay(unittest.TestCase):

@@ -13,44 +13,10 @@ import time
 import unittest
 
 import stet_server as S
+from stet_server import poll_until, post_concurrently, timed_post, vm_kib
 
 SMOL = S.smollm2_path()
 MIB = 1 << 20
-
-
-def vm_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"{field} missing for {pid}")
-
-
-def timed_post(srv, path, body, timeout=120):
-    t0 = time.time()
-    status, _, data = srv.http("POST", path, body, timeout=timeout)
-    secs = time.time() - t0
-    try:
-        data = json.loads(data)
-    except ValueError:
-        pass
-    return status, data, secs
-
-
-def poll(pred, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
-
-
-def in_flight(srv):
-    for (n, labels), v in srv.metrics().items():
-        if n == "stet_requests_in_flight" and not labels:
-            return v
-    raise AssertionError("stet_requests_in_flight not in /metrics")
 
 
 class TokenizerEndpointsBounded(unittest.TestCase):
@@ -77,8 +43,7 @@ class TokenizerEndpointsBounded(unittest.TestCase):
         self.base = vm_kib(pid, "VmRSS")
 
     def report(self, name, status, secs):
-        hwm = vm_kib(self.srv.proc.pid, "VmHWM") / 1024
-        print(f"CASE {name}: {status} in {secs:.2f} s, VmHWM {hwm:.1f} MiB", flush=True)
+        S.report(name, status, secs, self.srv)
 
     def growth_mib(self):
         return (vm_kib(self.srv.proc.pid, "VmHWM") - self.base) / 1024
@@ -106,18 +71,7 @@ class TokenizerEndpointsBounded(unittest.TestCase):
 
     def test_six_at_once_under_max_queue_1(self):
         body = json.dumps({"content": "a " * (6 * MIB), "with_pieces": True}).encode()
-        results = [None] * 6
-
-        def one(i):
-            results[i] = timed_post(self.srv, "/tokenize", body)
-
-        t0 = time.time()
-        ts = [threading.Thread(target=one, args=(i,)) for i in range(6)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        secs = time.time() - t0
+        results, secs = post_concurrently(self.srv, "/tokenize", body, 6)
         self.report("6 x 12 MiB /tokenize, --max-queue 1", [r[0] for r in results], secs)
         for status, data, _ in results:
             self.assertIn(status, (400, 429), str(data)[:300])
@@ -153,7 +107,7 @@ class TokenizerEndpointsBounded(unittest.TestCase):
              "ignore_eos": True}))
         hold.start()
         try:
-            self.assertTrue(poll(lambda: in_flight(self.srv) >= 1))
+            self.assertTrue(poll_until(lambda: S.metric(self.srv, "stet_requests_in_flight") >= 1))
             for method, path, body in [("POST", "/tokenize", {"prompt": "word " * 2000}),
                                        ("POST", "/detokenize", {"tokens": [42] * 100}),
                                        ("POST", "/apply-template",

@@ -7,10 +7,10 @@ import json
 import signal
 import socket
 import threading
-import time
 import unittest
 
 import stet_server as S
+from stet_server import poll_until
 
 S.require_openai()
 import openai  # noqa: E402
@@ -69,15 +69,6 @@ def sse_text(raw):
     return text, finish, done
 
 
-def poll(pred, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
-
-
 class LifecycleTest(unittest.TestCase):
     def test_disconnect_cancels_and_frees_kv(self):
         with S.StetServer(STORIES, "--threads", "2") as srv:
@@ -87,17 +78,17 @@ class LifecycleTest(unittest.TestCase):
                     "ignore_eos": True, "temperature": 0.8, "seed": 1, "stream": True}
             s, first = open_stream(srv.port, body)
             self.assertIn(b"200", first.split(b"\r\n")[0])
-            self.assertTrue(poll(lambda: srv.gauge("stet_kv_blocks_used") > 0))
+            self.assertTrue(poll_until(lambda: srv.gauge("stet_kv_blocks_used") > 0))
             self.assertEqual(srv.gauge("stet_requests_in_flight"), 1)
             s.close()  # the client goes away mid-stream
-            self.assertTrue(poll(lambda: srv.gauge("stet_kv_blocks_used") == idle and
+            self.assertTrue(poll_until(lambda: srv.gauge("stet_kv_blocks_used") == idle and
                                  srv.gauge("stet_requests_in_flight") == 0 and
                                  srv.gauge("stet_running_sequences") == 0),
                             srv.metrics_text())
             self.assertEqual(srv.gauge("stet_requests_cancelled_total"), 1)
             # It stopped early: far fewer tokens than the 8000 asked for.
             self.assertLess(srv.gauge("stet_engine_generated_tokens_total"), 6000)
-            self.assertTrue(poll(lambda: any(l.get("cancelled") for l in srv.request_logs())))
+            self.assertTrue(poll_until(lambda: any(l.get("cancelled") for l in srv.request_logs())))
             self.assertTrue(srv.healthy())
             r = srv.client().completions.create(model="stories260K", prompt="Once", max_tokens=4)
             self.assertEqual(r.usage.completion_tokens, 4)
@@ -118,7 +109,7 @@ class LifecycleTest(unittest.TestCase):
             s, first = open_stream(srv.port, dict(body, stream=True))
             t = threading.Thread(target=non_stream)
             t.start()
-            self.assertTrue(poll(lambda: srv.gauge("stet_requests_in_flight") == 2))
+            self.assertTrue(poll_until(lambda: srv.gauge("stet_requests_in_flight") == 2))
             srv.proc.send_signal(signal.SIGTERM)
 
             def refused():
@@ -128,7 +119,7 @@ class LifecycleTest(unittest.TestCase):
                 except OSError:
                     return True
 
-            self.assertTrue(poll(refused, 10), "the listener still accepts after SIGTERM")
+            self.assertTrue(poll_until(refused, 10), "the listener still accepts after SIGTERM")
             self.assertIsNone(srv.proc.poll(), "exited before draining")  # still draining
             raw = first + read_all(s)
             s.close()
@@ -165,7 +156,7 @@ class LifecycleTest(unittest.TestCase):
             self.assertTrue(srv.healthy())
             a.close()
             b.close()
-            self.assertTrue(poll(lambda: srv.gauge("stet_requests_in_flight") == 0))
+            self.assertTrue(poll_until(lambda: srv.gauge("stet_requests_in_flight") == 0))
             r = srv.client().completions.create(model="stories260K", prompt="Once", max_tokens=2)
             self.assertEqual(r.usage.completion_tokens, 2)
             self.assertEqual(srv.stop(), 0)
@@ -193,7 +184,7 @@ class LifecycleTest(unittest.TestCase):
                 t.join()
             self.assertTrue(set(codes) <= {200, 429}, codes)
             self.assertIn(200, codes)
-            self.assertTrue(poll(lambda: srv.gauge("stet_requests_in_flight") == 0))
+            self.assertTrue(poll_until(lambda: srv.gauge("stet_requests_in_flight") == 0))
             self.assertTrue(srv.healthy())
             self.assertEqual(srv.stop(), 0)
 
