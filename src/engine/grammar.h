@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,15 @@ struct ByteSet {
   }
 };
 
+// The verdict on a grammar's first token mask for one vocabulary (ProbeFirstMask,
+// engine/grammar_matcher.h), kept with the grammar so every prompt and every
+// validation of a request pays for it once.
+struct GrammarProbe {
+  std::mutex mu;
+  const void* trie = nullptr;  // the vocabulary it was computed for; null: not yet
+  Status status;
+};
+
 // The compiled grammar. Each alternative of each rule is a run of elements in
 // `elems` ending with kEnd; an element >= 0 is an index into `sets` (one
 // byte), kEnd ends the alternative, and a value <= kRefBase refers to rule
@@ -62,6 +72,7 @@ struct Grammar {
   std::vector<std::string> names;  // rule -> name (generated rules: "name~N")
   int root = 0;
   GrammarLimits limits;  // the limits it was parsed under (the matcher's too)
+  std::shared_ptr<GrammarProbe> probe = std::make_shared<GrammarProbe>();
 };
 
 // Parses GBNF text: `name ::= alternatives` rules (names [A-Za-z0-9_-]+; a

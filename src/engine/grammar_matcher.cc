@@ -263,4 +263,18 @@ Status GrammarMatcher::Walk(const TokenTrie& trie, std::vector<uint8_t>* allowed
   return st;
 }
 
+Status ProbeFirstMask(const std::shared_ptr<const Grammar>& g, const TokenTrie& trie) {
+  GrammarProbe& p = *g->probe;
+  std::lock_guard<std::mutex> lock(p.mu);  // a second asker waits for the first's verdict
+  if (p.trie != &trie) {
+    GrammarMatcher m(g);
+    Status st = m.Init();
+    std::vector<uint8_t> mask;
+    if (st.ok()) st = m.FillMask(trie, &mask);
+    p.status = st;
+    p.trie = &trie;
+  }
+  return p.status;
+}
+
 }  // namespace stet

@@ -105,4 +105,9 @@ class GrammarMatcher {
   uint64_t tick_ = 0;
 };
 
+// The start state's Init and first FillMask on `trie`, computed once per
+// grammar and vocabulary (later calls, from any thread, return the first
+// verdict): what validation charges a request for its grammar before it queues.
+Status ProbeFirstMask(const std::shared_ptr<const Grammar>& g, const TokenTrie& trie);
+
 }  // namespace stet

@@ -125,8 +125,7 @@ Status ValidateRequest(const RequestParams& p, const RequestLimits& limits, std:
     Status st = m.Init();
     if (!st.ok()) return refuse("grammar", st.message());
     if (const TokenTrie* trie = limits.vocab_trie ? limits.vocab_trie() : nullptr) {
-      std::vector<uint8_t> mask;
-      st = m.FillMask(*trie, &mask);
+      st = ProbeFirstMask(p.grammar, *trie);  // once per grammar, not per prompt or call
       if (!st.ok()) return refuse("grammar", st.message() + " (at the first token)");
     }
   }

@@ -149,5 +149,34 @@ TEST(ValidateRequest, ProbesAGrammarsFirstMaskOnTheVocabulary) {
   EXPECT_TRUE(ValidateRequest(p, limits, &field).ok());
 }
 
+// The probe's verdict is kept with the grammar, per vocabulary: the prompts of
+// one request, and requests sharing a compiled grammar, pay for it once.
+TEST(ValidateRequest, ProbeVerdictIsKeptPerGrammarAndVocabulary) {
+  std::vector<std::string> pairs;
+  for (char a = 'a'; a <= 'z'; ++a) {
+    for (char b = 'a'; b <= 'z'; ++b) pairs.push_back(std::string{a, b});
+  }
+  const TokenTrie wide(pairs);
+  const TokenTrie narrow(std::vector<std::string>{"a", "b"});
+  GrammarLimits lim;
+  lim.max_mask_steps = 2000;
+  std::string chain = "root ::= r0+\n";
+  for (int i = 0; i < 50; ++i)
+    chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r50 ::= [a-z]\n";
+  auto g = ParseGbnf(chain, lim);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const std::shared_ptr<const Grammar> grammar = *g;
+  EXPECT_EQ(grammar->probe->trie, nullptr);
+  const Status first = ProbeFirstMask(grammar, wide);
+  EXPECT_FALSE(first.ok());
+  EXPECT_EQ(grammar->probe->trie, &wide);
+  const Status again = ProbeFirstMask(grammar, wide);
+  EXPECT_EQ(again.ToString(), first.ToString());
+  // Another vocabulary is probed anew: two tokens cost far less.
+  EXPECT_TRUE(ProbeFirstMask(grammar, narrow).ok());
+  EXPECT_EQ(grammar->probe->trie, &narrow);
+}
+
 }  // namespace
 }  // namespace stet
