@@ -65,6 +65,14 @@ const char* Reason(int status) {
   }
 }
 
+// A whole HTTP answer for `e` that closes the connection: what the poll thread sends itself.
+std::string CannedAnswer(const ApiError& e) {
+  const std::string body = ErrorBody(e);
+  return "HTTP/1.1 " + std::to_string(e.status) + " " + Reason(e.status) +
+         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 // The answer the poll thread sends itself, with an OpenAI-shaped body.
 std::string CannedResponse(int status, const ConnLimits& limits, bool per_client = false) {
   ApiError e;
@@ -93,10 +101,7 @@ std::string CannedResponse(int status, const ConnLimits& limits, bool per_client
     e.code = "too_many_connections";
     e.message = "The server has too many open connections; retry later.";
   }
-  const std::string body = ErrorBody(e);
-  return "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
-         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+  return CannedAnswer(e);
 }
 
 // The answer to a request whose serving ran out of memory outside a handler
@@ -109,10 +114,7 @@ std::string OutOfMemoryResponse() {
   e.message =
       "The server ran out of memory for this request; it was dropped and the server "
       "goes on. Retry later or send a smaller request.";
-  const std::string body = ErrorBody(e);
-  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: "
-         "close\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+  return CannedAnswer(e);
 }
 
 void SendOnce(int fd, const std::string& s) {

@@ -318,16 +318,20 @@ void Server::Impl::CancelAndWait(Job& job, Collector& coll) {
   }
 }
 
-void Server::Impl::FinishStream(Stream& st) {
-  if (st.finalized) return;
-  st.finalized = true;
-  if (!st.coll->done()) {
-    CancelAndWait(*st.job, *st.coll);
+void Server::Impl::EndJob(const std::shared_ptr<Job>& job, Collector& coll) {
+  if (!coll.done()) {  // the client went away: cancel what still runs in the engine
+    CancelAndWait(*job, coll);
     metrics.CountCancelled();
     t_record.cancelled = true;
   }
-  Account(*st.coll);
-  Release(st.job);
+  Account(coll);
+  Release(job);
+}
+
+void Server::Impl::FinishStream(Stream& st) {
+  if (st.finalized) return;
+  st.finalized = true;
+  EndJob(st.job, *st.coll);
 }
 
 void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream,
@@ -358,11 +362,7 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
       if (Clock::now() - checked < kPollInterval) continue;
       checked = Clock::now();
       if (CurrentClientGone()) {  // nobody awaits the answer: free the engine
-        CancelAndWait(*job, *coll);
-        metrics.CountCancelled();
-        t_record.cancelled = true;
-        Account(*coll);
-        Release(job);
+        EndJob(job, *coll);
         CloseAfter(res);
         return SendError(res, MakeError(499, "invalid_request_error", "client_closed_request",
                                         "the client closed the connection; the request was "

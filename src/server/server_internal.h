@@ -139,6 +139,7 @@ struct Server::Impl {
   void Release(const std::shared_ptr<Job>& job);
   void Account(const Collector& coll);
   void CancelAndWait(Job& job, Collector& coll);
+  void EndJob(const std::shared_ptr<Job>& job, Collector& coll);
   void FinishStream(Stream& st);
   // Submits one engine request per prompt and answers, streamed (hooks) or not (build).
   // `record` (with --record) is committed before the answer, or its final event, is written.

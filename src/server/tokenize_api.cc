@@ -45,7 +45,7 @@ std::optional<ApiError> CheckTokensReturned(size_t n, const TokenizerView& v, co
   ApiError e = BadRequest(std::string(what) + " would hold " + std::to_string(n) +
                               " tokens; this server returns at most " +
                               std::to_string(v.max_tokens_returned) +
-                              " per request (4x the context). Send less text.",
+                              " per request (4x the context, and at least 16384). Send less text.",
                           "", "too_many_tokens");
   e.status = 413;
   return e;
