@@ -14,7 +14,7 @@
 
 #include "engine/grammar.h"
 #include "engine/grammar_matcher.h"
-#include "server/json_schema.h"
+#include "server/structured/json_schema.h"
 
 namespace {
 

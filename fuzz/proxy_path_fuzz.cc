@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "forensics/proxy_path.h"
+#include "forensics/proxy/proxy_path.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "forensics/record_store.h"
-#include "forensics/replay.h"
+#include "forensics/replay/replay.h"
+#include "forensics/store/record_store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace stet::forensics;

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "server/json_fields.h"
-#include "server/request_parse.h"
+#include "http/json_fields.h"
+#include "server/openai/request_parse.h"
 
 namespace {
 

@@ -196,7 +196,7 @@ struct ActQ8K {
   int16_t* bsums = nullptr;  // [m][nsb * 16]
 };
 
-// AVX-512 layouts (kernels/cpu/*_avx512.cc), built from the above once per
+// AVX-512 layouts (kernels/x86/*_avx512.cc), built from the above once per
 // MatMul. They only move data; the numbers and their order stay the canonical ones.
 //
 // ActPairs: float activation rows interleaved in pairs, 8 elements at a time,

@@ -1,7 +1,7 @@
 // The compute kernels the model needs: each op has a scalar reference path
-// (kernels/ref/) and an AVX2+FMA path (kernels/cpu/*_avx2.cc); MatMul (batched,
+// (kernels/ref/) and an AVX2+FMA path (kernels/x86/*_avx2.cc); MatMul (batched,
 // and decode over the packed layout below) and paired attention also have
-// AVX-512 VNNI paths (kernels/cpu/*_avx512.cc); on aarch64 a NEON path
+// AVX-512 VNNI paths (kernels/x86/*_avx512.cc); on aarch64 a NEON path
 // (kernels/neon/, Isa::kNeon; ops without one run ref/). Every path computes the same
 // bits (rule R4); every reduction's order depends only on its length (R1);
 // threads split output rows/columns/heads, never a reduction (R2). The path is

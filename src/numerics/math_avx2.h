@@ -1,6 +1,6 @@
 // AVX2+FMA twins of math.h, lane-for-lane bitwise equal to the scalar functions
 // (same operations, same order, same roundings). Only include from code compiled
-// with -mavx2 -mfma -mf16c (kernels/cpu/*_avx2.cc).
+// with -mavx2 -mfma -mf16c (kernels/x86/*_avx2.cc).
 #pragma once
 
 #include <immintrin.h>

@@ -4,10 +4,10 @@
 // and the small GET endpoints. The seed and the engine's
 // fingerprint go into every response so the answer can be reproduced; with
 // --record, everything else that shaped it goes into the record.
-#include "server/json_fields.h"
-#include "server/request_parse.h"
+#include "http/json_fields.h"
+#include "server/openai/request_parse.h"
 #include "server/server_internal.h"
-#include "server/structured_output.h"
+#include "server/structured/structured_output.h"
 
 namespace stet::server {
 

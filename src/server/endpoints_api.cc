@@ -5,12 +5,12 @@
 // the request's own worker; /v1/responses generates through the same Run.
 #include <algorithm>
 
-#include "server/json_fields.h"
+#include "http/json_fields.h"
+#include "server/openai/responses_api.h"
+#include "server/openai/tokenize_api.h"
 #include "server/record_builder.h"
-#include "server/responses_api.h"
 #include "server/server_internal.h"
-#include "server/structured_output.h"
-#include "server/tokenize_api.h"
+#include "server/structured/structured_output.h"
 
 namespace stet::server {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/request.h"
-#include "server/response.h"
+#include "server/openai/response.h"
 #include "tokenizer/tokenizer.h"
 
 namespace stet::server {

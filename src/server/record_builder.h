@@ -17,9 +17,9 @@
 
 #include "base/utc_time.h"
 #include "engine/request.h"
-#include "server/api_error.h"
+#include "http/api_error.h"
+#include "server/openai/response.h"
 #include "server/recorder.h"
-#include "server/response.h"
 
 namespace stet::server {
 

@@ -3,7 +3,7 @@
 // BEFORE the response (or a stream's final event) is written. Invariant: a
 // request the client saw answered has been recorded — when Record() fails the
 // client gets an error instead of the answer. The server does not know how
-// records are stored (src/forensics/record_store.h does; src/tools wires it).
+// records are stored (src/forensics/store/record_store.h does; src/tools wires it).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>

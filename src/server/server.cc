@@ -1,9 +1,8 @@
-// HTTP plumbing of `stet serve` on cpp-httplib: routes (the /v1 API and the
-// tokenizer endpoints at the root), authentication,
+// HTTP plumbing of `stet serve` on cpp-httplib: authentication keys,
 // admission (--max-queue), request logs and metrics, streaming with
 // cancellation on disconnect, and the drain on shutdown. The endpoint bodies
 // (parsing, prompts, response shapes) live in endpoints.cc and the modules it
-// calls; this file moves bytes and owns lifetimes.
+// calls, the routes and the gate in routes.cc; this file moves bytes and owns lifetimes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,7 +13,8 @@
 
 #include "base/hash.h"
 #include "base/utc_time.h"
-#include "server/json_fields.h"
+#include "http/json_fields.h"
+#include "server/routes.h"
 #include "server/server_internal.h"
 
 namespace stet::server {
@@ -40,7 +40,6 @@ constexpr auto kCancelWait = std::chrono::seconds(10);
 // After the drain timeout, how long cancelled requests get to write their answers.
 constexpr auto kCancelGrace = std::chrono::seconds(1);
 constexpr int kLightWorkers = 4;  // GET/HEAD: /health, /metrics, /v1/models
-constexpr int kMaxRequestsPerConnection = 100;
 thread_local RequestRecord t_record;
 
 }  // namespace
@@ -64,34 +63,6 @@ std::string RandomHex(int n) {
   }
   return s;
 }
-
-namespace {
-
-// The tokenizer and template endpoints: served at the root, as vLLM and
-// llama.cpp serve them, behind the same key, readiness and body checks as /v1/*.
-bool IsTokenizerRoute(const std::string& path) {
-  return path == "/tokenize" || path == "/detokenize" || path == "/apply-template" ||
-         path == "/tokenizer_info";
-}
-
-std::string EndpointLabel(const std::string& path) {
-  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
-      path == "/v1/models" || path == "/health" || path == "/metrics" || IsTokenizerRoute(path)) {
-    return path;
-  }
-  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
-  return "other";
-}
-
-bool IsGeneration(const std::string& label) {
-  return label == "/v1/completions" || label == "/v1/chat/completions" || label == "/v1/responses";
-}
-
-bool IsPostRoute(const std::string& path) {
-  return IsGeneration(path) || (IsTokenizerRoute(path) && path != "/tokenizer_info");
-}
-
-}  // namespace
 
 void SendJson(Response& res, int status, const Json& j) {
   res.status = status;
@@ -161,83 +132,15 @@ std::optional<ApiError> Server::Impl::CheckPromptBytes(size_t bytes, const char*
       param);
 }
 
-namespace {
-
-bool IsGetRoute(const std::string& path) {
-  return path == "/v1/models" || path.rfind("/v1/models/", 0) == 0 || path == "/health" ||
-         path == "/metrics" || path == "/tokenizer_info";
-}
-
-}  // namespace
-
-std::optional<ApiError> Server::Impl::Gate(const Request& req) const {
-  if (auto e = CheckHost(req, hosts)) return e;
-  if (req.method != "GET" && req.method != "HEAD" && req.method != "POST") {
-    return MakeError(405, "invalid_request_error", "method_not_allowed",
-                     "Method " + SanitizeUtf8(req.method) + " is not supported (GET, HEAD, POST).");
-  }
-  if (auto e = CheckAuthorizationHeader(req)) return e;
-  const bool needs_key = req.path.rfind("/v1/", 0) == 0 || IsTokenizerRoute(req.path) ||
-                         (req.path == "/metrics" && !opts.metrics_public);
-  if (needs_key && !Authorized(req)) {
-    return MakeError(401, "invalid_request_error", "invalid_api_key",
-                     "Incorrect or missing API key: send 'Authorization: Bearer <key>'.");
-  }
-  if (auto e = CheckFraming(req, opts.max_body_bytes)) return e;
-  if (req.method == "POST") {
-    if (!IsPostRoute(req.path)) {
-      if (IsGetRoute(req.path)) {
-        return MakeError(405, "invalid_request_error", "method_not_allowed",
-                         "Use GET for " + req.path + ".");
-      }
-      return MakeError(404, "invalid_request_error", "unknown_url",
-                       "Unknown endpoint: POST " + SanitizeUtf8(req.path));
-    }
-    if (auto e = CheckJsonContentType(req)) return e;
-  }
-  return std::nullopt;
-}
-
-void Server::Impl::WithBody(const Request& req, Response& res, const httplib::ContentReader& read,
-                            void (Impl::*handle)(const Request&, Response&)) {
-  std::string body;
-  if (req.has_header("Content-Length"))
-    body.reserve(req.get_header_value<uint64_t>("Content-Length"));
-  // Gate refused any Content-Encoding: the count is of the bytes sent.
-  const BodyRead got = ReadBody(read, opts.max_body_bytes, &body);
-  if (got != BodyRead::kComplete) {
-    CloseAfter(res);
-    if (got == BodyRead::kTooLarge) {
-      return SendError(
-          res, MakeError(413, "invalid_request_error", "request_too_large",
-                         "The request body is larger than this server accepts (--max-body-bytes " +
-                             std::to_string(opts.max_body_bytes) + ")."));
-    }
-    if (CurrentConnRequest().deadline_hit) {
-      return SendError(res,
-                       MakeError(408, "invalid_request_error", "request_timeout",
-                                 "The request body did not arrive in time (--body-timeout " +
-                                     std::to_string(opts.body_timeout_s) + " s, --read-timeout " +
-                                     std::to_string(opts.read_timeout_s) +
-                                     " s between reads, at least --body-min-rate " +
-                                     std::to_string(opts.body_min_rate) +
-                                     " bytes/s after the first 5 s)."));
-    }
-    return SendError(
-        res, BadRequest("The request body is incomplete or its chunked framing is malformed."));
-  }
-  Request full = req;
-  full.body = std::move(body);
-  (this->*handle)(full, res);
-}
-
 void Server::Impl::LogRequest(const Request& req, const Response& res) {
   RequestRecord& r = t_record;
   const std::string label = r.active ? r.endpoint : EndpointLabel(req.path);
+  const Route* route = FindRoute(label);
+  const bool generation = route && route->generation;
   const auto now = Clock::now();
   const double total_s = r.active ? std::chrono::duration<double>(now - r.start).count() : 0.0;
   metrics.CountRequest(label, res.status);
-  if (IsGeneration(label)) metrics.ObserveRequestDuration(total_s);
+  if (generation) metrics.ObserveRequestDuration(total_s);
   if (opts.log_requests && label != "/health" && label != "/metrics") {
     Json j = Json::object();
     j["ts"] = NowIso8601();
@@ -245,7 +148,7 @@ void Server::Impl::LogRequest(const Request& req, const Response& res) {
     j["method"] = req.method;
     j["endpoint"] = label == "other" ? req.path : label;
     j["status"] = res.status;
-    if (IsGeneration(label)) {
+    if (generation) {
       j["stream"] = r.stream;
       j["prompt_tokens"] = r.prompt_tokens >= 0 ? Json(r.prompt_tokens) : Json(nullptr);
       j["completion_tokens"] = r.completion_tokens >= 0 ? Json(r.completion_tokens) : Json(nullptr);
@@ -422,155 +325,6 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
         return true;
       },
       [this, hooks](bool) { FinishStream(*hooks); });
-}
-
-void Server::Impl::Routes() {
-  // Connections, deadlines and worker threads are the ConnectionLoop's; the
-  // keep-alive settings only shape the Keep-Alive header httplib writes.
-  http.set_keep_alive_timeout(opts.keep_alive_s);
-  http.set_keep_alive_max_count(kMaxRequestsPerConnection);
-  http.set_payload_max_length(opts.max_body_bytes);
-  http.set_tcp_nodelay(true);
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a
-  // second server bind the same port and silently share its traffic.
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-
-  const auto refuse = [](const Request& req, Response& res, const ApiError& e) {
-    if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-    if (e.status == 405) {
-      res.set_header("Allow", IsPostRoute(req.path) ? "POST"
-                              : IsGetRoute(req.path) ? "GET, HEAD"
-                                                     : "GET, HEAD, POST");
-    }
-    CloseAfter(res);
-    SendError(res, e);
-  };
-  // curl sends "Expect: 100-continue" for large bodies: refuse before it sends one.
-  http.set_expect_100_continue_handler([this, refuse](const Request& req, Response& res) {
-    if (auto e = Gate(req)) {
-      refuse(req, res, *e);
-      return e->status;
-    }
-    return 100;
-  });
-  http.set_pre_routing_handler([this, refuse](const Request& req, Response& res) {
-    RequestRecord& r = t_record;
-    r = RequestRecord{};
-    r.active = true;
-    r.start = Clock::now();
-    r.endpoint = EndpointLabel(req.path);
-    r.id = (r.endpoint == "/v1/chat/completions" ? "chatcmpl-"
-            : r.endpoint == "/v1/completions"    ? "cmpl-"
-            : r.endpoint == "/v1/responses"      ? "resp_"
-                                                 : "req-") +
-           RandomHex(24);
-    res.set_header("X-Request-Id", r.id);
-    if (auto e = Gate(req)) {
-      refuse(req, res, *e);
-      return HandlerResponse::Handled;
-    }
-    if (req.path.rfind("/v1/", 0) != 0 && !IsTokenizerRoute(req.path)) return HandlerResponse::Unhandled;
-    if (draining) {
-      CloseAfter(res);
-      SendError(res, MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
-      return HandlerResponse::Handled;
-    }
-    if (!ready) {
-      res.set_header("Retry-After", "1");
-      CloseAfter(res);
-      SendError(res, MakeError(503, "server_error", "model_loading", "The model is still loading."));
-      return HandlerResponse::Handled;
-    }
-    return HandlerResponse::Unhandled;
-  });
-  // Runs after httplib added its connection headers: an answer that closes its
-  // connection says so once, without a Keep-Alive promise.
-  http.set_post_routing_handler([](const Request&, Response& res) {
-    if (!CurrentConnRequest().close_after) return;
-    res.headers.erase("Keep-Alive");
-    res.headers.erase("Connection");
-    res.set_header("Connection", "close");
-  });
-  http.set_logger([this](const Request& req, const Response& res) { LogRequest(req, res); });
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
-    if (!res.body.empty()) return HandlerResponse::Unhandled;
-    // httplib's own refusals: a request it could not parse, or whose body it did not read.
-    if (res.status != 404 || (req.method != "GET" && req.method != "HEAD")) CloseAfter(res);
-    switch (res.status) {
-      case 404:
-        SendError(res, MakeError(404, "invalid_request_error", "unknown_url",
-                                 "Unknown endpoint: " + req.method + " " + SanitizeUtf8(req.path)));
-        break;
-      case 413:
-        SendError(res, MakeError(413, "invalid_request_error", "request_too_large",
-                                 "The request body is larger than this server accepts (--max-body-bytes)."));
-        break;
-      case 400:
-        SendError(res, MakeError(400, "invalid_request_error", "", "Malformed HTTP request."));
-        break;
-      default:
-        SendError(res, MakeError(res.status, res.status >= 500 ? "server_error" : "invalid_request_error", "",
-                                 "HTTP status " + std::to_string(res.status)));
-    }
-    return HandlerResponse::Handled;
-  }));
-  http.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::bad_alloc&) {
-      // Out of memory for this request: the process goes on; the client may retry later.
-      res.body.clear();
-      res.body.shrink_to_fit();
-      SendError(res, MakeError(503, "server_error", "out_of_memory",
-                               "the server ran out of memory for this request; it was dropped and "
-                               "the server goes on. Retry later or send a smaller request."));
-      return;
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    SendError(res, MakeError(500, "server_error", "internal_error", "internal error: " + what));
-  });
-
-  // Content readers: httplib hands the body over as it arrives instead of
-  // buffering all of it (chunked without limit) into Request::body.
-  http.Post("/v1/completions",
-            [this](const Request& q, Response& r, const httplib::ContentReader& read) {
-              WithBody(q, r, read, &Impl::HandleCompletions);
-            });
-  http.Post("/v1/chat/completions",
-            [this](const Request& q, Response& r, const httplib::ContentReader& read) {
-              WithBody(q, r, read, &Impl::HandleChat);
-            });
-  http.Post("/v1/responses", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
-    WithBody(q, r, read, &Impl::HandleResponses);
-  });
-  http.Post("/tokenize", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
-    WithBody(q, r, read, &Impl::HandleTokenize);
-  });
-  http.Post("/detokenize", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
-    WithBody(q, r, read, &Impl::HandleDetokenize);
-  });
-  http.Post("/apply-template", [this](const Request& q, Response& r, const httplib::ContentReader& read) {
-    WithBody(q, r, read, &Impl::HandleApplyTemplate);
-  });
-  http.Get("/tokenizer_info", [this](const Request& q, Response& r) { HandleTokenizerInfo(q, r); });
-  const auto not_allowed = [](const Request& q, Response& r) {
-    r.set_header("Allow", "POST");
-    SendError(r, MakeError(405, "invalid_request_error", "method_not_allowed",
-                           "Use POST for " + q.path + "."));
-  };
-  http.Get("/v1/completions", not_allowed);
-  http.Get("/v1/chat/completions", not_allowed);
-  for (const char* path : {"/v1/responses", "/tokenize", "/detokenize", "/apply-template"}) http.Get(path, not_allowed);
-  http.Get("/v1/models", [this](const Request& q, Response& r) { HandleModels(q, r); });
-  http.Get(R"(/v1/models/(.+))", [this](const Request& q, Response& r) { HandleModels(q, r); });
-  http.Get("/health", [this](const Request& q, Response& r) { HandleHealth(q, r); });
-  http.Get("/metrics", [this](const Request& q, Response& r) { HandleMetrics(q, r); });
 }
 
 // ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@
 #include "base/status.h"
 #include "engine/engine.h"
 #include "server/recorder.h"
-#include "server/request_parse.h"
+#include "server/openai/request_parse.h"
 #include "template/chat_template.h"
 
 namespace stet::server {
@@ -82,8 +82,10 @@ class Server {
   // Blocks until Shutdown has closed every connection.
   void Wait();
 
- private:
+  // Defined in server_internal.h; named here so the route table (routes.h) can point at its handlers.
   struct Impl;
+
+ private:
   Server() = default;
   std::unique_ptr<Impl> impl_;
 };

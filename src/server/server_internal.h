@@ -1,6 +1,7 @@
-// Internals shared by server.cc (plumbing, lifecycle, streaming) and
-// endpoints.cc / endpoints_api.cc (the endpoint handlers): the per-request
-// record behind the log line, and Server::Impl. Not part of the server's API.
+// Internals shared by server.cc (plumbing, lifecycle, streaming), routes.cc
+// (the route table, the gate, registration) and endpoints.cc / endpoints_api.cc
+// (the endpoint handlers): the per-request record behind the log line, and
+// Server::Impl. Not part of the server's API.
 #pragma once
 
 #include <httplib.h>
@@ -19,16 +20,16 @@
 #include <thread>
 #include <vector>
 
-#include "server/chat_prompt.h"
-#include "server/http_conn.h"
-#include "server/http_gate.h"
-#include "server/http_server.h"
+#include "server/openai/chat_prompt.h"
+#include "http/http_conn.h"
+#include "http/http_gate.h"
+#include "http/http_server.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/record_builder.h"
-#include "server/response.h"
+#include "server/openai/response.h"
 #include "server/server.h"
-#include "server/tokenize_api.h"
+#include "server/openai/tokenize_api.h"
 
 namespace stet::server {
 
@@ -47,6 +48,9 @@ struct RequestRecord {
   bool cancelled = false;
 };
 RequestRecord& CurrentRecord();  // thread-local
+
+// Requests served on one keep-alive connection before it is closed.
+inline constexpr int kMaxRequestsPerConnection = 100;
 
 uint64_t RandomU64();
 std::string RandomHex(int n);
@@ -116,8 +120,16 @@ struct Server::Impl {
     std::shared_ptr<Job> job_;
   };
 
-  // server.cc
+  // routes.cc: registers every row of RouteTable() (routes.h) and the hooks around them.
   void Routes();
+  // routes.cc: host, method, key, framing and Content-Type, before any body byte is read.
+  std::optional<ApiError> Gate(const httplib::Request& req) const;
+  // routes.cc: reads the body (at most --max-body-bytes, decoded) and hands the request on.
+  void WithBody(const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader& read,
+                void (Impl::*handle)(const httplib::Request&, httplib::Response&));
+
+  // server.cc
   bool Authorized(const httplib::Request& req) const;
   // The index of the --api-key the request presents; -1 when none matches.
   int KeyIndex(const httplib::Request& req) const;
@@ -128,12 +140,6 @@ struct Server::Impl {
   std::optional<ApiError> CheckPromptBytes(size_t bytes, const char* param) const;
   // A slot under --max-queue, or an empty one after answering 429 (or 503 when draining).
   Slot AdmitOrRefuse(httplib::Response& res);
-  // Host, method, key, framing and Content-Type, before any body byte is read.
-  std::optional<ApiError> Gate(const httplib::Request& req) const;
-  // Reads the body (at most --max-body-bytes, decoded) and hands the request on.
-  void WithBody(const httplib::Request& req, httplib::Response& res,
-                const httplib::ContentReader& read,
-                void (Impl::*handle)(const httplib::Request&, httplib::Response&));
   void LogRequest(const httplib::Request& req, const httplib::Response& res);
   bool Admit(const std::shared_ptr<Job>& job);
   void Release(const std::shared_ptr<Job>& job);

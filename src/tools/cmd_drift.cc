@@ -7,8 +7,8 @@
 #include <memory>
 #include <utility>
 
-#include "forensics/drift.h"
-#include "forensics/openai.h"
+#include "forensics/analysis/drift.h"
+#include "forensics/client/openai.h"
 #include "tools/common.h"
 
 namespace stet::tools {

@@ -1,6 +1,6 @@
 // `stet drift watch --endpoint URL --canary prompts.txt --store STORE --every 1h`
 // sends the canary prompt set each interval, records it, and prints the
-// round's test (src/forensics/canary.h); `stet drift report STORE [--html]`
+// round's test (src/forensics/analysis/canary.h); `stet drift report STORE [--html]`
 // recomputes the test over every stored round. Exit codes: 0 nothing flagged,
 // 1 a round flagged, 2 error or bad command line.
 #include <chrono>
@@ -9,8 +9,8 @@
 #include <memory>
 #include <thread>
 
-#include "forensics/canary.h"
-#include "forensics/openai.h"
+#include "forensics/analysis/canary.h"
+#include "forensics/client/openai.h"
 #include "tools/cmd_drift.h"
 #include "tools/common.h"
 

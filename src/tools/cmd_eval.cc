@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "forensics/eval.h"
+#include "forensics/analysis/eval.h"
 #include "tools/common.h"
 
 namespace stet::tools {

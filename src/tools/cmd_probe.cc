@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "forensics/probe.h"
+#include "forensics/analysis/probe.h"
 #include "tools/common.h"
 
 namespace stet::tools {

@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "base/utc_time.h"
-#include "forensics/canary.h"
-#include "forensics/proxy.h"
+#include "forensics/analysis/canary.h"
+#include "forensics/proxy/proxy.h"
 #include "tools/common.h"
 
 namespace stet::tools {

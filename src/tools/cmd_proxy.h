@@ -1,4 +1,4 @@
-// `stet proxy`: the recording reverse proxy (src/forensics/proxy.h).
+// `stet proxy`: the recording reverse proxy (src/forensics/proxy/proxy.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "forensics/record_store.h"
+#include "forensics/store/record_store.h"
 #include "tools/common.h"
 
 namespace stet::tools {

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <memory>
 
-#include "forensics/openai.h"
-#include "forensics/replay.h"
-#include "forensics/replay_proxy.h"
+#include "forensics/client/openai.h"
+#include "forensics/replay/replay.h"
+#include "forensics/replay/replay_proxy.h"
 #include "tools/common.h"
 #include "tools/local_server.h"
 #include "tools/model_catalog.h"

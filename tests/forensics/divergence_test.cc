@@ -2,11 +2,11 @@
 // common output, the first divergent token, the tokens and the logprob gap at
 // the fork (from either side's top-k, or a bound), byte forks without logprobs;
 // and the probe verdict built from them.
-#include "forensics/divergence.h"
+#include "forensics/analysis/divergence.h"
 
 #include <gtest/gtest.h>
 
-#include "forensics/probe.h"
+#include "forensics/analysis/probe.h"
 
 namespace stet::forensics {
 namespace {

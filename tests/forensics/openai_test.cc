@@ -1,11 +1,11 @@
 // Response parsing for both endpoint shapes, whole and streamed, with the
 // variations real servers send. The completions and chat bodies below are
 // trimmed from llama-cpp-python 0.3.36's server (SmolLM2-135M-Instruct Q4_1).
-#include "forensics/openai.h"
+#include "forensics/client/openai.h"
 
 #include <gtest/gtest.h>
 
-#include "forensics/http_client.h"
+#include "forensics/client/http_client.h"
 
 namespace stet::forensics {
 namespace {

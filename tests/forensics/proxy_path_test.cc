@@ -2,7 +2,7 @@
 // path that is relayed and recorded, and no target can name another host or
 // climb above the configured base (RFC 3986 5.2.4 dot segments, %2e/%2f decoded
 // first).
-#include "forensics/proxy_path.h"
+#include "forensics/proxy/proxy_path.h"
 
 #include <gtest/gtest.h>
 

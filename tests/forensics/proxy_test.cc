@@ -13,11 +13,11 @@
 #include <thread>
 
 #include "base/rng.h"
-#include "forensics/canary.h"
-#include "forensics/exchange.h"
-#include "forensics/exchange_store.h"
-#include "forensics/replay_proxy.h"
-#include "forensics/stream_fold.h"
+#include "forensics/analysis/canary.h"
+#include "forensics/client/stream_fold.h"
+#include "forensics/replay/replay_proxy.h"
+#include "forensics/store/exchange.h"
+#include "forensics/store/exchange_store.h"
 
 namespace stet::forensics {
 namespace {

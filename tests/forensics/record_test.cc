@@ -19,10 +19,10 @@
 
 #include "base/hash.h"
 #include "base/utc_time.h"
-#include "forensics/probe.h"
-#include "forensics/record_store.h"
-#include "forensics/replay.h"
-#include "server/chat_prompt.h"
+#include "forensics/analysis/probe.h"
+#include "forensics/replay/replay.h"
+#include "forensics/store/record_store.h"
+#include "server/openai/chat_prompt.h"
 #include "server/record_builder.h"
 #include "server/server.h"
 #include "support/stories_engine.h"
@@ -516,7 +516,9 @@ TEST(ReplayCompare, NullAndWronglyTypedFieldsReadAsTheServerReadsThem) {
     const auto o = forensics::CompareReplay(rec, Answer());
     EXPECT_EQ(o.verdict, forensics::ReplayVerdict::kIdentical) << v.dump();
     const OJson body = forensics::ReplayRequestBody(rec, force);
-    if (v.is_null()) EXPECT_EQ(body["logprobs"], 0);  // null is absent: asked for
+    if (v.is_null()) {
+      EXPECT_EQ(body["logprobs"], 0);  // null is absent: asked for
+    }
     OJson chat = rec;
     chat["endpoint"] = "/v1/chat/completions";
     EXPECT_EQ(forensics::ReplayRequestBody(chat, force)["logprobs"], true) << v.dump();

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <regex>
 
-#include "forensics/divergence.h"
-#include "forensics/drift.h"
-#include "forensics/eval.h"
-#include "forensics/probe.h"
-#include "forensics/svg.h"
+#include "forensics/analysis/divergence.h"
+#include "forensics/analysis/drift.h"
+#include "forensics/analysis/eval.h"
+#include "forensics/analysis/probe.h"
+#include "forensics/analysis/svg.h"
 
 namespace stet::forensics {
 namespace {

@@ -1,7 +1,7 @@
 // SSE parsing: events complete only at a blank line, whatever the chunking;
 // CRLF / CR / LF line ends; comments, multi-line data, [DONE], a final event
 // without its blank line, a byte-order mark split across chunks.
-#include "forensics/sse.h"
+#include "forensics/client/sse.h"
 
 #include <gtest/gtest.h>
 

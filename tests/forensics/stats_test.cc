@@ -1,7 +1,7 @@
 // Statistics against textbook and independently computed values. Binomial
 // references were computed exactly in Python with math.comb and fractions
 // (sum(comb(n, i) for i <= k) / 2**n), not with this code.
-#include "forensics/stats.h"
+#include "forensics/analysis/stats.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/chat_prompt.h"
+#include "server/openai/chat_prompt.h"
 #include "server/server.h"
 #include "support/stories_engine.h"
 #include "support/test_support.h"

@@ -1,6 +1,6 @@
 // JSON Schema -> GBNF: documents valid under a schema match its grammar,
 // invalid ones do not, and unsupported keywords are refused by name.
-#include "server/json_schema.h"
+#include "server/structured/json_schema.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "engine/grammar.h"
 #include "engine/grammar_matcher.h"
-#include "server/json_schema_oneof.h"
+#include "server/structured/json_schema_oneof.h"
 
 namespace stet::server {
 namespace {

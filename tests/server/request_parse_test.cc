@@ -4,13 +4,13 @@
 // ValidateRequest does (ranges, vocabulary, context) — valid bodies become the
 // engine parameters the OpenAI API describes, and UTF-8 checks are strict
 // (overlongs, surrogates, truncations rejected).
-#include "server/request_parse.h"
+#include "server/openai/request_parse.h"
 
 #include <gtest/gtest.h>
 
 #include <ctime>
 
-#include "server/json_fields.h"
+#include "http/json_fields.h"
 
 namespace stet::server {
 namespace {

@@ -4,16 +4,16 @@
 // stream chunks whose texts concatenate to the non-streamed text, the
 // Prometheus exposition, and the chat prompt (ChatML fallback, BOS once) on
 // stories260K's real vocabulary.
-#include "server/response.h"
+#include "server/openai/response.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
-#include "server/chat_prompt.h"
 #include "server/job.h"
 #include "server/metrics.h"
+#include "server/openai/chat_prompt.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 

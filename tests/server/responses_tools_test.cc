@@ -3,7 +3,7 @@
 // items as chat messages, and the output items and stream events of an answer
 // holding text and two calls (the live tests' tiny model cannot write text
 // before a call in the generic format).
-#include "server/responses_tools.h"
+#include "server/openai/responses_tools.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "server/responses_api.h"
+#include "server/openai/responses_api.h"
 
 namespace stet::server {
 namespace {

@@ -2,7 +2,7 @@
 // grammar accepts is one the tool-call parser reads back (same function, same
 // arguments), and what the grammar refuses includes unknown functions and
 // arguments off their schema.
-#include "server/structured_output.h"
+#include "server/structured/structured_output.h"
 
 #include <gtest/gtest.h>
 

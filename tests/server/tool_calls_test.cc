@@ -4,13 +4,13 @@
 // cut from the render) parses back to that call, hand-written model answers
 // of each family parse, and anything malformed stays text. Call ids depend
 // only on (seed, choice, index). Chat responses and streams carry the calls.
-#include "server/tool_calls.h"
+#include "server/structured/tool_calls.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "server/response.h"
+#include "server/openai/response.h"
 #include "support/test_support.h"
 #include "template/chat_template.h"
 

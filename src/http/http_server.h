@@ -1,0 +1,65 @@
+// cpp-httplib's server with the hooks stet's own connection loop needs: serve
+// one request on a stream the loop owns, read the listening socket, close it
+// after the last answer, and raise the accept backlog. Shared by `stet serve`
+// and `stet proxy`, so both keep httplib's parser and routing under the same
+// deadlines (http_conn.h).
+#pragma once
+
+#include <httplib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "http/http_conn.h"
+
+namespace stet::server {
+
+class HttpServer : public httplib::Server {
+ public:
+  // One request on a connection the ConnectionLoop owns: httplib parses,
+  // routes and answers it (process_request); `setup` runs once the headers are
+  // parsed, before the body is read.
+  bool Serve(httplib::Stream& strm, bool close_connection, bool& connection_closed,
+             const std::function<void(httplib::Request&)>& setup) {
+    return process_request(strm, close_connection, connection_closed, setup);
+  }
+  socket_t ListenSocket() const { return svr_sock_; }
+  // Only after the last response is written: httplib's chunked writer stops
+  // streaming once svr_sock_ is INVALID_SOCKET.
+  void CloseListenSocket() {
+    const socket_t s = svr_sock_.exchange(INVALID_SOCKET);
+    if (s != INVALID_SOCKET) ::close(s);
+  }
+  // httplib listens with a backlog of 5, so a burst of clients overflows the
+  // accept queue and some get reset; listen() again only raises the backlog.
+  void RaiseBacklog(int n) {
+    const socket_t s = svr_sock_;
+    if (s != INVALID_SOCKET) ::listen(s, n);
+  }
+};
+
+// Binds http to host:port (port 0: any free port) with an accept backlog for
+// bursts, and ignores SIGPIPE (a client that hangs up mid-answer must not kill
+// the process). Returns the port it listens on.
+Result<int> Listen(HttpServer& http, const std::string& host, int port);
+
+// How a request body's read ended.
+enum class BodyRead { kComplete, kTooLarge, kIncomplete };
+
+// Reads a request body into *body, at most max_bytes, counted as decoded bytes
+// arrive (Content-Length or chunked): the read stops at the first byte over.
+// kIncomplete: the client stopped early, broke the framing, or ran past a
+// deadline (CurrentConnRequest().deadline_hit says which).
+BodyRead ReadBody(const httplib::ContentReader& read, size_t max_bytes, std::string* body);
+
+// A started ConnectionLoop on http's listening socket whose workers hand each
+// request to http (httplib parses, routes and answers it; the body deadline
+// starts once the headers are in).
+std::unique_ptr<ConnectionLoop> StartServing(HttpServer& http, const ConnLimits& limits,
+                                             RejectFn on_reject);
+
+}  // namespace stet::server

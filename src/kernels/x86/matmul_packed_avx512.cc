@@ -1,0 +1,315 @@
+// AVX-512 VNNI MatMul for q8_0/q4_0/q4_1 (and q4_k) weights in the packed layout
+// (kernels/pack.cc), for small batches (decode, speculative verification: up
+// to 15 rows; each weight load serves up to 8 activation rows (q4_k: 4), the
+// group is re-read from cache for the next pass). One 16-lane vector holds 16
+// weight rows: a 64-byte load brings 4 quants of each, and one vpdpbusd with a
+// broadcast 4-byte activation word does 64 exact multiply-adds, so a block's
+// int32 dots for 16 rows land in one vector with no horizontal sums. q8_0 is
+// stored as q + 128 (unsigned, as vpdpbusd wants) and 128 * sum qx of the
+// activation block is subtracted; q4_0 subtracts 8 * sum qx; both exact.
+//
+// Numerics: per output, block b's exact isum goes to logical lane b % 8 as
+// lane = fma(dw * dx, float(isum), lane) (q4_1 then lane = fma(mw, s, lane)),
+// in increasing b, then the fixed lane tree: equal to ref/matmul_q8.cc. q4_k:
+// per superblock isum = sum_j sc_j * dot_j (vpmulld) and msum = sum_j min_j *
+// sum qx_j (vpdpwssd), exact; lane = fma(d*dx, float(isum), lane); lane =
+// fma(-(dmin*dx), float(msum), lane): equal to ref/matmul_qk.cc.
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "base/check.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/avx512_util.h"
+#include "kernels/internal.h"
+
+namespace stet::kernels::avx512 {
+
+namespace {
+
+// Activation rows sharing each weight load (verification steps of speculative
+// decoding, a few concurrent decodes); one row keeps the register-unrolled path.
+constexpr int kRMax = 8;
+constexpr int kRMaxQK = 4;
+
+// Block b of a 16-row group for RM activation rows (block indices blk[r]) into
+// the lane accumulators *acc[r]. Each 64-byte weight load (and its nibble
+// split) serves all RM rows.
+template <typename Block, int RM>
+inline void OneBlock(const uint8_t* p, const ActQ8& act, const int64_t* blk, __m512* const* acc) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
+  const int8_t* xq[RM];
+  __m512i is[RM];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    xq[r] = act.qs + blk[r] * kQK;
+    is[r] = _mm512_setzero_si512();
+  }
+  if constexpr (kQ8) {
+    STET_UNROLL
+    for (int j = 0; j < 8; ++j) {
+      const __m512i w = _mm512_loadu_si512(p + 64 * j);
+      STET_UNROLL
+      for (int r = 0; r < RM; ++r) {
+        is[r] = _mm512_dpbusd_epi32(is[r], w, _mm512_set1_epi32(Load32(xq[r] + 4 * j)));
+      }
+    }
+    STET_UNROLL
+    for (int r = 0; r < RM; ++r) {
+      is[r] = _mm512_sub_epi32(is[r], _mm512_set1_epi32(128 * act.qsum[blk[r]]));
+    }
+  } else {
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    STET_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const __m512i raw = _mm512_loadu_si512(p + 64 * j);
+      // Low nibbles: elements 4j..4j+3; high nibbles: 16+4j..16+4j+3.
+      const __m512i lo = _mm512_and_si512(raw, mask);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+      STET_UNROLL
+      for (int r = 0; r < RM; ++r) {
+        is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(Load32(xq[r] + 4 * j)));
+        is[r] = _mm512_dpbusd_epi32(is[r], hi, _mm512_set1_epi32(Load32(xq[r] + 16 + 4 * j)));
+      }
+    }
+    if constexpr (std::is_same_v<Block, BlockQ4_0>) {
+      STET_UNROLL
+      for (int r = 0; r < RM; ++r) {
+        is[r] = _mm512_sub_epi32(is[r], _mm512_set1_epi32(8 * act.qsum[blk[r]]));
+      }
+    }
+  }
+  constexpr int kQBytes = kQ8 ? 512 : 256;
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQBytes)));
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(act.d[blk[r]]));
+    *acc[r] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(is[r]), *acc[r]);
+  }
+  if constexpr (std::is_same_v<Block, BlockQ4_1>) {
+    const __m512 mw =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQBytes + 32)));
+    STET_UNROLL
+    for (int r = 0; r < RM; ++r) *acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(act.s[blk[r]]), *acc[r]);
+  }
+}
+
+// The 16 outputs of one group (n of them valid) for activation row i: the
+// 8-block loop unrolled so the lane accumulators stay in registers.
+template <typename Block>
+void GroupOneRow(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i, float* y, int64_t n) {
+  const int64_t nb = act.nb;
+  __m512 acc[kLanes];
+  STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + kLanes <= nb; b += kLanes) {
+    STET_UNROLL
+    for (int l = 0; l < kLanes; ++l) {
+      const int64_t blk = i * act.nb_pad + b + l;
+      __m512* lane = &acc[l];
+      OneBlock<Block, 1>(p + (b + l) * stride, act, &blk, &lane);
+    }
+  }
+  for (int l = 0; b < nb; ++b, ++l) {
+    const int64_t blk = i * act.nb_pad + b;
+    __m512* lane = &acc[l];
+    OneBlock<Block, 1>(p + b * stride, act, &blk, &lane);
+  }
+  const __m512 r = CombineLanes16(acc);  // the fixed lane tree, 16 outputs at a time
+  _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), r);
+}
+
+// The same for RM > 1 rows i0.. (outputs y + r * ldy): lane b % 8 indexed at
+// run time, so the RM x 8 accumulators live in L1 rather than spill.
+template <typename Block, int RM>
+void GroupRows(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, float* y,
+               int64_t ldy, int64_t n) {
+  __m512 acc[RM][kLanes];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[r][l] = _mm512_setzero_ps();
+  int64_t blk[RM];
+  __m512* lane[RM];
+  for (int64_t b = 0; b < act.nb; ++b) {
+    STET_UNROLL
+    for (int r = 0; r < RM; ++r) {
+      blk[r] = (i0 + r) * act.nb_pad + b;
+      lane[r] = &acc[r][b % kLanes];
+    }
+    OneBlock<Block, RM>(p + b * stride, act, blk, lane);
+  }
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy, static_cast<__mmask16>((1u << n) - 1),
+                          CombineLanes16(acc[r]));
+  }
+}
+
+// Splits m activation rows into the fewest passes of at most RMax rows, as
+// even as they go (RMax 8: m = 5 one pass, 9 passes of 5 and 4), and calls
+// pass(i0, rows) for each; the group stays in L1/L2 after the first pass.
+template <int RMax, typename Pass>
+void BalancedPasses(int64_t m, const Pass& pass) {
+  int64_t i = 0;
+  for (int64_t left = (m + RMax - 1) / RMax; left > 0; --left) {
+    const int64_t rm = (m - i + left - 1) / left;
+    pass(i, static_cast<int>(rm));
+    i += rm;
+  }
+}
+
+// Rows i0 .. i0 + rm - 1 of one group, one pass (rm <= kRMax).
+template <typename Block, int RM = kRMax>
+void GroupPass(int rm, const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, float* y,
+               int64_t ldy, int64_t n) {
+  if constexpr (RM > 1) {
+    if (rm < RM) return GroupPass<Block, RM - 1>(rm, p, stride, act, i0, y, ldy, n);
+    GroupRows<Block, RM>(p, stride, act, i0, y, ldy, n);
+  } else {
+    GroupOneRow<Block>(p, stride, act, i0, y, n);
+  }
+}
+
+template <typename Block>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  const WeightView& w = *a.w;
+  const ActQ8& act = *a.a8;
+  const int64_t stride = PackedBlockBytes(w.type);
+  const auto* packed = static_cast<const uint8_t*>(w.packed);
+  STET_CHECK(r0 % 16 == 0);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
+    const uint8_t* p = packed + g * act.nb * stride;
+    BalancedPasses<kRMax>(a.m, [&](int64_t i0, int rm) {
+      GroupPass<Block>(rm, p, stride, act, i0, a.y + i0 * w.rows + row0, w.rows, n);
+    });
+  }
+}
+
+// q4_k superblock b of a 16-row group (pack.cc's layout) for RM activation
+// rows (row indices i[r]) into *acc[r].
+template <int RM>
+inline void OneSuper(const uint8_t* p, const ActQ8K& act, const int64_t* i, int64_t b,
+                     __m512* const* acc) {
+  const int8_t* xq[RM];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) xq[r] = act.qs + i[r] * act.k + b * kQKK;
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  __m512i isum[RM];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) isum[r] = _mm512_setzero_si512();
+  STET_UNROLL
+  for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
+    __m512i dlo[RM], dhi[RM];
+    STET_UNROLL
+    for (int r = 0; r < RM; ++r) dlo[r] = dhi[r] = _mm512_setzero_si512();
+    STET_UNROLL
+    for (int s = 0; s < 8; ++s) {
+      const __m512i raw = _mm512_loadu_si512(p + (8 * jp + s) * 64);
+      const __m512i lo = _mm512_and_si512(raw, mask);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+      STET_UNROLL
+      for (int r = 0; r < RM; ++r) {
+        dlo[r] = _mm512_dpbusd_epi32(dlo[r], lo, _mm512_set1_epi32(Load32(xq[r] + 64 * jp + 4 * s)));
+        dhi[r] =
+            _mm512_dpbusd_epi32(dhi[r], hi, _mm512_set1_epi32(Load32(xq[r] + 64 * jp + 32 + 4 * s)));
+      }
+    }
+    const __m512i sc_lo =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2048 + 32 * jp)));
+    const __m512i sc_hi = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2048 + 32 * jp + 16)));
+    STET_UNROLL
+    for (int r = 0; r < RM; ++r) {
+      isum[r] = _mm512_add_epi32(isum[r], _mm512_add_epi32(_mm512_mullo_epi32(dlo[r], sc_lo),
+                                                           _mm512_mullo_epi32(dhi[r], sc_hi)));
+    }
+  }
+  const uint8_t* dp = p + 2048 + 128 + 128;
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp)));
+  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp + 32)));
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    // msum = sum_j min_j * (sum of the activation's q over sub-block j), as int16 pairs.
+    const int16_t* bs = act.bsums + (i[r] * act.nsb + b) * 16;
+    __m512i msum = _mm512_setzero_si512();
+    STET_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      const int32_t s_even = bs[4 * q] + bs[4 * q + 1], s_odd = bs[4 * q + 2] + bs[4 * q + 3];
+      const int32_t pair = static_cast<int32_t>((static_cast<uint32_t>(s_even) & 0xffffu) |
+                                                (static_cast<uint32_t>(s_odd) << 16));
+      const __m512i mins = _mm512_cvtepu8_epi16(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2048 + 128 + 32 * q)));
+      msum = _mm512_dpwssd_epi32(msum, mins, _mm512_set1_epi32(pair));
+    }
+    const __m512 dx = _mm512_set1_ps(act.d[i[r] * act.nsb + b]);
+    *acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[r]), *acc[r]);
+    *acc[r] = _mm512_fmadd_ps(NegMul(dmin, dx), _mm512_cvtepi32_ps(msum), *acc[r]);
+  }
+}
+
+// Rows i0 .. i0 + rm - 1 of one q4_k group, one pass (rm <= kRMaxQK: the
+// RM x 3 integer accumulators of OneSuper must stay in registers).
+template <int RM = kRMaxQK>
+void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
+               int64_t ldy, int64_t n) {
+  if constexpr (RM > 1) {
+    if (rm < RM) return SuperPass<RM - 1>(rm, p, stride, act, i0, y, ldy, n);
+  }
+  __m512 acc[RM][kLanes];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[r][l] = _mm512_setzero_ps();
+  int64_t rows[RM];
+  __m512* lane[RM];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) rows[r] = i0 + r;
+  for (int64_t b = 0; b < act.nsb; ++b) {
+    STET_UNROLL
+    for (int r = 0; r < RM; ++r) lane[r] = &acc[r][b % kLanes];
+    OneSuper<RM>(p + b * stride, act, rows, b, lane);
+  }
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy, static_cast<__mmask16>((1u << n) - 1),
+                          CombineLanes16(acc[r]));
+  }
+}
+
+}  // namespace
+
+void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  STET_CHECK_MSG(a.w->type == DType::kQ4_K, "avx512::MatMulPackedQKRows: q4_k only");
+  const WeightView& w = *a.w;
+  const ActQ8K& act = *a.a8k;
+  const int64_t stride = PackedBlockBytes(w.type);
+  const auto* packed = static_cast<const uint8_t*>(w.packed);
+  STET_CHECK(r0 % 16 == 0);
+  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
+    const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
+    const uint8_t* p = packed + g * act.nsb * stride;
+    BalancedPasses<kRMaxQK>(a.m, [&](int64_t i0, int rm) {
+      SuperPass(rm, p, stride, act, i0, a.y + i0 * w.rows + row0, w.rows, n);
+    });
+  }
+}
+
+void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.w->type) {
+    case DType::kQ8_0:
+      Rows<BlockQ8_0>(a, r0, r1);
+      break;
+    case DType::kQ4_0:
+      Rows<BlockQ4_0>(a, r0, r1);
+      break;
+    case DType::kQ4_1:
+      Rows<BlockQ4_1>(a, r0, r1);
+      break;
+    default:
+      STET_CHECK_MSG(false, "avx512::MatMulPackedRows: no packed layout for this type");
+  }
+}
+
+}  // namespace stet::kernels::avx512

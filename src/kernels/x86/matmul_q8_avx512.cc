@@ -1,0 +1,259 @@
+// AVX-512 VNNI MatMul for q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl weights on 32-block int8
+// activations, m >= 2. The activations are "vertical" (ActQ8V): one 16-lane vector holds 4
+// q's of 16 activation rows, so one vpdpbusd with a broadcast 4-byte weight
+// word does 64 exact multiply-adds, and block b's int32 dots for 16 rows land
+// in one vector with no horizontal sums. vpdpbusd multiplies unsigned by signed
+// bytes: q8_0 weights are signed, so there the activations are stored as
+// q + 128 and 128 * sum(w) of the block is subtracted, exactly; q4 nibbles are
+// unsigned and meet the raw activations (q4_0 subtracts 8 * sum q, exactly).
+// q5_0/q5_1/iq4_nl blocks are unpacked to 32 integer weight bytes once per
+// weight row and 256 activation rows: q5's are unsigned (q5_0 subtracts
+// 16 * sum q), iq4_nl's levels are signed and meet biased activations as q8_0's.
+//
+// Numerics: per output, block b's exact isum goes to logical lane b % 8 as
+// lane = fma(dw * dx, float(isum), lane) (q4_1 then lane = fma(mw, s, lane)),
+// in increasing b, then the fixed lane tree: equal to ref/matmul_q8.cc bit for
+// bit. The kernel walks one logical
+// lane at a time (blocks l, l + 8, ...), which keeps every lane's own order;
+// lanes are independent until the tree combines them.
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/avx512_util.h"
+#include "kernels/internal.h"
+
+namespace stet::kernels::avx512 {
+
+namespace {
+
+template <typename B>
+constexpr bool kHasMin = std::is_same_v<B, BlockQ4_1> || std::is_same_v<B, BlockQ5_1>;
+// Weights met as signed bytes by biased (q + 128) activations.
+template <typename B>
+constexpr bool kSignedW = std::is_same_v<B, BlockQ8_0> || std::is_same_v<B, BlockIQ4_NL>;
+// Weights unpacked to bytes by RowAux (the q4 nibbles are split in registers).
+template <typename B>
+constexpr bool kUnpacked = std::is_same_v<B, BlockQ5_0> || std::is_same_v<B, BlockQ5_1> ||
+                           std::is_same_v<B, BlockIQ4_NL>;
+// log2 of the offset of unsigned quants (q - 8, q - 16), or -1.
+template <typename B>
+constexpr int kOffsetShift = std::is_same_v<B, BlockQ4_0> ? 3 : std::is_same_v<B, BlockQ5_0> ? 4 : -1;
+
+// Per weight row and block: the scale as float, q4_1's/q5_1's m as float, and
+// for the signed weights the correction 128 * sum(q).
+struct BlockAux {
+  float d, m;
+  int32_t corr;
+};
+
+// Sum of 32 signed bytes, exact: sad of (q + 128) in four 64-bit partial sums.
+inline int32_t SumBytes(__m256i q) {
+  const __m256i s =
+      _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))), _mm256_setzero_si256());
+  __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
+  return static_cast<int32_t>(_mm_cvtsi128_si64(t)) - 128 * kQK;
+}
+
+// The 32 integer weights of a q5_0/q5_1 (unsigned 0..31) or iq4_nl (signed
+// level) block, in element order; returns their sum.
+template <typename Block>
+int32_t UnpackBlock(const Block& b, uint8_t* out) {
+  const __m256i nib = avx2::Nibbles32(b.qs);
+  __m256i w;
+  if constexpr (std::is_same_v<Block, BlockIQ4_NL>) {
+    const __m256i levels = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+    w = _mm256_shuffle_epi8(levels, nib);
+  } else {
+    w = _mm256_or_si256(nib, avx2::FifthBits32(b.qh));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), w);
+  return std::is_same_v<Block, BlockIQ4_NL> ? SumBytes(w) : 0;
+}
+
+template <typename Block>
+void RowAux(const Block* blocks, int64_t nb, BlockAux* aux, uint8_t* wq) {
+  for (int64_t b = 0; b < nb; ++b) {
+    aux[b].d = _cvtsh_ss(blocks[b].d);
+    aux[b].m = 0.0f;
+    aux[b].corr = 0;
+    if constexpr (kHasMin<Block>) aux[b].m = _cvtsh_ss(blocks[b].m);
+    if constexpr (kUnpacked<Block>) aux[b].corr = 128 * UnpackBlock(blocks[b], wq + b * kQK);
+    if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+      aux[b].corr = 128 * SumBytes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs)));
+    }
+  }
+}
+
+// A q4 block's 16 bytes in every 128-bit lane: low nibbles (elements 0..15)
+// and high nibbles (16..31), as unsigned bytes.
+struct Nibbles {
+  __m512i lo, hi;
+};
+inline Nibbles LoadNibbles(const uint8_t* qs) {
+  const __m512i raw = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  return {_mm512_and_si512(raw, mask), _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask)};
+}
+
+// Outputs for RN weight rows (aux rows n * nb) and TG row groups g0.. (16 rows
+// each): y[row * ldy + n].
+template <typename Block, int RN, int TG>
+void Tile(const Block* const* wrow, const BlockAux* aux, const uint8_t* wq, const ActQ8V& act,
+          int64_t g0, float* y, int64_t ldy) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
+  constexpr bool kBytes = kQ8 || kUnpacked<Block>;  // weights as bytes in memory
+  const int64_t nb = act.nb;
+  alignas(64) float lanes[kLanes][TG][RN][16];
+  for (int l = 0; l < kLanes; ++l) {
+    __m512 acc[TG][RN];
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) STET_UNROLL
+    for (int n = 0; n < RN; ++n) acc[g][n] = _mm512_setzero_ps();
+    for (int64_t b = l; b < nb; b += kLanes) {
+      __m512i is[TG][RN];
+      STET_UNROLL
+      for (int g = 0; g < TG; ++g) STET_UNROLL
+      for (int n = 0; n < RN; ++n) is[g][n] = _mm512_setzero_si512();
+      const uint8_t* xq = act.qs + (g0 * nb + b) * 512;
+      Nibbles nib[RN];
+      [[maybe_unused]] const uint8_t* wb[RN];
+      STET_UNROLL
+      for (int n = 0; n < RN; ++n) {
+        if constexpr (kQ8) wb[n] = reinterpret_cast<const uint8_t*>(wrow[n][b].qs);
+        if constexpr (kUnpacked<Block>) wb[n] = wq + (n * nb + b) * kQK;
+        if constexpr (!kBytes) nib[n] = LoadNibbles(wrow[n][b].qs);
+      }
+      STET_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        __m512i xv[TG];
+        STET_UNROLL
+        for (int g = 0; g < TG; ++g) xv[g] = _mm512_loadu_si512(xq + g * nb * 512 + j * 64);
+        STET_UNROLL
+        for (int n = 0; n < RN; ++n) {
+          if constexpr (kSignedW<Block>) {
+            const __m512i wj = _mm512_set1_epi32(Load32(wb[n] + 4 * j));
+            STET_UNROLL
+            for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], xv[g], wj);
+          } else if constexpr (kBytes) {
+            const __m512i wj = _mm512_set1_epi32(Load32(wb[n] + 4 * j));
+            STET_UNROLL
+            for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], wj, xv[g]);
+          } else {
+            // Elements 4j..4j+3: dword j % 4 of the low (j < 4) or high nibbles.
+            const __m512i wj = _mm512_permutexvar_epi32(_mm512_set1_epi32(j % 4),
+                                                        j < 4 ? nib[n].lo : nib[n].hi);
+            STET_UNROLL
+            for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], wj, xv[g]);
+          }
+        }
+      }
+      STET_UNROLL
+      for (int g = 0; g < TG; ++g) {
+        const int64_t gb = (g0 + g) * nb + b;
+        const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
+        __m512i q8sum;
+        if constexpr (kOffsetShift<Block> >= 0) {
+          q8sum = _mm512_slli_epi32(_mm512_loadu_si512(act.qsum + gb * 16), kOffsetShift<Block>);
+        }
+        STET_UNROLL
+        for (int n = 0; n < RN; ++n) {
+          const BlockAux& a = aux[n * nb + b];
+          __m512i isum = is[g][n];
+          if constexpr (kSignedW<Block>) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(a.corr));
+          if constexpr (kOffsetShift<Block> >= 0) isum = _mm512_sub_epi32(isum, q8sum);
+          const __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
+          acc[g][n] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum), acc[g][n]);
+          if constexpr (kHasMin<Block>) {
+            acc[g][n] = _mm512_fmadd_ps(_mm512_set1_ps(a.m), _mm512_loadu_ps(act.s + gb * 16),
+                                        acc[g][n]);
+          }
+        }
+      }
+    }
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) STET_UNROLL
+    for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
+  }
+  StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
+}
+
+// Measured on Zen 5 (576x1536 and 1536x576, m = 512): RN x TG = 4 x 2.
+constexpr int kRN = 4;
+constexpr int kTG = 2;
+// Row groups per block: 256 activation rows stay in L2 while this thread's
+// weight rows stream past them.
+constexpr int64_t kGroupBlock = 16;
+
+thread_local std::vector<BlockAux> tls_aux;
+thread_local std::vector<uint8_t> tls_wq;  // unpacked weights, kUnpacked types
+
+template <typename Block, int RN>
+void GroupSweep(const MatMulArgs& a, int64_t r, int64_t gb, int64_t ge) {
+  const WeightView& wv = *a.w;
+  const ActQ8V& act = *a.a8v;
+  const Block* wrow[RN];
+  for (int n = 0; n < RN; ++n) {
+    wrow[n] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(wv.data) +
+                                             (r + n) * wv.row_bytes);
+    RowAux(wrow[n], act.nb, tls_aux.data() + n * act.nb, tls_wq.data() + n * act.nb * kQK);
+  }
+  const BlockAux* aux = tls_aux.data();
+  const uint8_t* wq = tls_wq.data();
+  int64_t g = gb;
+  for (; g + kTG <= ge; g += kTG) Tile<Block, RN, kTG>(wrow, aux, wq, act, g, a.y + r, wv.rows);
+  for (; g < ge; ++g) Tile<Block, RN, 1>(wrow, aux, wq, act, g, a.y + r, wv.rows);
+}
+
+template <typename Block>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  const ActQ8V& act = *a.a8v;
+  const size_t aux = static_cast<size_t>(kRN * act.nb);
+  if (tls_aux.size() < aux) tls_aux.resize(aux);
+  if (kUnpacked<Block> && tls_wq.size() < aux * kQK) tls_wq.resize(aux * kQK);
+  for (int64_t gb = 0; gb < act.groups; gb += kGroupBlock) {
+    const int64_t ge = gb + kGroupBlock < act.groups ? gb + kGroupBlock : act.groups;
+    int64_t r = r0;
+    for (; r + kRN <= r1; r += kRN) GroupSweep<Block, kRN>(a, r, gb, ge);
+    for (; r < r1; ++r) GroupSweep<Block, 1>(a, r, gb, ge);
+  }
+}
+
+}  // namespace
+
+void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1) {
+  const int64_t nb = v->nb;
+  const uint32_t bias = v->biased ? 0x80808080u : 0u;  // q + 128 per byte
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t gb = g * nb + b;
+      uint8_t* out = v->qs + gb * 512;
+      for (int t = 0; t < 16; ++t) {
+        const int64_t row = 16 * g + t;
+        const bool real = row < v->m;
+        const int64_t src = row * a8.nb_pad + b;
+        v->d[gb * 16 + t] = real ? a8.d[src] : 0.0f;
+        if (v->qsum) v->qsum[gb * 16 + t] = real ? a8.qsum[src] : 0;
+        if (v->s) v->s[gb * 16 + t] = real ? a8.s[src] : 0.0f;
+        const int8_t* q = a8.qs + src * kQK;
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t word = (real ? static_cast<uint32_t>(Load32(q + 4 * j)) : 0u) ^ bias;
+          std::memcpy(out + j * 64 + t * 4, &word, 4);
+        }
+      }
+    }
+  }
+}
+
+void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  WithBlock32(a.w->type, "avx512::MatMulQ8Rows: not a 32-block weight type",
+              [&](auto b) { Rows<typename decltype(b)::type>(a, r0, r1); });
+}
+
+}  // namespace stet::kernels::avx512

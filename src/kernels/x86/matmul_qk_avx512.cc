@@ -1,0 +1,210 @@
+// AVX-512 VNNI MatMul for q4_k weights on 256-superblock int8 activations,
+// m >= 2. As in matmul_q8_avx512.cc the activations are "vertical" (ActQ8KV:
+// 4 q's of 16 rows per vector), so one vpdpbusd of a broadcast 4-nibble weight
+// word (unsigned) with the activations (signed) does 64 exact multiply-adds.
+// Per superblock and 16 rows: dot_j over each 32-element sub-block, isum =
+// sum_j sc_j * dot_j (vpmulld, exact), msum = sum_j min_j * sum qx_j (vpdpwssd
+// on int16 pairs, exact).
+//
+// Numerics: per output, superblock b's isum and msum go to logical lane b % 8
+// as lane = fma(d * dx, float(isum), lane); lane = fma(-(dmin * dx),
+// float(msum), lane), in increasing b, then the fixed lane tree: equal to
+// ref/matmul_qk.cc bit for bit. One logical lane at a time, as in the q8_0 kernel.
+#include <immintrin.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/avx512_util.h"
+#include "kernels/internal.h"
+#include "numerics/dequant.h"
+
+namespace stet::kernels::avx512 {
+
+namespace {
+
+// Per weight row and superblock: d, dmin, the 8 sub-block scales, and the
+// mins as 4 int16 pairs (for vpdpwssd against the activation sums).
+struct SuperAux {
+  float d, dmin;
+  int32_t sc[8];
+  int32_t mn2[4];
+};
+
+// The 12 packed scale bytes as words (UnpackScaleMinK4's layout, all eight at
+// once): bytes 0..3 low 6 bits of scales 0..3, bytes 4..7 of mins 0..3, their
+// top 2 bits the high bits of scales / mins 4..7, whose low nibbles are in
+// bytes 8..11.
+void RowAux(const BlockQ4_K* blocks, int64_t nsb, SuperAux* aux) {
+  for (int64_t b = 0; b < nsb; ++b) {
+    SuperAux& a = aux[b];
+    a.d = _cvtsh_ss(blocks[b].d);
+    a.dmin = _cvtsh_ss(blocks[b].dmin);
+    const uint8_t* q = blocks[b].scales;
+    const uint32_t q0 = static_cast<uint32_t>(Load32(q)), q1 = static_cast<uint32_t>(Load32(q + 4));
+    const uint32_t q2 = static_cast<uint32_t>(Load32(q + 8));
+    const uint64_t sc = (q0 & 0x3f3f3f3fu) |
+                        static_cast<uint64_t>((q2 & 0x0f0f0f0fu) | (((q0 >> 6) & 0x03030303u) << 4))
+                            << 32;
+    const uint64_t mn = (q1 & 0x3f3f3f3fu) |
+                        static_cast<uint64_t>(((q2 >> 4) & 0x0f0f0f0fu) |
+                                              (((q1 >> 6) & 0x03030303u) << 4))
+                            << 32;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.sc),
+                        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
+    // int16 pairs (mn_2p, mn_2p+1): the eight mins widened to int16.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.mn2),
+                     _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn))));
+  }
+}
+
+template <int RN, int TG>
+void Tile(const BlockQ4_K* const* wrow, const SuperAux* aux, const ActQ8KV& act, int64_t g0,
+          float* y, int64_t ldy) {
+  const int64_t nsb = act.nsb;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  alignas(64) float lanes[kLanes][TG][RN][16];
+  for (int l = 0; l < kLanes; ++l) {
+    __m512 acc[TG][RN];
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) STET_UNROLL
+    for (int n = 0; n < RN; ++n) acc[g][n] = _mm512_setzero_ps();
+    for (int64_t b = l; b < nsb; b += kLanes) {
+      __m512i isum[TG][RN];
+      STET_UNROLL
+      for (int g = 0; g < TG; ++g) STET_UNROLL
+      for (int n = 0; n < RN; ++n) isum[g][n] = _mm512_setzero_si512();
+      const int8_t* xs = act.qs + (g0 * nsb + b) * 4096;
+      for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
+        STET_UNROLL
+        for (int half = 0; half < 2; ++half) {
+          const int j = 2 * jp + half;
+          __m512i dot[TG][RN];
+          STET_UNROLL
+          for (int g = 0; g < TG; ++g) STET_UNROLL
+          for (int n = 0; n < RN; ++n) dot[g][n] = _mm512_setzero_si512();
+          STET_UNROLL
+          for (int s = 0; s < 8; ++s) {
+            __m512i xv[TG];
+            STET_UNROLL
+            for (int g = 0; g < TG; ++g) {
+              xv[g] = _mm512_loadu_si512(xs + g * nsb * 4096 + (8 * j + s) * 64);
+            }
+            STET_UNROLL
+            for (int n = 0; n < RN; ++n) {
+              __m512i w = _mm512_set1_epi32(Load32(wrow[n][b].qs + 32 * jp + 4 * s));
+              if (half == 1) w = _mm512_srli_epi16(w, 4);
+              w = _mm512_and_si512(w, low4);
+              STET_UNROLL
+              for (int g = 0; g < TG; ++g) dot[g][n] = _mm512_dpbusd_epi32(dot[g][n], w, xv[g]);
+            }
+          }
+          STET_UNROLL
+          for (int n = 0; n < RN; ++n) {
+            const __m512i sc = _mm512_set1_epi32(aux[n * nsb + b].sc[j]);
+            STET_UNROLL
+            for (int g = 0; g < TG; ++g) {
+              isum[g][n] = _mm512_add_epi32(isum[g][n], _mm512_mullo_epi32(dot[g][n], sc));
+            }
+          }
+        }
+      }
+      STET_UNROLL
+      for (int g = 0; g < TG; ++g) {
+        const int64_t gb = (g0 + g) * nsb + b;
+        const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
+        __m512i sx[4];
+        STET_UNROLL
+        for (int p = 0; p < 4; ++p) sx[p] = _mm512_loadu_si512(act.sx + (gb * 4 + p) * 32);
+        STET_UNROLL
+        for (int n = 0; n < RN; ++n) {
+          const SuperAux& a = aux[n * nsb + b];
+          __m512i msum = _mm512_setzero_si512();
+          STET_UNROLL
+          for (int p = 0; p < 4; ++p) msum = _mm512_dpwssd_epi32(msum, sx[p], _mm512_set1_epi32(a.mn2[p]));
+          const __m512 sd = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
+          const __m512 sm = NegMul(_mm512_set1_ps(a.dmin), dx);
+          acc[g][n] = _mm512_fmadd_ps(sd, _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
+          acc[g][n] = _mm512_fmadd_ps(sm, _mm512_cvtepi32_ps(msum), acc[g][n]);
+        }
+      }
+    }
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) STET_UNROLL
+    for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
+  }
+  StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
+}
+
+constexpr int kRN = 4;
+constexpr int kTG = 2;
+constexpr int64_t kGroupBlock = 8;  // 128 rows x K of activations per block
+
+thread_local std::vector<SuperAux> tls_aux;
+
+template <int RN>
+void GroupSweep(const MatMulArgs& a, int64_t r, int64_t gb, int64_t ge) {
+  const WeightView& wv = *a.w;
+  const ActQ8KV& act = *a.a8kv;
+  const BlockQ4_K* wrow[RN];
+  for (int n = 0; n < RN; ++n) {
+    wrow[n] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(wv.data) +
+                                                 (r + n) * wv.row_bytes);
+    RowAux(wrow[n], act.nsb, tls_aux.data() + n * act.nsb);
+  }
+  int64_t g = gb;
+  for (; g + kTG <= ge; g += kTG) Tile<RN, kTG>(wrow, tls_aux.data(), act, g, a.y + r, wv.rows);
+  for (; g < ge; ++g) Tile<RN, 1>(wrow, tls_aux.data(), act, g, a.y + r, wv.rows);
+}
+
+}  // namespace
+
+void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1) {
+  const int64_t nsb = v->nsb;
+  const uint32_t bias = v->biased ? 0x80808080u : 0u;  // q + 128 per byte
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t b = 0; b < nsb; ++b) {
+      const int64_t gb = g * nsb + b;
+      int8_t* out = v->qs + gb * 4096;
+      int16_t* sx = v->sx != nullptr ? v->sx + gb * 4 * 32 : nullptr;
+      int16_t* sx16 = v->sx16 != nullptr ? v->sx16 + gb * 8 * 32 : nullptr;
+      for (int t = 0; t < 16; ++t) {
+        const int64_t row = 16 * g + t;
+        const bool real = row < v->m;
+        v->d[gb * 16 + t] = real ? a8k.d[row * nsb + b] : 0.0f;
+        const int8_t* q = a8k.qs + row * a8k.k + b * kQKK;
+        for (int s = 0; s < 64; ++s) {
+          const uint32_t word = (real ? static_cast<uint32_t>(Load32(q + 4 * s)) : 0u) ^ bias;
+          std::memcpy(out + s * 64 + t * 4, &word, 4);
+        }
+        const int16_t* bs = a8k.bsums + (row * nsb + b) * 16;
+        if (sx != nullptr) {
+          for (int j = 0; j < 8; ++j) {
+            sx[(j / 2) * 32 + t * 2 + j % 2] =
+                real ? static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]) : int16_t{0};
+          }
+        }
+        if (sx16 != nullptr) {
+          for (int j = 0; j < 16; ++j) sx16[(j / 2) * 32 + t * 2 + j % 2] = real ? bs[j] : int16_t{0};
+        }
+      }
+    }
+  }
+}
+
+void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  STET_CHECK_MSG(a.w->type == DType::kQ4_K, "avx512::MatMulQKRows: q4_k only");
+  const ActQ8KV& act = *a.a8kv;
+  const size_t aux = static_cast<size_t>(kRN * act.nsb);
+  if (tls_aux.size() < aux) tls_aux.resize(aux);
+  for (int64_t gb = 0; gb < act.groups; gb += kGroupBlock) {
+    const int64_t ge = gb + kGroupBlock < act.groups ? gb + kGroupBlock : act.groups;
+    int64_t r = r0;
+    for (; r + kRN <= r1; r += kRN) GroupSweep<kRN>(a, r, gb, ge);
+    for (; r < r1; ++r) GroupSweep<1>(a, r, gb, ge);
+  }
+}
+
+}  // namespace stet::kernels::avx512

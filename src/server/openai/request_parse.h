@@ -1,0 +1,107 @@
+// The bodies of /v1/completions and /v1/chat/completions, parsed as the OpenAI
+// API defines them (plus stet's extensions top_k, min_p, repetition_penalty,
+// ignore_eos) straight into the engine's RequestParams. Invariant: whatever
+// the body holds ends in a request or a 4xx ApiError naming the field. Parsing
+// checks JSON types and the API's own policy (limits narrower than the
+// engine's); the ranges of the engine's fields are checked once, by the
+// engine's ValidateRequest, which BuildParams runs and maps to `param`.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "http/api_error.h"
+
+namespace stet::server {
+
+constexpr int kMaxStop = 4;
+constexpr size_t kMaxStopBytes = 4096;      // per stop string (stet's bound; OpenAI names none)
+constexpr int kMaxLogitBias = 1024;         // logit_bias entries (stet's bound)
+constexpr size_t kMaxCacheSaltBytes = 256;  // cache_salt (vLLM's prefix-cache scope)
+constexpr int kMaxPrompts = 128;
+constexpr int kMaxChoicesPerRequest = 256;  // prompts x n
+constexpr int kMaxCompletionLogprobs = 5;   // /v1/completions' logprobs (the engine allows 20)
+constexpr float kMaxTemperature = 2.0f;     // OpenAI's range is [0, 2]; the engine allows more
+
+// The names a client may use for the served model.
+struct ServedModel {
+  std::string id;         // general.name, or the file stem
+  std::string file_name;  // "model.Q4_1.gguf"
+  std::string file_stem;  // "model.Q4_1"
+  bool Matches(const std::string& name) const;
+};
+
+// Fields shared by both endpoints.
+struct CommonFields {
+  // As the body sets them: n, sampling (seed included), stop, ignore_eos,
+  // top_logprobs and prompt_logprobs; prompt and max_tokens are filled per
+  // prompt by BuildParams.
+  RequestParams params;
+  std::optional<int> max_tokens;  // absent: the endpoint's default
+  bool stream = false;
+  bool include_usage = false;
+  std::string user;
+  std::string cache_salt;  // empty: none; scopes prefix-cache hits to requests that send it
+};
+struct PromptInput {
+  bool is_text = true;
+  std::string text;          // is_text
+  std::vector<int32_t> ids;  // !is_text (checked against the vocabulary later)
+};
+
+struct CompletionRequest {
+  std::string model;
+  std::vector<PromptInput> prompts;
+  CommonFields s;
+  bool echo = false;
+  std::optional<int> logprobs;  // 0..5: tokens + that many alternatives per token
+  // vLLM's prompt_logprobs: every prompt token's logprob and this many alternatives (0..20).
+  std::optional<int> prompt_logprobs;
+};
+
+struct ChatRequest {
+  std::string model;
+  // Normalized for the template: [{role, content (string), name?, tool_calls?, tool_call_id?}].
+  Json messages;
+  Json tools;  // null when none
+  // stet's token-in extension: the prompt as token ids, no template rendered
+  // ("messages" then absent or empty).
+  std::optional<std::vector<int32_t>> prompt_ids;
+  bool parse_tool_calls = false;  // tools given and tool_choice not "none"
+  // tool_choice "required" ("*") or a named function: the answer is forced to
+  // be tool calls (a grammar the handler builds in the template's format).
+  std::string forced_tool;
+  bool parallel_tool_calls = true;
+  CommonFields s;
+  bool logprobs = false;
+  int top_logprobs = 0;
+};
+
+// The chat parser's parts that /tokenize, /apply-template and /v1/responses share.
+// "messages" normalized for the template (required, non-empty).
+std::optional<ApiError> ParseMessages(const Json& body, Json* out);
+// "tools" (null when absent or empty).
+std::optional<ApiError> ParseTools(const Json& body, Json* out);
+// temperature, top_p, top_k, min_p, the penalties, logit_bias and seed.
+std::optional<ApiError> ParseSampling(const Json& body, SamplingParams* sp);
+// An array of 32-bit token ids (their range is the engine's or the tokenizer's to check).
+std::optional<ApiError> ParseTokenIds(const Json& arr, const char* param,
+                                      std::vector<int32_t>* out);
+
+ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedModel& model);
+ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model);
+
+// Engine parameters for one prompt: `s.params` with the prompt and max_tokens
+// (max_tokens beyond the context is clamped: generation ends with "length"),
+// checked by the engine's ValidateRequest. Its refusal becomes a 400 naming
+// the field — `prompt_param` for the prompt — and a prompt that leaves no room
+// is a 400 context_length_exceeded.
+ApiOr<RequestParams> BuildParams(const CommonFields& s, std::vector<int32_t> prompt,
+                                 const RequestLimits& limits, int default_max_tokens,
+                                 const char* prompt_param);
+
+}  // namespace stet::server
