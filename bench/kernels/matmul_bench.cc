@@ -111,10 +111,9 @@ void Register() {
                           {"2048x8192", 8192, 2048}, {"8192x2048", 2048, 8192},
                           {"2048x2048", 2048, 2048}, {"2048x49152", 49152, 576},
                           {"256x2048", 256, 2048}};
-  const DType types[] = {DType::kF16,  DType::kQ8_0,   DType::kQ4_0,  DType::kQ4_1, DType::kQ5_0,
-                         DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,  DType::kQ3_K, DType::kQ4_K,
-                         DType::kQ5_K, DType::kQ6_K,   DType::kIQ4_XS};
-  for (DType t : types) {
+  // Every weight type of the table (numerics/dtype.cc) but f32 (no model ships it).
+  for (DType t : stet::ComputableDTypes()) {
+    if (t == DType::kF32) continue;
     for (const Shape& s : shapes) {
       const int64_t block = stet::GetDTypeTraits(static_cast<uint32_t>(t))->block_elems;
       if (s.cols % block != 0) continue;

@@ -44,50 +44,9 @@ const RandomModelShape kShapes[] = {
      RandomVocabStyle::kQwen2, 8, 2},
 };
 
-constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kQ8_0,   DType::kQ4_0,  DType::kQ4_1,
-                            DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,  DType::kQ3_K,
-                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,   DType::kIQ4_XS};
-
 // The 256-element super-block types (K-quants, iq4_xs).
 bool IsKQuant(DType t) { return GetDTypeTraits(static_cast<uint32_t>(t))->block_elems == kQKK; }
-bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16; }
-
-// llama.cpp's general.file_type (enum llama_ftype); K-quants as the "S" mixes.
-uint32_t LlamaFileType(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return 0;
-    case DType::kF16:
-      return 1;
-    case DType::kQ4_0:
-      return 2;
-    case DType::kQ4_1:
-      return 3;
-    case DType::kQ8_0:
-      return 7;
-    case DType::kQ5_0:
-      return 8;
-    case DType::kQ5_1:
-      return 9;
-    case DType::kQ2_K:
-      return 10;
-    case DType::kQ3_K:
-      return 11;
-    case DType::kIQ4_NL:
-      return 25;
-    case DType::kIQ4_XS:
-      return 30;
-    case DType::kQ4_K:
-      return 14;
-    case DType::kQ5_K:
-      return 16;
-    case DType::kQ6_K:
-      return 18;
-    default:
-      STET_CHECK_MSG(false, "no llama.cpp file type for this DType");
-      return 0;
-  }
-}
+bool IsFloat(DType t) { return GetDTypeTraits(static_cast<uint32_t>(t))->block_elems == 1; }
 
 // ---------------------------------------------------------------------------------------
 // Weights.
@@ -423,12 +382,12 @@ std::string RandomModelShapeList() {
 
 std::string RandomModelTypeList() {
   std::string out;
-  for (DType t : kTypes) out += (out.empty() ? "" : ", ") + std::string(DTypeName(t));
+  for (DType t : ComputableDTypes()) out += (out.empty() ? "" : ", ") + std::string(DTypeName(t));
   return out;
 }
 
 Result<DType> ParseRandomModelType(std::string_view name) {
-  for (DType t : kTypes) {
+  for (DType t : ComputableDTypes()) {
     if (name == DTypeName(t)) return t;
   }
   return InvalidArgument("unknown weight type '" + std::string(name) +
@@ -477,7 +436,8 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   w.SetString("general.architecture", a);
   w.SetString("general.type", "model");
   w.SetString("general.name", "");
-  w.SetU32("general.file_type", LlamaFileType(opts.type));
+  w.SetU32("general.file_type",
+           static_cast<uint32_t>(GetDTypeTraits(static_cast<uint32_t>(opts.type))->llama_ftype));
   if (!IsFloat(opts.type)) w.SetU32("general.quantization_version", 2);
   w.SetString("stet.random.shape", shape->name);
   w.SetU64("stet.random.seed", opts.seed);

@@ -1,90 +1,101 @@
 #include "numerics/dtype.h"
 
+#include <string>
+
 #include "base/check.h"
 
 namespace stet {
 
-std::optional<DTypeTraits> GetDTypeTraits(uint32_t id) {
-  switch (static_cast<DType>(id)) {
-    case DType::kF32:
-      return DTypeTraits{"f32", 1, 4};
-    case DType::kF16:
-      return DTypeTraits{"f16", 1, 2};
-    case DType::kQ4_0:
-      return DTypeTraits{"q4_0", kQK, 18};
-    case DType::kQ4_1:
-      return DTypeTraits{"q4_1", kQK, 20};
-    case DType::kQ5_0:
-      return DTypeTraits{"q5_0", kQK, 22};
-    case DType::kQ5_1:
-      return DTypeTraits{"q5_1", kQK, 24};
-    case DType::kQ8_0:
-      return DTypeTraits{"q8_0", kQK, 34};
-    case DType::kQ8_1:
-      return DTypeTraits{"q8_1", kQK, 36};
-    case DType::kQ2_K:
-      return DTypeTraits{"q2_k", kQKK, 84};
-    case DType::kQ3_K:
-      return DTypeTraits{"q3_k", kQKK, 110};
-    case DType::kQ4_K:
-      return DTypeTraits{"q4_k", kQKK, 144};
-    case DType::kQ5_K:
-      return DTypeTraits{"q5_k", kQKK, 176};
-    case DType::kQ6_K:
-      return DTypeTraits{"q6_k", kQKK, 210};
-    case DType::kQ8_K:
-      return DTypeTraits{"q8_k", kQKK, 292};
-    case DType::kIQ4_NL:
-      return DTypeTraits{"iq4_nl", kQK, 18};
-    case DType::kIQ4_XS:
-      return DTypeTraits{"iq4_xs", kQKK, 136};
-    case DType::kI8:
-      return DTypeTraits{"i8", 1, 1};
-    case DType::kI16:
-      return DTypeTraits{"i16", 1, 2};
-    case DType::kI32:
-      return DTypeTraits{"i32", 1, 4};
-    case DType::kI64:
-      return DTypeTraits{"i64", 1, 8};
-    case DType::kF64:
-      return DTypeTraits{"f64", 1, 8};
-    case DType::kBF16:
-      return DTypeTraits{"bf16", 1, 2};
+namespace {
+
+// Every GGUF element type stet knows, one row each. `computable`: stet
+// dequantizes it and multiplies by it (the kernels' tables serve it); the
+// computable rows, in this order, are what errors, tools and tests iterate.
+// llama_ftype: K-quants as llama.cpp's "S" mixes (q3_k_s, q4_k_s, q5_k_s).
+struct DTypeRow {
+  DType type;
+  DTypeTraits traits;
+  bool computable;
+};
+constexpr DTypeRow kRows[] = {
+    {DType::kF32, {"f32", 1, 4, 0}, true},
+    {DType::kF16, {"f16", 1, 2, 1}, true},
+    {DType::kBF16, {"bf16", 1, 2, 32}, true},
+    {DType::kQ8_0, {"q8_0", kQK, sizeof(BlockQ8_0), 7}, true},
+    {DType::kQ4_0, {"q4_0", kQK, sizeof(BlockQ4_0), 2}, true},
+    {DType::kQ4_1, {"q4_1", kQK, sizeof(BlockQ4_1), 3}, true},
+    {DType::kQ5_0, {"q5_0", kQK, sizeof(BlockQ5_0), 8}, true},
+    {DType::kQ5_1, {"q5_1", kQK, sizeof(BlockQ5_1), 9}, true},
+    {DType::kIQ4_NL, {"iq4_nl", kQK, sizeof(BlockIQ4_NL), 25}, true},
+    {DType::kQ2_K, {"q2_k", kQKK, sizeof(BlockQ2_K), 10}, true},
+    {DType::kQ3_K, {"q3_k", kQKK, sizeof(BlockQ3_K), 11}, true},
+    {DType::kQ4_K, {"q4_k", kQKK, sizeof(BlockQ4_K), 14}, true},
+    {DType::kQ5_K, {"q5_k", kQKK, sizeof(BlockQ5_K), 16}, true},
+    {DType::kQ6_K, {"q6_k", kQKK, sizeof(BlockQ6_K), 18}, true},
+    {DType::kIQ4_XS, {"iq4_xs", kQKK, sizeof(BlockIQ4_XS), 30}, true},
+    {DType::kQ8_1, {"q8_1", kQK, 36, -1}, false},
+    {DType::kQ8_K, {"q8_k", kQKK, 292, -1}, false},
+    {DType::kI8, {"i8", 1, 1, -1}, false},
+    {DType::kI16, {"i16", 1, 2, -1}, false},
+    {DType::kI32, {"i32", 1, 4, -1}, false},
+    {DType::kI64, {"i64", 1, 8, -1}, false},
+    {DType::kF64, {"f64", 1, 8, -1}, false},
+};
+
+const DTypeRow* FindRow(uint32_t id) {
+  for (const DTypeRow& r : kRows) {
+    if (static_cast<uint32_t>(r.type) == id) return &r;
   }
-  return std::nullopt;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<DTypeTraits> GetDTypeTraits(uint32_t id) {
+  const DTypeRow* r = FindRow(id);
+  if (!r) return std::nullopt;
+  return r->traits;
 }
 
 const char* DTypeName(DType t) {
-  auto tr = GetDTypeTraits(static_cast<uint32_t>(t));
-  return tr ? tr->name : "unknown";
+  const DTypeRow* r = FindRow(static_cast<uint32_t>(t));
+  return r ? r->traits.name : "unknown";
 }
 
 bool DTypeSupported(DType t) {
-  switch (t) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kIQ4_XS:
-      return true;
-    default:
-      return false;
-  }
+  const DTypeRow* r = FindRow(static_cast<uint32_t>(t));
+  return r && r->computable;
+}
+
+const std::vector<DType>& ComputableDTypes() {
+  static const std::vector<DType> types = [] {
+    std::vector<DType> v;
+    for (const DTypeRow& r : kRows) {
+      if (r.computable) v.push_back(r.type);
+    }
+    return v;
+  }();
+  return types;
+}
+
+const std::vector<DType>& QuantizedDTypes() {
+  static const std::vector<DType> types = [] {
+    std::vector<DType> v;
+    for (DType t : ComputableDTypes()) {
+      if (FindRow(static_cast<uint32_t>(t))->traits.block_elems > 1) v.push_back(t);
+    }
+    return v;
+  }();
+  return types;
 }
 
 const char* SupportedDTypeList() {
-  return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, "
-         "iq4_xs";
+  static const std::string list = [] {
+    std::string s;
+    for (DType t : ComputableDTypes()) s += (s.empty() ? "" : ", ") + std::string(DTypeName(t));
+    return s;
+  }();
+  return list.c_str();
 }
 
 int64_t RowBytes(DType t, int64_t n) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace stet {
 
@@ -127,6 +128,7 @@ struct DTypeTraits {
   const char* name;     // "q4_k" — the name users see in errors
   int64_t block_elems;  // elements per block (1 for plain types)
   int64_t block_bytes;  // bytes per block
+  int llama_ftype;      // llama.cpp's general.file_type for a file all of this type; -1: none
 };
 
 // Traits of a known type id, or nullopt for an id stet does not know at all.
@@ -134,6 +136,11 @@ std::optional<DTypeTraits> GetDTypeTraits(uint32_t type_id);
 const char* DTypeName(DType t);
 // True for the types stet can compute with (dequantize and matmul).
 bool DTypeSupported(DType t);
+// The types stet computes with, in the order of SupportedDTypeList(): what
+// tools and tests iterate, so that a new type is covered where they do.
+const std::vector<DType>& ComputableDTypes();
+// The computable block types (those with a reference quantizer): q8_0 ... iq4_xs.
+const std::vector<DType>& QuantizedDTypes();
 // "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs"
 const char* SupportedDTypeList();
 // Bytes used by one row of n elements (n must be a multiple of block_elems).

@@ -73,9 +73,7 @@ CLI::App* AddGgufRandomCommand(CLI::App& app, int* exit_code) {
                   "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b "
                   "or tiny")
       ->required();
-  cmd->add_option("--type", a->type,
-                  "Weight type: f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, "
-                  "q5_k, q6_k, iq4_xs")
+  cmd->add_option("--type", a->type, "Weight type: " + RandomModelTypeList())
       ->capture_default_str();
   cmd->add_option("-s,--seed", a->seed, "Seed of the weights")->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Output GGUF file")->required();

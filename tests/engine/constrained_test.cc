@@ -50,7 +50,9 @@ TEST(Constrained, OutputsMatchTheGrammarAndLogprobsAreRaw) {
       ASSERT_TRUE(m.Init().ok());
       auto r = m.Accept(c->text[ch]);
       ASSERT_TRUE(r.ok() && *r) << "choice " << ch << ": " << c->text[ch];
-      if (c->finish[ch] == FinishReason::kStop) EXPECT_TRUE(m.CanEnd()) << c->text[ch];
+      if (c->finish[ch] == FinishReason::kStop) {
+        EXPECT_TRUE(m.CanEnd()) << c->text[ch];
+      }
       EXPECT_NE(c->finish[ch], FinishReason::kError);
       for (const TokenOut& t : c->tokens[ch]) {
         const float raw = LogSoftmaxAt(t.logits.data(), static_cast<int>(t.logits.size()), t.id);

@@ -4,6 +4,7 @@
 // Status on stderr.
 //   stet_quant_tool dequantize TYPE N   stdin: RowBytes(TYPE, N) bytes -> N floats (LE)
 //   stet_quant_tool quantize TYPE N     stdin: N floats (LE) -> RowBytes(TYPE, N) bytes
+//   stet_quant_tool types               the block types stet computes with, one per line
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -39,6 +40,10 @@ bool ReadAll(std::vector<uint8_t>* buf, size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "types") {
+    for (stet::DType t : stet::QuantizedDTypes()) std::printf("%s\n", stet::DTypeName(t));
+    return 0;
+  }
   if (argc != 4) return Fail("usage: stet_quant_tool dequantize|quantize TYPE N");
   const std::string mode = argv[1];
   stet::DType type;

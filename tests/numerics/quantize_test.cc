@@ -476,16 +476,13 @@ TEST(QuantizeTest, RefusesBadInput) {
             StatusCode::kUnimplemented);
   EXPECT_EQ(QuantizeRow(static_cast<DType>(99), x.data(), 32, out.data()).code(),
             StatusCode::kUnimplemented);
-  const DType kQuantTypes[] = {DType::kQ8_0, DType::kQ4_0,   DType::kQ4_1, DType::kQ5_0,
-                               DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
-                               DType::kQ4_K, DType::kQ5_K,   DType::kQ6_K, DType::kIQ4_XS};
   x[3] = NAN;
-  for (DType t : kQuantTypes) {
+  for (DType t : QuantizedDTypes()) {
     EXPECT_EQ(QuantizeRow(t, x.data(), 256, out.data()).code(), StatusCode::kInvalidArgument)
         << DTypeName(t);
   }
   x[3] = 1e30f;  // scales overflow f16
-  for (DType t : kQuantTypes) {
+  for (DType t : QuantizedDTypes()) {
     EXPECT_EQ(QuantizeRow(t, x.data(), 256, out.data()).code(), StatusCode::kInvalidArgument)
         << DTypeName(t);
   }
@@ -499,9 +496,7 @@ TEST(QuantizeTest, NegativeZeroRowsQuantize) {
   const std::vector<float> x(256, -0.0f);
   std::vector<uint8_t> out(4096);
   std::vector<float> back(256, 1.0f);
-  for (DType t :
-       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
-        DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
+  for (DType t : QuantizedDTypes()) {
     ASSERT_TRUE(QuantizeRow(t, x.data(), 256, out.data()).ok()) << DTypeName(t);
     ASSERT_TRUE(DequantizeRow(t, out.data(), 256, back.data()).ok()) << DTypeName(t);
     for (float v : back) ASSERT_EQ(v, 0.0f) << DTypeName(t);

@@ -134,6 +134,14 @@ class DequantOracle(unittest.TestCase):
                       f"{blocks[blk].tobytes().hex()}")
         return got
 
+    def test_the_oracle_covers_every_type_stet_computes(self):
+        # stet's own type table (numerics/dtype.cc) names the types: a new one
+        # without a row in BLOCK_TYPES fails here instead of going unchecked.
+        p = subprocess.run([TOOL, "types"], capture_output=True, timeout=60, check=True)
+        names = p.stdout.decode().split()
+        self.assertIn("q4_k", names)
+        self.assertEqual(sorted(set(names) - set(BLOCK_TYPES)), [])
+
     def test_every_block_layout_random_blocks(self):
         for name in BLOCK_TYPES:
             with self.subTest(type=name):
