@@ -258,9 +258,9 @@ struct MatMulArgs {
   const ActQ8K* a8k;  // for the K-quants
   int64_t m;
   float* y;
-  const ActPairs* xp = nullptr;  // AVX-512 float path
-  const ActQ8V* a8v = nullptr;   // AVX-512 VNNI 32-block path
-  const ActQ8KV* a8kv = nullptr; // AVX-512 VNNI q4_k path
+  const ActPairs* xp = nullptr;   // AVX-512 float path
+  const ActQ8V* a8v = nullptr;    // AVX-512 VNNI 32-block path
+  const ActQ8KV* a8kv = nullptr;  // AVX-512 VNNI q4_k path
 };
 
 namespace ref {
@@ -329,10 +329,10 @@ namespace avx512 {
 // Fill row pairs [p0, p1) / row groups [g0, g1) (threads split them).
 void PairActivations(const float* x, ActPairs* xp, int64_t p0, int64_t p1);
 void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1);  // a8 quantized already
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // needs a.xp
+void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);       // needs a.xp
 void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);  // 32-block types, needs a.a8v
 void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1);
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);     // q4_k, needs a.a8kv
+void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k, needs a.a8kv
 // q2_k/q3_k/q5_k/q6_k/iq4_xs, needs a.a8kv (biased; sx16 for q2_k/q5_k).
 void MatMulQKUnpackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 // q8_0/q4_0/q4_1 from w.packed on ActQ8 rows; r0 a multiple of 16.

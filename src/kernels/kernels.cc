@@ -1,8 +1,8 @@
 // Dispatch of the public kernel API to the scalar reference (Isa::kScalar), the
-// AVX2/AVX-512 paths (x86-64 builds) or the NEON path (aarch64 builds), plus MatMul's driver: activation quantization
-// once per call, before the parallel region, into per-thread scratch that only
-// grows; threads then split w.rows only (rule R2), so no thread count or batch
-// size can reach a reduction order.
+// AVX2/AVX-512 paths (x86-64 builds) or the NEON path (aarch64 builds), plus MatMul's driver:
+// activation quantization once per call, before the parallel region, into per-thread scratch that
+// only grows; threads then split w.rows only (rule R2), so no thread count or batch size can reach
+// a reduction order.
 #include <cstring>
 
 #include "base/check.h"
@@ -152,8 +152,7 @@ void PrepareActPairs(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActPai
   a->x2 = reinterpret_cast<float*>(Carve(storage, &off, bytes));
 }
 
-void PrepareActQ8V(int64_t m, int64_t nb, DType w_type, std::vector<uint8_t>* storage,
-                   ActQ8V* a) {
+void PrepareActQ8V(int64_t m, int64_t nb, DType w_type, std::vector<uint8_t>* storage, ActQ8V* a) {
   a->m = m;
   a->nb = nb;
   a->groups = (m + 15) / 16;
@@ -354,8 +353,8 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
       const int64_t b = u1 < first_unit[j + 1] ? u1 : first_unit[j + 1];
       if (a >= b) continue;
       const int64_t r0 = (a - first_unit[j]) * kGrain;
-      const int64_t r1 = (b - first_unit[j]) * kGrain < ws[j]->rows ? (b - first_unit[j]) * kGrain
-                                                                      : ws[j]->rows;
+      const int64_t r1 =
+          (b - first_unit[j]) * kGrain < ws[j]->rows ? (b - first_unit[j]) * kGrain : ws[j]->rows;
       rows_fn(per[j], r0, r1);
     }
   });
@@ -387,9 +386,7 @@ float SumExpShifted(const float* x, int64_t n, float shift, Isa isa) {
   return STET_PATH(UseSimd(isa), SumExpShifted)(x, n, shift);
 }
 
-int64_t Argmax(const float* x, int64_t n, Isa isa) {
-  return STET_PATH(UseSimd(isa), Argmax)(x, n);
-}
+int64_t Argmax(const float* x, int64_t n, Isa isa) { return STET_PATH(UseSimd(isa), Argmax)(x, n); }
 
 void Add(const float* a, const float* b, int64_t n, float* out, Isa isa) {
   STET_PATH(UseSimd(isa), Add)(a, b, n, out);
@@ -423,8 +420,8 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
 #endif
 #if defined(STET_KERNELS_HAVE_AVX2)
   if (UseSimd(isa) && head_dim % 8 == 0) {
-    avx2::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, softcap, out0,
-                         out1, scratch);
+    avx2::AttendHeadPair(q0, q1, k, v, kv_type, n_kv0, n_kv1, head_dim, scale, softcap, out0, out1,
+                         scratch);
     return;
   }
 #endif

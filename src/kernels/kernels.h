@@ -44,11 +44,11 @@ struct WeightView {
 // the AVX2 kernels (decode and prefill) and the AVX-512 decode kernels stream: 16
 // rows per group, per 32-block (K-quants: superblock) the 16 rows' quants 4
 // bytes at a time (q8_0 stored as q + 128), then their scales (and mins; q5's
-// fifth bits last, a byte per row and word) — see pack.cc. f16/bf16 (cols % 8 == 0) pack 8 rows per group, their 8-element
-// chunks side by side, for the AVX2 float kernels. PackedBytes is 0 for types
-// (or shapes) without a packed layout; PackedLayoutUsed
-// says whether this CPU's best path reads it (the model packs only those). The
-// packed copy is 64-byte aligned by the caller's allocation.
+// fifth bits last, a byte per row and word) — see pack.cc. f16/bf16 (cols % 8 == 0) pack 8 rows per
+// group, their 8-element chunks side by side, for the AVX2 float kernels. PackedBytes is 0 for
+// types (or shapes) without a packed layout; PackedLayoutUsed says whether this CPU's best path
+// reads it (the model packs only those). The packed copy is 64-byte aligned by the caller's
+// allocation.
 int64_t PackedBytes(const WeightView& w);
 void PackWeights(const WeightView& w, void* dst);
 bool PackedLayoutUsed(DType t);

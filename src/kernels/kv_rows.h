@@ -15,10 +15,10 @@ namespace stet::kernels {
 // run, stored position p at base + p * row_stride.
 struct KvRows {
   const uint8_t* base = nullptr;
-  int64_t row_stride = 0;          // bytes between consecutive positions of a run
-  const int32_t* blocks = nullptr; // block table, or nullptr (contiguous)
-  int64_t block_rows = 0;          // positions per block (with blocks)
-  int64_t first = 0;               // stored position of attention position 0
+  int64_t row_stride = 0;           // bytes between consecutive positions of a run
+  const int32_t* blocks = nullptr;  // block table, or nullptr (contiguous)
+  int64_t block_rows = 0;           // positions per block (with blocks)
+  int64_t first = 0;                // stored position of attention position 0
 
   // Attention position t's row, and in *len how many positions from t on
   // (at most n - t) follow it contiguously, row_stride apart.

@@ -45,8 +45,8 @@ void Pack(const WeightView& w, uint8_t* dst) {
         std::memcpy(&qh, row[b].qh, 4);
         uint8_t* hb = p + kQBytes + (kQ41 ? 64 : 32);
         for (int j = 0; j < 4; ++j) {
-          hb[j * 16 + t] = static_cast<uint8_t>(((qh >> (4 * j)) & 0xfu) |
-                                                (((qh >> (16 + 4 * j)) & 0xfu) << 4));
+          hb[j * 16 + t] =
+              static_cast<uint8_t>(((qh >> (4 * j)) & 0xfu) | (((qh >> (16 + 4 * j)) & 0xfu) << 4));
         }
       }
     }

@@ -88,10 +88,14 @@ namespace {
 
 ApiError FromStatus(const Status& s, const char* prompt_param) {
   switch (s.code()) {
-    case StatusCode::kInvalidArgument: return BadRequest(s.message());
-    case StatusCode::kResourceExhausted: return ContextLengthExceeded(s.message(), prompt_param);
-    case StatusCode::kCancelled: return MakeError(503, "server_error", "shutting_down", s.message());
-    default: return MakeError(500, "server_error", "internal_error", s.ToString());
+    case StatusCode::kInvalidArgument:
+      return BadRequest(s.message());
+    case StatusCode::kResourceExhausted:
+      return ContextLengthExceeded(s.message(), prompt_param);
+    case StatusCode::kCancelled:
+      return MakeError(503, "server_error", "shutting_down", s.message());
+    default:
+      return MakeError(500, "server_error", "internal_error", s.ToString());
   }
 }
 
@@ -123,13 +127,13 @@ uint64_t Server::Impl::CacheSalt(const Request& req, const std::string& cache_sa
 
 std::optional<ApiError> Server::Impl::CheckPromptBytes(size_t bytes, const char* param) const {
   if (bytes <= max_prompt_bytes) return std::nullopt;
-  return ContextLengthExceeded(
-      "This model's maximum context length is " + std::to_string(engine->n_ctx()) +
-          " tokens, and no token of its vocabulary is longer than " +
-          std::to_string(max_prompt_bytes / std::max(1, engine->n_ctx())) +
-          " bytes, so a prompt of " + std::to_string(bytes) +
-          " bytes cannot fit; it was refused without tokenizing it.",
-      param);
+  return ContextLengthExceeded("This model's maximum context length is " +
+                                   std::to_string(engine->n_ctx()) +
+                                   " tokens, and no token of its vocabulary is longer than " +
+                                   std::to_string(max_prompt_bytes / std::max(1, engine->n_ctx())) +
+                                   " bytes, so a prompt of " + std::to_string(bytes) +
+                                   " bytes cannot fit; it was refused without tokenizing it.",
+                               param);
 }
 
 void Server::Impl::LogRequest(const Request& req, const Response& res) {
@@ -171,8 +175,7 @@ Server::Impl::Slot Server::Impl::AdmitOrRefuse(Response& res) {
   auto job = std::make_shared<Job>();
   if (Admit(job)) return Slot(this, std::move(job));
   if (draining) {
-    SendError(res,
-              MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
+    SendError(res, MakeError(503, "server_error", "shutting_down", "The server is shutting down."));
   } else {
     res.set_header("Retry-After", "1");
     SendError(res, MakeError(429, "rate_limit_error", "rate_limit_exceeded",
@@ -246,7 +249,8 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
   for (size_t i = 0; i < params.size(); ++i) {
     lengths.push_back(static_cast<int>(params[i].prompt.size()));
     const int prompt = static_cast<int>(i);
-    auto sub = engine->Submit(std::move(params[i]), [job, prompt](const RequestEvent& ev) { job->Push(prompt, ev); });
+    auto sub = engine->Submit(std::move(params[i]),
+                              [job, prompt](const RequestEvent& ev) { job->Push(prompt, ev); });
     if (!sub.ok()) {
       for (uint64_t id : job->engine_ids) engine->Cancel(id);
       Release(job);
@@ -254,7 +258,8 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
     }
     job->engine_ids.push_back(sub->id);
   }
-  auto coll = std::make_shared<Collector>(static_cast<int>(lengths.size()), n, lengths, t_record.start);
+  auto coll =
+      std::make_shared<Collector>(static_cast<int>(lengths.size()), n, lengths, t_record.start);
 
   if (!stream) {
     Job::Item it;
@@ -273,14 +278,18 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
       }
     }
     Account(*coll);
-    std::optional<ApiError> record_error;  // recorded before the answer is written (and before drain sees it done)
-    if (record && opts.recorder && !coll->any(FinishReason::kError) && !coll->any(FinishReason::kCancelled)) {
+    std::optional<ApiError>
+        record_error;  // recorded before the answer is written (and before drain sees it done)
+    if (record && opts.recorder && !coll->any(FinishReason::kError) &&
+        !coll->any(FinishReason::kCancelled)) {
       record_error = CommitRecord(*opts.recorder, record, coll->choices(), coll->usage());
     }
     Release(job);
-    if (coll->any(FinishReason::kError)) return SendError(res, GenerationError(coll->first_error()));
+    if (coll->any(FinishReason::kError))
+      return SendError(res, GenerationError(coll->first_error()));
     if (coll->any(FinishReason::kCancelled)) {
-      return SendError(res, MakeError(503, "server_error", "shutting_down", "the request was cancelled by a shutdown"));
+      return SendError(res, MakeError(503, "server_error", "shutting_down",
+                                      "the request was cancelled by a shutdown"));
     }
     if (record_error) return SendError(res, *record_error);
     return SendJson(res, 200, build(coll->choices(), coll->usage()));
@@ -296,7 +305,9 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
       "text/event-stream",
       [this, hooks](size_t, DataSink& sink) -> bool {
         Stream& st = *hooks;
-        auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+        auto write = [&](const std::string& s) {
+          return s.empty() || sink.write(s.data(), s.size());
+        };
         bool alive = write(st.start());
         Job::Item it;
         bool shown;
@@ -312,13 +323,15 @@ void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream
           alive = write(SseEvent(ErrorJson(GenerationError(st.coll->first_error()))));
         } else if (alive && st.record && opts.recorder && !st.coll->any(FinishReason::kCancelled)) {
           // The record is committed before the final events: a client that saw [DONE] was recorded.
-          if (auto e = CommitRecord(*opts.recorder, st.record, st.coll->choices(), st.coll->usage())) {
+          if (auto e =
+                  CommitRecord(*opts.recorder, st.record, st.coll->choices(), st.coll->usage())) {
             t_record.error = e->message;
             write(SseEvent(ErrorJson(*e)));
             alive = false;  // no [DONE]: an unrecorded answer must not look complete
           }
         }
-        if (alive) alive = write(st.usage(st.coll->usage())) && (!st.done_marker || write(SseDone()));
+        if (alive)
+          alive = write(st.usage(st.coll->usage())) && (!st.done_marker || write(SseDone()));
         FinishStream(st);  // cancels in the engine when the client went away
         if (!alive) return false;
         sink.done();

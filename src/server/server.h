@@ -17,8 +17,8 @@
 
 #include "base/status.h"
 #include "engine/engine.h"
-#include "server/recorder.h"
 #include "server/openai/request_parse.h"
+#include "server/recorder.h"
 #include "template/chat_template.h"
 
 namespace stet::server {
@@ -32,7 +32,7 @@ struct ServerOptions {
   size_t max_body_bytes = 16u << 20;  // larger bodies get 413, however they are framed
   int keep_alive_s = 2;               // idle keep-alive connections close after this
   int header_timeout_s = 10;          // request line and headers must arrive within this (else 408)
-  int body_timeout_s = 60;    // the body must arrive within this after the headers (else 408)
+  int body_timeout_s = 60;  // the body must arrive within this after the headers (else 408)
   // After 5 s a body must have averaged this many bytes/s (else 408); 0: no minimum.
   size_t body_min_rate = 1024;
   // Connections open at once from one non-loopback client address (more: 503); 0: no cap.
@@ -82,7 +82,8 @@ class Server {
   // Blocks until Shutdown has closed every connection.
   void Wait();
 
-  // Defined in server_internal.h; named here so the route table (routes.h) can point at its handlers.
+  // Defined in server_internal.h; named here so the route table (routes.h) can point at its
+  // handlers.
   struct Impl;
 
  private:

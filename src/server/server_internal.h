@@ -20,16 +20,16 @@
 #include <thread>
 #include <vector>
 
-#include "server/openai/chat_prompt.h"
 #include "http/http_conn.h"
 #include "http/http_gate.h"
 #include "http/http_server.h"
 #include "server/job.h"
 #include "server/metrics.h"
-#include "server/record_builder.h"
+#include "server/openai/chat_prompt.h"
 #include "server/openai/response.h"
-#include "server/server.h"
 #include "server/openai/tokenize_api.h"
+#include "server/record_builder.h"
+#include "server/server.h"
 
 namespace stet::server {
 
@@ -70,7 +70,7 @@ struct Server::Impl {
   std::unique_ptr<Engine> engine;  // set once, before `ready`
   ModelInfo info;
   std::optional<ChatPrompt> chat;
-  std::string chat_template_sha256;  // of chat->source(), for records
+  std::string chat_template_sha256;                       // of chat->source(), for records
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // from the template, at Attach
   // A prompt text longer than this cannot fit the context whatever it holds
   // (n_ctx x the longest token's bytes): it is refused before tokenizing.
@@ -92,10 +92,10 @@ struct Server::Impl {
   struct Stream {
     std::shared_ptr<Job> job;
     std::shared_ptr<Collector> coll;
-    std::function<std::string()> start;                                     // first chunks
-    std::function<std::string(int, const Job::Item&, bool)> event;          // chunk for an event
-    std::function<std::string(const UsageCounts&)> usage;                  // usage chunk or ""
-    RecordFn record;                                                        // --record; null: off
+    std::function<std::string()> start;                             // first chunks
+    std::function<std::string(int, const Job::Item&, bool)> event;  // chunk for an event
+    std::function<std::string(const UsageCounts&)> usage;           // usage chunk or ""
+    RecordFn record;                                                // --record; null: off
     bool done_marker = true;  // ends with "data: [DONE]" (the Responses API has none)
     bool finalized = false;
   };

@@ -24,7 +24,8 @@ enum class NodeKind : uint8_t {
   kGetItem,   // a = object, b = index (may be a kSlice)
   kSlice,     // a, b, c = start, stop, step (each may be null)
   kCall,      // a = callee, list = args, names + kw = keyword args, c = *args, d = **kwargs
-  kFilter,    // a = input (null in a filter chain), str = name, args as kCall; unknown: fail at run time
+  kFilter,    // a = input (null in a filter chain), str = name, args as kCall; unknown: fail at run
+              // time
   kTest,      // a = input, str = name, args as kCall; unknown: fail at run time
   kNot,       // a
   kNeg,       // a

@@ -1,8 +1,9 @@
 // Helpers shared by the builtin filters, tests, globals and methods: Python
 // argument binding and the small conversions they all need.
+#include "template/builtins.h"
+
 #include <algorithm>
 
-#include "template/builtins.h"
 #include "template/pyformat.h"
 
 namespace stet::tmpl {
@@ -12,16 +13,19 @@ Args::Args(const CallArgs& args, std::string_view fn, std::initializer_list<cons
   std::vector<std::string_view> names(params.begin(), params.end());
   if (args.positional.size() > names.size()) {
     Throw(ErrorKind::kType, std::string(fn) + "() takes at most " + std::to_string(names.size()) +
-                                " argument(s) (" + std::to_string(args.positional.size()) + " given)");
+                                " argument(s) (" + std::to_string(args.positional.size()) +
+                                " given)");
   }
   for (size_t i = 0; i < args.positional.size(); ++i) v_[i] = args.positional[i];
   for (const auto& [k, v] : args.keyword) {
     auto it = std::find(names.begin(), names.end(), k);
     if (it == names.end()) {
-      Throw(ErrorKind::kType, std::string(fn) + "() got an unexpected keyword argument '" + k + "'");
+      Throw(ErrorKind::kType,
+            std::string(fn) + "() got an unexpected keyword argument '" + k + "'");
     }
     size_t i = static_cast<size_t>(it - names.begin());
-    if (v_[i]) Throw(ErrorKind::kType, std::string(fn) + "() got multiple values for argument '" + k + "'");
+    if (v_[i])
+      Throw(ErrorKind::kType, std::string(fn) + "() got multiple values for argument '" + k + "'");
     v_[i] = v;
   }
 }
@@ -57,7 +61,8 @@ std::string Escape(const Value& v) {
 int64_t ToInt64(const Value& v, std::string_view what) {
   if (v.is_int() || v.is_bool()) return v.int_value();
   if (v.is_undefined()) FailUndefined(v);
-  Throw(ErrorKind::kType, std::string(what) + ": '" + TypeName(v) + "' object cannot be interpreted as an integer");
+  Throw(ErrorKind::kType,
+        std::string(what) + ": '" + TypeName(v) + "' object cannot be interpreted as an integer");
 }
 
 Value AttrPath(Interpreter& in, const Value& v, std::string_view path) {
@@ -65,8 +70,10 @@ Value AttrPath(Interpreter& in, const Value& v, std::string_view path) {
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string_view part = path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    std::string_view part =
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
+                                               [](char c) { return c >= '0' && c <= '9'; });
     if (digits && part.size() < 18) {
       cur = in.GetItem(cur, Value::Int(std::stoll(std::string(part))));
     } else {

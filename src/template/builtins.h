@@ -46,8 +46,8 @@ Value CallMethod(Interpreter& in, const Value& self, std::string_view name, Call
 
 // Shared helpers.
 Value MakeStr(Interpreter& in, std::string s, bool markup = false);  // size-checked
-std::string Escape(const Value& v);                                 // markupsafe.escape(v) text
-int64_t ToInt64(const Value& v, std::string_view what);             // TypeError unless int-like
+std::string Escape(const Value& v);                                  // markupsafe.escape(v) text
+int64_t ToInt64(const Value& v, std::string_view what);              // TypeError unless int-like
 // Resolves "a.b.0" as Jinja's make_attrgetter does.
 Value AttrPath(Interpreter& in, const Value& v, std::string_view path);
 

@@ -5,9 +5,8 @@
 
 #include <chrono>
 #include <new>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "template/interpreter.h"
 #include "template/parser.h"
@@ -54,9 +53,11 @@ Result<ChatTemplate> ChatTemplate::Parse(std::string_view source, const Template
 const std::string& ChatTemplate::source() const { return compiled_->source; }
 
 template <typename Json>
-Result<std::string> ChatTemplate::RenderImpl(const Json& context, const ChatTemplateOptions& options) const {
+Result<std::string> ChatTemplate::RenderImpl(const Json& context,
+                                             const ChatTemplateOptions& options) const {
   if (!context.is_object()) {
-    return InvalidArgument(std::string("chat template context must be a JSON object, got ") + context.type_name());
+    return InvalidArgument(std::string("chat template context must be a JSON object, got ") +
+                           context.type_name());
   }
   const auto start = std::chrono::steady_clock::now();
   std::optional<tmpl::Interpreter> interp;
@@ -88,7 +89,8 @@ Result<std::string> ChatTemplate::RenderImpl(const Json& context, const ChatTemp
   return out;
 }
 
-Result<std::string> ChatTemplate::Render(const nlohmann::json& context, const ChatTemplateOptions& options) const {
+Result<std::string> ChatTemplate::Render(const nlohmann::json& context,
+                                         const ChatTemplateOptions& options) const {
   return RenderImpl(context, options);
 }
 
@@ -100,11 +102,13 @@ Result<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context,
 namespace {
 
 template <typename Json>
-Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Json& tools, bool add_generation_prompt,
-                          const std::string& bos_token, const std::string& eos_token, const Json& extra,
+Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Json& tools,
+                          bool add_generation_prompt, const std::string& bos_token,
+                          const std::string& eos_token, const Json& extra,
                           const ChatTemplateOptions& options) {
   if (!extra.is_null() && !extra.is_object()) {
-    return InvalidArgument(std::string("chat template extra kwargs must be an object, got ") + extra.type_name());
+    return InvalidArgument(std::string("chat template extra kwargs must be an object, got ") +
+                           extra.type_name());
   }
   Json context = Json::object();
   context["messages"] = messages;
@@ -123,9 +127,11 @@ Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Jso
 }  // namespace
 
 Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::ordered_json& messages,
-                                      const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                                      const std::string& bos_token, const std::string& eos_token,
-                                      const nlohmann::ordered_json& extra, const ChatTemplateOptions& options) {
+                                      const nlohmann::ordered_json& tools,
+                                      bool add_generation_prompt, const std::string& bos_token,
+                                      const std::string& eos_token,
+                                      const nlohmann::ordered_json& extra,
+                                      const ChatTemplateOptions& options) {
   return Apply(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token, extra, options);
 }
 
@@ -133,7 +139,8 @@ Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::jso
                                       const nlohmann::json& tools, bool add_generation_prompt,
                                       const std::string& bos_token, const std::string& eos_token,
                                       const nlohmann::json& extra) {
-  return Apply(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token, extra, ChatTemplateOptions{});
+  return Apply(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token, extra,
+               ChatTemplateOptions{});
 }
 
 Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::json& messages,
@@ -149,14 +156,22 @@ namespace stet::tmpl {
 
 const char* ErrorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kSyntax: return "TemplateSyntaxError";
-    case ErrorKind::kUndefined: return "UndefinedError";
-    case ErrorKind::kType: return "TypeError";
-    case ErrorKind::kValue: return "ValueError";
-    case ErrorKind::kRuntime: return "TemplateRuntimeError";
-    case ErrorKind::kSecurity: return "SecurityError";
-    case ErrorKind::kRaised: return "raise_exception";
-    case ErrorKind::kLimit: return "LimitExceeded";
+    case ErrorKind::kSyntax:
+      return "TemplateSyntaxError";
+    case ErrorKind::kUndefined:
+      return "UndefinedError";
+    case ErrorKind::kType:
+      return "TypeError";
+    case ErrorKind::kValue:
+      return "ValueError";
+    case ErrorKind::kRuntime:
+      return "TemplateRuntimeError";
+    case ErrorKind::kSecurity:
+      return "SecurityError";
+    case ErrorKind::kRaised:
+      return "raise_exception";
+    case ErrorKind::kLimit:
+      return "LimitExceeded";
     case ErrorKind::kCancelled:
       return "Cancelled";
   }

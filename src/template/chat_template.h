@@ -11,10 +11,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "base/status.h"
 
@@ -96,7 +95,8 @@ class ChatTemplate {
 
  private:
   struct Compiled;
-  explicit ChatTemplate(std::shared_ptr<const Compiled> compiled) : compiled_(std::move(compiled)) {}
+  explicit ChatTemplate(std::shared_ptr<const Compiled> compiled)
+      : compiled_(std::move(compiled)) {}
   template <typename Json>
   Result<std::string> RenderImpl(const Json& context, const ChatTemplateOptions& options) const;
   std::shared_ptr<const Compiled> compiled_;
@@ -115,8 +115,9 @@ Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::jso
                                       const std::string& bos_token, const std::string& eos_token,
                                       const nlohmann::json& extra);
 Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::ordered_json& messages,
-                                      const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                                      const std::string& bos_token, const std::string& eos_token,
+                                      const nlohmann::ordered_json& tools,
+                                      bool add_generation_prompt, const std::string& bos_token,
+                                      const std::string& eos_token,
                                       const nlohmann::ordered_json& extra,
                                       const ChatTemplateOptions& options = {});
 

@@ -13,7 +13,8 @@ namespace stet::tmpl {
 namespace {
 
 Value MissingAttr(const Value& obj, std::string_view name) {
-  return Value::Undefined("'" + ObjectTypeRepr(obj) + "' has no attribute '" + std::string(name) + "'");
+  return Value::Undefined("'" + ObjectTypeRepr(obj) + "' has no attribute '" + std::string(name) +
+                          "'");
 }
 
 Value MissingItem(const Value& obj, const Value& key) {
@@ -26,8 +27,8 @@ bool IsDunder(std::string_view name) {
 }
 
 // Python's slice.indices(): normalised start/stop/step for a sequence of `len`.
-void SliceIndices(const Value& start_v, const Value& stop_v, const Value& step_v, int64_t len, int64_t& start,
-                  int64_t& stop, int64_t& step) {
+void SliceIndices(const Value& start_v, const Value& stop_v, const Value& step_v, int64_t len,
+                  int64_t& start, int64_t& stop, int64_t& step) {
   auto as_index = [](const Value& v) {
     if (!v.is_int() && !v.is_bool()) {
       Throw(ErrorKind::kType, "slice indices must be integers or None or have an __index__ method");
@@ -79,15 +80,18 @@ Value ApplySlice(const Value& obj, const Value& a, const Value& b, const Value& 
     ReserveScratch(items.size() * sizeof(Value));
     ForEachSliceIndex(a, b, c, items.size(), [&](size_t i) { out.push_back(items[i]); });
     ChargeSteps(out.size());
-    return Value::List(std::move(out), obj.list().kind == SeqKind::kTuple ? SeqKind::kTuple : SeqKind::kList);
+    return Value::List(std::move(out),
+                       obj.list().kind == SeqKind::kTuple ? SeqKind::kTuple : SeqKind::kList);
   }
-  return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice(" + Repr(a) + ", " + Repr(b) + ", " +
-                          Repr(c) + ")");
+  return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice(" + Repr(a) + ", " +
+                          Repr(b) + ", " + Repr(c) + ")");
 }
 
 }  // namespace
 
-Value BoundMethod::Call(Interpreter& in, CallArgs& args) const { return CallMethod(in, self_, name_, args); }
+Value BoundMethod::Call(Interpreter& in, CallArgs& args) const {
+  return CallMethod(in, self_, name_, args);
+}
 
 Value Interpreter::GetAttr(const Value& obj, std::string_view name) {
   if (obj.is_undefined()) FailUndefined(obj);
@@ -158,13 +162,15 @@ Value Interpreter::Call(const Value& callee, CallArgs& args) {
 
 void Interpreter::EvalArgs(const Node& n, const ScopePtr& scope, CallArgs& args) {
   for (const NodePtr& a : n.list) args.positional.push_back(Eval(*a, scope));
-  for (size_t i = 0; i < n.kw.size(); ++i) args.keyword.emplace_back(n.names[i], Eval(*n.kw[i], scope));
+  for (size_t i = 0; i < n.kw.size(); ++i)
+    args.keyword.emplace_back(n.names[i], Eval(*n.kw[i], scope));
   if (n.c) {
     for (Value& v : Iterate(Eval(*n.c, scope))) args.positional.push_back(std::move(v));
   }
   if (n.d) {
     Value d = Eval(*n.d, scope);
-    if (!d.is_dict()) Throw(ErrorKind::kType, "argument after ** must be a mapping, not " + TypeName(d));
+    if (!d.is_dict())
+      Throw(ErrorKind::kType, "argument after ** must be a mapping, not " + TypeName(d));
     for (const auto& [k, v] : d.dict().entries) {
       if (!k.is_string()) Throw(ErrorKind::kType, "keywords must be strings");
       args.keyword.emplace_back(k.str(), v);
@@ -172,13 +178,14 @@ void Interpreter::EvalArgs(const Node& n, const ScopePtr& scope, CallArgs& args)
   }
 }
 
-Value Interpreter::EvalCall(const Node& n, const ScopePtr& scope, const Value* input, const Value* caller) {
+Value Interpreter::EvalCall(const Node& n, const ScopePtr& scope, const Value* input,
+                            const Value* caller) {
   if (n.kind == NodeKind::kFilter || n.kind == NodeKind::kTest) {
     Value in_v = input ? *input : Eval(*n.a, scope);
     bool is_filter = n.kind == NodeKind::kFilter;
     if (n.unknown) {
-      Throw(ErrorKind::kRuntime, std::string("No ") + (is_filter ? "filter" : "test") + " named '" + n.str +
-                                     "' found.");
+      Throw(ErrorKind::kRuntime,
+            std::string("No ") + (is_filter ? "filter" : "test") + " named '" + n.str + "' found.");
     }
     CallArgs args;
     EvalArgs(n, scope, args);
@@ -215,7 +222,8 @@ Value Interpreter::Eval(const Node& n, const ScopePtr& scope) {
         std::vector<Value> items;
         items.reserve(n.list.size());
         for (const NodePtr& c : n.list) items.push_back(Eval(*c, scope));
-        return Value::List(std::move(items), n.kind == NodeKind::kTuple ? SeqKind::kTuple : SeqKind::kList);
+        return Value::List(std::move(items),
+                           n.kind == NodeKind::kTuple ? SeqKind::kTuple : SeqKind::kList);
       }
       case NodeKind::kDict: {
         auto d = std::make_shared<DictData>();

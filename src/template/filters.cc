@@ -18,12 +18,15 @@ namespace stet::tmpl {
 namespace {
 
 constexpr std::string_view kFilterNames[] = {
-    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
-    "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "join",
-    "last", "length", "list", "lower", "items", "map", "min", "max", "pprint", "random", "reject",
-    "rejectattr", "replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort",
-    "string", "striptags", "sum", "title", "trim", "truncate", "unique", "upper", "urlencode", "urlize",
-    "wordcount", "wordwrap", "xmlattr", "tojson"};
+    "abs",       "attr",       "batch",       "capitalize", "center",  "count",
+    "d",         "default",    "dictsort",    "e",          "escape",  "filesizeformat",
+    "first",     "float",      "forceescape", "format",     "groupby", "indent",
+    "int",       "join",       "last",        "length",     "list",    "lower",
+    "items",     "map",        "min",         "max",        "pprint",  "random",
+    "reject",    "rejectattr", "replace",     "reverse",    "round",   "safe",
+    "select",    "selectattr", "slice",       "sort",       "string",  "striptags",
+    "sum",       "title",      "trim",        "truncate",   "unique",  "upper",
+    "urlencode", "urlize",     "wordcount",   "wordwrap",   "xmlattr", "tojson"};
 
 // soft_str: str(v), keeping Markup as Markup.
 Value SoftStr(const Value& v) {
@@ -49,18 +52,25 @@ std::string HtmlUnescape(std::string_view s) {
     }
     std::string_view ent = s.substr(i + 1, semi - i - 1);
     std::string rep;
-    if (ent == "amp") rep = "&";
-    else if (ent == "lt") rep = "<";
-    else if (ent == "gt") rep = ">";
-    else if (ent == "quot") rep = "\"";
-    else if (ent == "apos") rep = "'";
-    else if (ent == "nbsp") AppendUtf8(rep, 0xA0);
+    if (ent == "amp")
+      rep = "&";
+    else if (ent == "lt")
+      rep = "<";
+    else if (ent == "gt")
+      rep = ">";
+    else if (ent == "quot")
+      rep = "\"";
+    else if (ent == "apos")
+      rep = "'";
+    else if (ent == "nbsp")
+      AppendUtf8(rep, 0xA0);
     else if (ent.size() > 1 && ent[0] == '#') {
       bool hex = ent[1] == 'x' || ent[1] == 'X';
       std::string digits(ent.substr(hex ? 2 : 1));
       char* end = nullptr;
       unsigned long cp = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
-      if (!digits.empty() && end && *end == 0 && cp <= 0x10FFFF) AppendUtf8(rep, static_cast<char32_t>(cp));
+      if (!digits.empty() && end && *end == 0 && cp <= 0x10FFFF)
+        AppendUtf8(rep, static_cast<char32_t>(cp));
     }
     if (rep.empty()) {
       out += s[i];
@@ -133,8 +143,10 @@ std::string JinjaTitle(const std::string& s) {
       AppendUtf8(out, c);
       at_start = true;
     } else if (at_start) {
-      if (c == 0xDF) out += "SS";
-      else AppendUtf8(out, PyUpper(c));
+      if (c == 0xDF)
+        out += "SS";
+      else
+        AppendUtf8(out, PyUpper(c));
       at_start = false;
     } else {
       AppendUtf8(out, PyLower(c));
@@ -149,7 +161,8 @@ Value ToJsonFilter(const Value& input, CallArgs& args) {
   o.ensure_ascii = a.has(0) && Truthy(a.get(0));
   const Value& indent = a.get(1);
   if (indent.is_int() || indent.is_bool()) {
-    o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(indent.int_value(), 0, 1000)), ' ');
+    o.indent =
+        std::string(static_cast<size_t>(std::clamp<int64_t>(indent.int_value(), 0, 1000)), ' ');
   } else if (indent.is_string()) {
     o.indent = indent.str();
   } else if (!indent.is_none() && !indent.is_undefined()) {
@@ -192,7 +205,10 @@ Value IntFilter(const Value& input, CallArgs& args) {
     int b = static_cast<int>(base);
     if (b == 16 || b == 8 || b == 2) {
       size_t off = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-      if (s.size() > off + 1 && s[off] == '0' && (s[off + 1] | 0x20) == (b == 16 ? 'x' : b == 8 ? 'o' : 'b')) {
+      if (s.size() > off + 1 && s[off] == '0' &&
+          (s[off + 1] | 0x20) == (b == 16  ? 'x'
+                                  : b == 8 ? 'o'
+                                           : 'b')) {
         s.erase(off, 2);
         p = s.c_str();
       }
@@ -219,7 +235,8 @@ Value FloatFilter(const Value& input, CallArgs& args) {
     s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
     char* end = nullptr;
     double d = std::strtod(s.c_str(), &end);
-    if (!s.empty() && end && *end == 0 && s.find_first_of("xXpP") == std::string::npos) return Value::Float(d);
+    if (!s.empty() && end && *end == 0 && s.find_first_of("xXpP") == std::string::npos)
+      return Value::Float(d);
   }
   return a.get_or(0, Value::Float(0.0));
 }
@@ -231,7 +248,8 @@ Value RoundFilter(const Value& input, CallArgs& args) {
   if (method != "common" && method != "ceil" && method != "floor") {
     Throw(ErrorKind::kValue, "method must be common, ceil or floor");
   }
-  if (!input.is_number()) Throw(ErrorKind::kType, "type " + TypeName(input) + " doesn't define __round__ method");
+  if (!input.is_number())
+    Throw(ErrorKind::kType, "type " + TypeName(input) + " doesn't define __round__ method");
   if (method == "common" && !input.is_float()) {
     int64_t v = input.int_value();
     if (precision >= 0) return Value::Int(v);
@@ -243,7 +261,8 @@ Value RoundFilter(const Value& input, CallArgs& args) {
     if (r < 0) r += unit, q -= 1;
     if (2 * r > unit || (2 * r == unit && (q & 1))) q += 1;
     int64_t out;
-    if (__builtin_mul_overflow(q, unit, &out)) Throw(ErrorKind::kValue, "integer result does not fit in 64 bits");
+    if (__builtin_mul_overflow(q, unit, &out))
+      Throw(ErrorKind::kValue, "integer result does not fit in 64 bits");
     return Value::Int(out);
   }
   double x = input.float_value();
@@ -280,7 +299,8 @@ Value IndentFilter(Interpreter& in, const Value& input, CallArgs& args) {
     if (input.is_list() && input.list().kind == SeqKind::kList) {
       Throw(ErrorKind::kType, "'list' object has no attribute 'splitlines'");
     }
-    Throw(ErrorKind::kType, "unsupported operand type(s) for +=: '" + TypeName(input) + "' and 'str'");
+    Throw(ErrorKind::kType,
+          "unsupported operand type(s) for +=: '" + TypeName(input) + "' and 'str'");
   }
   Value sv = SoftStr(input);
   std::string s = sv.str() + "\n";
@@ -318,7 +338,8 @@ Value TruncateFilter(const Value& input, CallArgs& args) {
     if (Length(input) <= length + leeway) return input;
     Throw(ErrorKind::kType, "truncate: expected a string, got '" + TypeName(input) + "'");
   }
-  if (length < static_cast<int64_t>(end_cps.size())) Throw(ErrorKind::kValue, "expected length >= len(end)");
+  if (length < static_cast<int64_t>(end_cps.size()))
+    Throw(ErrorKind::kValue, "expected length >= len(end)");
   if (leeway < 0) Throw(ErrorKind::kValue, "expected leeway >= 0");
   std::vector<char32_t> cps = DecodeUtf8(ToStr(input));
   if (static_cast<int64_t>(cps.size()) <= length + leeway) return Value::Str(ToStr(input));
@@ -331,7 +352,8 @@ Value TruncateFilter(const Value& input, CallArgs& args) {
 Value FileSizeFilter(const Value& input, CallArgs& args) {
   Args a(args, "filesizeformat", {"binary"});
   bool binary = Truthy(a.get(0));
-  double bytes = input.is_number() ? input.float_value() : std::strtod(ToStr(input).c_str(), nullptr);
+  double bytes =
+      input.is_number() ? input.float_value() : std::strtod(ToStr(input).c_str(), nullptr);
   double base = binary ? 1024 : 1000;
   static const char* kBin[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
   static const char* kDec[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
@@ -354,8 +376,8 @@ Value UrlEncode(const Value& input) {
     bool for_qs = input.is_dict();
     std::string out;
     for (unsigned char c : s) {
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-          c == '-' || c == '~' || (c == '/' && !for_qs)) {
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-' || c == '~' || (c == '/' && !for_qs)) {
         out += static_cast<char>(c);
       } else if (c == ' ' && for_qs) {
         out += '+';
@@ -384,7 +406,8 @@ Value UrlEncode(const Value& input) {
 }  // namespace
 
 bool IsKnownFilter(std::string_view name) {
-  return std::find(std::begin(kFilterNames), std::end(kFilterNames), name) != std::end(kFilterNames);
+  return std::find(std::begin(kFilterNames), std::end(kFilterNames), name) !=
+         std::end(kFilterNames);
 }
 
 Value ApplyFilter(Interpreter& in, std::string_view name, const Value& input, CallArgs& args) {
@@ -392,7 +415,8 @@ Value ApplyFilter(Interpreter& in, std::string_view name, const Value& input, Ca
   if (name == "tojson") return ToJsonFilter(input, args);
   if (name == "default" || name == "d") {
     Args a(args, name, {"default_value", "boolean"});
-    if (input.is_undefined() || (Truthy(a.get(1)) && !Truthy(input))) return a.get_or(0, Value::Str(""));
+    if (input.is_undefined() || (Truthy(a.get(1)) && !Truthy(input)))
+      return a.get_or(0, Value::Str(""));
     return input;
   }
   if (name == "string") {
@@ -405,13 +429,16 @@ Value ApplyFilter(Interpreter& in, std::string_view name, const Value& input, Ca
   }
   if (name == "escape" || name == "e" || name == "forceescape") {
     Args a(args, name, {});
-    if (name == "forceescape" || !input.is_markup()) return MakeStr(in, HtmlEscape(ToStr(input)), true);
+    if (name == "forceescape" || !input.is_markup())
+      return MakeStr(in, HtmlEscape(ToStr(input)), true);
     return input;
   }
   if (name == "upper" || name == "lower" || name == "capitalize") {
     Args a(args, name, {});
     Value s = SoftStr(input);
-    std::string r = name == "upper" ? PyStrUpper(s.str()) : name == "lower" ? PyStrLower(s.str()) : PyStrCapitalize(s.str());
+    std::string r = name == "upper"   ? PyStrUpper(s.str())
+                    : name == "lower" ? PyStrLower(s.str())
+                                      : PyStrCapitalize(s.str());
     return MakeStr(in, std::move(r), s.is_markup());
   }
   if (name == "title") {
@@ -476,7 +503,8 @@ Value ApplyFilter(Interpreter& in, std::string_view name, const Value& input, Ca
     Args a(args, name, {});
     if (input.is_float()) return Value::Float(std::fabs(input.float_value()));
     if (input.is_int() || input.is_bool()) {
-      if (input.int_value() == INT64_MIN) Throw(ErrorKind::kValue, "integer result does not fit in 64 bits");
+      if (input.int_value() == INT64_MIN)
+        Throw(ErrorKind::kValue, "integer result does not fit in 64 bits");
       return Value::Int(std::llabs(input.int_value()));
     }
     if (input.is_undefined()) FailUndefined(input);
@@ -500,7 +528,8 @@ Value ApplyFilter(Interpreter& in, std::string_view name, const Value& input, Ca
   if (name == "filesizeformat") return FileSizeFilter(input, args);
   if (name == "urlencode") return UrlEncode(input);
   if (IsKnownFilter(name)) {
-    Throw(ErrorKind::kRuntime, "filter '" + std::string(name) + "' is not supported by stet's template engine");
+    Throw(ErrorKind::kRuntime,
+          "filter '" + std::string(name) + "' is not supported by stet's template engine");
   }
   Throw(ErrorKind::kRuntime, "No filter named '" + std::string(name) + "' found.");
 }

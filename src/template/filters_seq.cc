@@ -38,7 +38,8 @@ struct AttrGetter {
   }
 };
 
-std::vector<Value> SortedBy(Interpreter& in, std::vector<Value> items, const std::vector<Value>& keys, bool reverse) {
+std::vector<Value> SortedBy(Interpreter& in, std::vector<Value> items,
+                            const std::vector<Value>& keys, bool reverse) {
   in.CountIterations(static_cast<int64_t>(items.size()));
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -52,7 +53,8 @@ std::vector<Value> SortedBy(Interpreter& in, std::vector<Value> items, const std
 }
 
 // select / reject / selectattr / rejectattr.
-Value SelectOrReject(Interpreter& in, const Value& input, CallArgs& args, bool select, bool by_attr) {
+Value SelectOrReject(Interpreter& in, const Value& input, CallArgs& args, bool select,
+                     bool by_attr) {
   std::vector<Value> pos = args.positional;
   size_t off = 0;
   Value attr;
@@ -64,7 +66,8 @@ Value SelectOrReject(Interpreter& in, const Value& input, CallArgs& args, bool s
   bool have_test = pos.size() > off;
   std::string test = have_test ? ToStr(pos[off]) : "";
   CallArgs test_args;
-  if (have_test) test_args.positional.assign(pos.begin() + static_cast<std::ptrdiff_t>(off) + 1, pos.end());
+  if (have_test)
+    test_args.positional.assign(pos.begin() + static_cast<std::ptrdiff_t>(off) + 1, pos.end());
   test_args.keyword = args.keyword;
   std::vector<Value> out;
   if (Truthy(input)) {
@@ -87,9 +90,12 @@ Value MapFilter(Interpreter& in, const Value& input, CallArgs& args) {
   if (by_attr) {
     bool found = false;
     for (auto& [k, v] : args.keyword) {
-      if (k == "attribute") attr = v, found = true;
-      else if (k == "default") dflt = v;
-      else Throw(ErrorKind::kRuntime, "Unexpected keyword argument '" + k + "'");
+      if (k == "attribute")
+        attr = v, found = true;
+      else if (k == "default")
+        dflt = v;
+      else
+        Throw(ErrorKind::kRuntime, "Unexpected keyword argument '" + k + "'");
     }
     if (!found) Throw(ErrorKind::kRuntime, "map requires a filter argument");
   }
@@ -122,19 +128,24 @@ Value Reverse(const Value& input) {
   std::reverse(items.begin(), items.end());
   if (input.is_iterator()) return Value::List(std::move(items));
   const char* type = "list_reverseiterator";
-  if (input.is_dict()) type = "dict_reversekeyiterator";
-  else if (input.is_tuple()) type = "reversed";
+  if (input.is_dict())
+    type = "dict_reversekeyiterator";
+  else if (input.is_tuple())
+    type = "reversed";
   else if (input.list().kind == SeqKind::kView) {
     const std::string& t = input.list().type_name;
-    type = t == "range" ? "range_iterator" : t == "dict_items" ? "dict_reverseitemiterator"
-         : t == "dict_values" ? "dict_reversevalueiterator" : "dict_reversekeyiterator";
+    type = t == "range"         ? "range_iterator"
+           : t == "dict_items"  ? "dict_reverseitemiterator"
+           : t == "dict_values" ? "dict_reversevalueiterator"
+                                : "dict_reversekeyiterator";
   }
   return Gen(std::move(items), type);
 }
 
 }  // namespace
 
-std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, const Value& input, CallArgs& args) {
+std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, const Value& input,
+                                    CallArgs& args) {
   if (name == "length" || name == "count") {
     Args a(args, name, {});
     return Value::Int(Length(input));
@@ -151,7 +162,8 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
   }
   if (name == "last") {
     Args a(args, name, {});
-    if (input.is_iterator()) Throw(ErrorKind::kType, "'" + TypeName(input) + "' object is not reversible");
+    if (input.is_iterator())
+      Throw(ErrorKind::kType, "'" + TypeName(input) + "' object is not reversible");
     std::vector<Value> items = Iterate(input);
     if (items.empty()) return Value::Undefined("No last item, sequence was empty.");
     return items.back();
@@ -179,7 +191,8 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
     return Gen(std::move(out));
   }
   if (name == "map") return MapFilter(in, input, args);
-  if (name == "select" || name == "reject") return SelectOrReject(in, input, args, name == "select", false);
+  if (name == "select" || name == "reject")
+    return SelectOrReject(in, input, args, name == "select", false);
   if (name == "selectattr" || name == "rejectattr") {
     return SelectOrReject(in, input, args, name == "selectattr", true);
   }
@@ -197,7 +210,8 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
       size_t start = 0;
       while (true) {
         size_t comma = spec.find(',', start);
-        attrs.push_back(Value::Str(spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+        attrs.push_back(Value::Str(
+            spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
@@ -215,8 +229,10 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
   if (name == "dictsort") {
     Args a(args, name, {"case_sensitive", "by", "reverse"});
     std::string by = a.get_str(1).value_or("key");
-    if (by != "key" && by != "value") Throw(ErrorKind::kRuntime, "You can only sort by either \"key\" or \"value\"");
-    if (!input.is_dict()) Throw(ErrorKind::kType, "'" + TypeName(input) + "' object has no attribute 'items'");
+    if (by != "key" && by != "value")
+      Throw(ErrorKind::kRuntime, "You can only sort by either \"key\" or \"value\"");
+    if (!input.is_dict())
+      Throw(ErrorKind::kType, "'" + TypeName(input) + "' object has no attribute 'items'");
     std::vector<Value> items, keys;
     AttrGetter lower{in, Value(), !Truthy(a.get(0))};
     for (const auto& [k, v] : input.dict().entries) {
@@ -273,7 +289,8 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
     if (name == "batch") {
       std::vector<Value> tmp;
       for (Value& item : items) {
-        if (static_cast<int64_t>(tmp.size()) == n) out.push_back(Value::List(std::move(tmp))), tmp.clear();
+        if (static_cast<int64_t>(tmp.size()) == n)
+          out.push_back(Value::List(std::move(tmp))), tmp.clear();
         tmp.push_back(std::move(item));
       }
       if (!tmp.empty()) {
@@ -307,12 +324,14 @@ std::optional<Value> ApplySeqFilter(Interpreter& in, std::string_view name, cons
     for (const Value& item : items) keys.push_back(AttrGetter{in, a.get(0), lower, a.get(1)}(item));
     std::vector<size_t> order(items.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return LessThan(keys[x], keys[y]); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return LessThan(keys[x], keys[y]); });
     std::vector<Value> out;
     for (size_t i = 0; i < order.size();) {
       size_t j = i;
       std::vector<Value> group;
-      while (j < order.size() && Equals(keys[order[j]], keys[order[i]])) group.push_back(items[order[j++]]);
+      while (j < order.size() && Equals(keys[order[j]], keys[order[i]]))
+        group.push_back(items[order[j++]]);
       Value grouper = AttrGetter{in, a.get(0), false, a.get(1)}(group.front());
       out.push_back(Value::Tuple({grouper, Value::List(std::move(group))}));
       i = j;

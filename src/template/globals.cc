@@ -21,7 +21,8 @@ constexpr int64_t kMaxRange = 100000;
 Value Range(Interpreter&, CallArgs& args) {
   if (!args.keyword.empty()) Throw(ErrorKind::kType, "range() takes no keyword arguments");
   const auto& p = args.positional;
-  if (p.empty() || p.size() > 3) Throw(ErrorKind::kType, "range expected 1 to 3 arguments, got " + std::to_string(p.size()));
+  if (p.empty() || p.size() > 3)
+    Throw(ErrorKind::kType, "range expected 1 to 3 arguments, got " + std::to_string(p.size()));
   int64_t start = 0, stop, step = 1;
   if (p.size() == 1) {
     stop = ToInt64(p[0], "range");
@@ -31,15 +32,19 @@ Value Range(Interpreter&, CallArgs& args) {
     if (p.size() == 3) step = ToInt64(p[2], "range");
   }
   if (step == 0) Throw(ErrorKind::kValue, "range() arg 3 must not be zero");
-  __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  __int128 span =
+      step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
   __int128 abs_step = step > 0 ? step : -static_cast<__int128>(step);
   __int128 count = span <= 0 ? 0 : (span + abs_step - 1) / abs_step;
   if (count > kMaxRange) {
-    Throw(ErrorKind::kValue, "OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    Throw(
+        ErrorKind::kValue,
+        "OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   }
   std::vector<Value> items;
   items.reserve(static_cast<size_t>(count));
-  for (__int128 i = 0; i < count; ++i) items.push_back(Value::Int(static_cast<int64_t>(start + i * step)));
+  for (__int128 i = 0; i < count; ++i)
+    items.push_back(Value::Int(static_cast<int64_t>(start + i * step)));
   std::string repr = "range(" + std::to_string(start) + ", " + std::to_string(stop) +
                      (step != 1 ? ", " + std::to_string(step) : "") + ")";
   return Value::Special(std::move(items), SeqKind::kView, "range", std::move(repr));
@@ -47,7 +52,8 @@ Value Range(Interpreter&, CallArgs& args) {
 
 // dict(*args, **kwargs) into `d`.
 void FillDict(DictData& d, const CallArgs& args, const char* fn) {
-  if (args.positional.size() > 1) Throw(ErrorKind::kType, std::string(fn) + " expected at most 1 argument");
+  if (args.positional.size() > 1)
+    Throw(ErrorKind::kType, std::string(fn) + " expected at most 1 argument");
   if (!args.positional.empty()) {
     const Value& src = args.positional[0];
     if (src.is_dict()) {
@@ -55,7 +61,9 @@ void FillDict(DictData& d, const CallArgs& args, const char* fn) {
     } else {
       for (const Value& pair : Iterate(src)) {
         std::vector<Value> kv = Iterate(pair);
-        if (kv.size() != 2) Throw(ErrorKind::kValue, "dictionary update sequence element has length " + std::to_string(kv.size()) + "; 2 is required");
+        if (kv.size() != 2)
+          Throw(ErrorKind::kValue, "dictionary update sequence element has length " +
+                                       std::to_string(kv.size()) + "; 2 is required");
         d.Set(kv[0], kv[1]);
       }
     }
@@ -76,15 +84,16 @@ class CyclerObj : public Object {
     if (name == "next" || name == "reset") {
       auto self = std::static_pointer_cast<const CyclerObj>(shared_from_this());
       bool next = name == "next";
-      auto fn = std::make_shared<NativeFunction>(std::string(name), [self, next](Interpreter&, CallArgs&) {
-        if (!next) {
-          self->pos_ = 0;
-          return Value::None();
-        }
-        Value v = self->items_[self->pos_];
-        self->pos_ = (self->pos_ + 1) % self->items_.size();
-        return v;
-      });
+      auto fn = std::make_shared<NativeFunction>(
+          std::string(name), [self, next](Interpreter&, CallArgs&) {
+            if (!next) {
+              self->pos_ = 0;
+              return Value::None();
+            }
+            Value v = self->items_[self->pos_];
+            self->pos_ = (self->pos_ + 1) % self->items_.size();
+            return v;
+          });
       fn->nesting = CheckedNesting(nesting);
       return Value::Obj(fn);
     }
@@ -148,7 +157,8 @@ std::map<std::string, Value, std::less<>> MakeGlobals() {
   });
   add("strftime_now", [](Interpreter& in, CallArgs& args) {
     Args a(args, "strftime_now", {"format"});
-    if (!a.get(0).is_string()) Throw(ErrorKind::kType, "strftime() argument 1 must be str, not " + TypeName(a.get(0)));
+    if (!a.get(0).is_string())
+      Throw(ErrorKind::kType, "strftime() argument 1 must be str, not " + TypeName(a.get(0)));
     return Value::Str(StrftimeFixed(a.get(0).str(), in.now_unix()));
   });
   return g;
@@ -186,7 +196,8 @@ std::string StrftimeFixed(std::string_view format, int64_t unix_seconds) {
       continue;
     }
     size_t j = i + 1;
-    while (j < format.size() && std::string_view("-_0^#").find(format[j]) != std::string_view::npos) ++j;
+    while (j < format.size() && std::string_view("-_0^#").find(format[j]) != std::string_view::npos)
+      ++j;
     while (j < format.size() && format[j] >= '0' && format[j] <= '9' && j - i < 6) ++j;
     while (j < format.size() && (format[j] == 'E' || format[j] == 'O')) ++j;
     if (j >= format.size()) {

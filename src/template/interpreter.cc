@@ -21,7 +21,8 @@ class LoopObj : public Object {
   }
   std::string TypeName() const override { return "LoopContext"; }
   std::string Repr() const override {
-    return "<LoopContext " + std::to_string(index0_ + 1) + "/" + std::to_string(items_->size()) + ">";
+    return "<LoopContext " + std::to_string(index0_ + 1) + "/" + std::to_string(items_->size()) +
+           ">";
   }
   void set_index(int64_t i) { index0_ = i; }
 
@@ -118,8 +119,8 @@ class MacroObj : public Object {
       }
     }
     if (!extra.empty() && !(def_->flags & kUsesVarargs)) {
-      Throw(ErrorKind::kType, "macro '" + name_ + "' takes not more than " + std::to_string(params.size()) +
-                                  " argument(s)");
+      Throw(ErrorKind::kType, "macro '" + name_ + "' takes not more than " +
+                                  std::to_string(params.size()) + " argument(s)");
     }
     auto kwargs = std::make_shared<DictData>();
     Value caller;
@@ -144,8 +145,9 @@ class MacroObj : public Object {
     for (size_t i = 0; i < params.size(); ++i) {
       if (bound[i]) continue;
       const NodePtr& dflt = def_->list[i];
-      scope->Set(params[i], dflt ? in.Eval(*dflt, scope)
-                                 : Value::Undefined("parameter '" + params[i] + "' was not provided"));
+      scope->Set(params[i],
+                 dflt ? in.Eval(*dflt, scope)
+                      : Value::Undefined("parameter '" + params[i] + "' was not provided"));
     }
     if (def_->flags & kUsesVarargs) scope->Set("varargs", Value::Tuple(std::move(extra)));
     if (def_->flags & kUsesKwargs) scope->Set("kwargs", Value::Dict(std::move(kwargs)));
@@ -245,7 +247,8 @@ std::string Interpreter::Run(const std::vector<NodePtr>& body) {
   return out;
 }
 
-Flow Interpreter::ExecBody(const std::vector<NodePtr>& body, const ScopePtr& scope, std::string& out) {
+Flow Interpreter::ExecBody(const std::vector<NodePtr>& body, const ScopePtr& scope,
+                           std::string& out) {
   DepthGuard guard(this);
   for (const NodePtr& n : body) {
     Flow f = Exec(*n, scope, out);
@@ -254,13 +257,15 @@ Flow Interpreter::ExecBody(const std::vector<NodePtr>& body, const ScopePtr& sco
   return Flow::kNormal;
 }
 
-Value Interpreter::ApplyFilterChain(const std::vector<NodePtr>& chain, Value v, const ScopePtr& scope) {
+Value Interpreter::ApplyFilterChain(const std::vector<NodePtr>& chain, Value v,
+                                    const ScopePtr& scope) {
   // A chain is nested kFilter nodes whose innermost input is null: apply inside out.
   std::vector<const Node*> filters;
   for (const Node* f = chain.empty() ? nullptr : chain[0].get(); f != nullptr; f = f->a.get()) {
     filters.push_back(f);
   }
-  for (auto it = filters.rbegin(); it != filters.rend(); ++it) v = EvalCall(**it, scope, &v, nullptr);
+  for (auto it = filters.rbegin(); it != filters.rend(); ++it)
+    v = EvalCall(**it, scope, &v, nullptr);
   return v;
 }
 
@@ -281,11 +286,12 @@ void Interpreter::Assign(const Node& target, const Value& v, const ScopePtr& sco
       std::vector<Value> items = Iterate(v);
       size_t want = target.list.size();
       if (items.size() < want) {
-        Throw(ErrorKind::kValue, "not enough values to unpack (expected " + std::to_string(want) + ", got " +
-                                     std::to_string(items.size()) + ")");
+        Throw(ErrorKind::kValue, "not enough values to unpack (expected " + std::to_string(want) +
+                                     ", got " + std::to_string(items.size()) + ")");
       }
       if (items.size() > want) {
-        Throw(ErrorKind::kValue, "too many values to unpack (expected " + std::to_string(want) + ")");
+        Throw(ErrorKind::kValue,
+              "too many values to unpack (expected " + std::to_string(want) + ")");
       }
       for (size_t i = 0; i < want; ++i) Assign(*target.list[i], items[i], scope);
       return;

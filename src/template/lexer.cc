@@ -15,7 +15,9 @@
 namespace stet::tmpl {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsNameChar(char c) { return IsNameStart(c) || IsDigit(c); }
@@ -53,7 +55,8 @@ class Lexer {
         break;
       }
       char kind = src_[p + 1];
-      char sign = (p + 2 < src_.size() && (src_[p + 2] == '-' || src_[p + 2] == '+')) ? src_[p + 2] : 0;
+      char sign =
+          (p + 2 < src_.size() && (src_[p + 2] == '-' || src_[p + 2] == '+')) ? src_[p + 2] : 0;
       size_t raw_end = kind == '%' ? MatchRawBegin(p) : std::string::npos;
       std::string_view text(src_.data() + pos, p - pos);
       text = ApplyLStrip(text, sign, kind == '{', line_starting);
@@ -230,7 +233,8 @@ class Lexer {
       if (balance.empty()) Fail(pos, std::string("unexpected '") + c + "'");
       char expected = balance.back();
       balance.pop_back();
-      if (expected != c) Fail(pos, std::string("unexpected '") + c + "', expected '" + expected + "'");
+      if (expected != c)
+        Fail(pos, std::string("unexpected '") + c + "', expected '" + expected + "'");
     }
     Emit(TokType::kOp, std::string(1, c), pos);
     return pos + 1;
@@ -282,7 +286,7 @@ class Lexer {
     char p1 = pos + 1 < src_.size() ? static_cast<char>(src_[pos + 1] | 0x20) : 0;
     if (src_[pos] == '0' && (p1 == 'b' || p1 == 'o' || p1 == 'x')) {
       base = p1 == 'b' ? 2 : p1 == 'o' ? 8 : 16;
-      auto ok = base == 2 ? +[](char c) { return c == '0' || c == '1'; }
+      auto ok = base == 2   ? +[](char c) { return c == '0' || c == '1'; }
                 : base == 8 ? +[](char c) { return c >= '0' && c <= '7'; }
                             : +[](char c) { return IsHex(c); };
       size_t d = pos + 2;
@@ -290,7 +294,8 @@ class Lexer {
       e = Digits(d, ok);
       if (e == std::string::npos) e = pos + 1, base = 10;  // just the "0"
     } else if (src_[pos] == '0') {
-      e = Digits(pos, +[](char c) { return c == '0'; });
+      e = Digits(
+          pos, +[](char c) { return c == '0'; });
     } else {
       e = int_end;
     }
@@ -310,7 +315,8 @@ class Lexer {
     size_t i = pos + 1;
     std::string out;
     while (true) {
-      if (i >= src_.size()) Fail(pos, "unexpected char '" + std::string(1, q) + "' at " + std::to_string(pos));
+      if (i >= src_.size())
+        Fail(pos, "unexpected char '" + std::string(1, q) + "' at " + std::to_string(pos));
       char c = src_[i];
       if (c == q) break;
       if (c != '\\') {
@@ -318,33 +324,61 @@ class Lexer {
         ++i;
         continue;
       }
-      if (i + 1 >= src_.size()) Fail(pos, "unexpected char '" + std::string(1, q) + "' at " + std::to_string(pos));
+      if (i + 1 >= src_.size())
+        Fail(pos, "unexpected char '" + std::string(1, q) + "' at " + std::to_string(pos));
       char n = src_[i + 1];
       i += 2;
       switch (n) {
-        case '\n': break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': case 'u': case 'U': {
+        case '\n':
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           int len = n == 'x' ? 2 : n == 'u' ? 4 : 8;
           uint32_t cp = 0;
           for (int k = 0; k < len; ++k, ++i) {
-            if (i >= src_.size() || !IsHex(src_[i])) Fail(pos, "truncated \\" + std::string(1, n) + " escape in string");
-            cp = cp * 16 + static_cast<uint32_t>(IsDigit(src_[i]) ? src_[i] - '0' : (src_[i] | 0x20) - 'a' + 10);
+            if (i >= src_.size() || !IsHex(src_[i]))
+              Fail(pos, "truncated \\" + std::string(1, n) + " escape in string");
+            cp = cp * 16 + static_cast<uint32_t>(IsDigit(src_[i]) ? src_[i] - '0'
+                                                                  : (src_[i] | 0x20) - 'a' + 10);
           }
           if (cp > 0x10FFFF) Fail(pos, "illegal Unicode character in string");
           // A \uD83D\uDE00 pair becomes one code point.
-          if (cp >= 0xD800 && cp < 0xDC00 && src_.compare(i, 2, "\\u") == 0 && i + 6 <= src_.size() &&
+          if (cp >= 0xD800 && cp < 0xDC00 && src_.compare(i, 2, "\\u") == 0 &&
+              i + 6 <= src_.size() &&
               std::all_of(src_.begin() + i + 2, src_.begin() + i + 6, IsHex)) {
-            uint32_t lo = static_cast<uint32_t>(std::strtoul(src_.substr(i + 2, 4).c_str(), nullptr, 16));
+            uint32_t lo =
+                static_cast<uint32_t>(std::strtoul(src_.substr(i + 2, 4).c_str(), nullptr, 16));
             if (lo >= 0xDC00 && lo < 0xE000) {
               cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
               i += 6;
@@ -356,7 +390,8 @@ class Lexer {
         default:
           if (n >= '0' && n <= '7') {
             uint32_t cp = n - '0';
-            for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7'; ++k, ++i) {
+            for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7';
+                 ++k, ++i) {
               cp = cp * 8 + (src_[i] - '0');
             }
             AppendUtf8(out, cp);

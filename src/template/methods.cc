@@ -19,19 +19,21 @@ bool In(std::string_view name, std::initializer_list<std::string_view> names) {
 }
 
 const std::initializer_list<std::string_view> kStrMethods = {
-    "capitalize", "casefold", "center", "count", "endswith", "find", "format", "index", "isalnum",
-    "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isspace",
-    "istitle", "isupper", "join", "ljust", "lower", "lstrip", "partition", "removeprefix",
-    "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip", "split",
-    "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill", "format_map",
-    "expandtabs", "encode", "isprintable", "maketrans", "translate"};
-const std::initializer_list<std::string_view> kDictMethods = {"copy", "get", "items", "keys", "values",
-                                                                 "fromkeys"};
-const std::initializer_list<std::string_view> kDictUnsafe = {"clear", "pop", "popitem", "setdefault",
-                                                                "update"};
+    "capitalize",   "casefold",     "center",      "count",     "endswith",   "find",
+    "format",       "index",        "isalnum",     "isalpha",   "isascii",    "isdecimal",
+    "isdigit",      "isidentifier", "islower",     "isnumeric", "isspace",    "istitle",
+    "isupper",      "join",         "ljust",       "lower",     "lstrip",     "partition",
+    "removeprefix", "removesuffix", "replace",     "rfind",     "rindex",     "rjust",
+    "rpartition",   "rsplit",       "rstrip",      "split",     "splitlines", "startswith",
+    "strip",        "swapcase",     "title",       "upper",     "zfill",      "format_map",
+    "expandtabs",   "encode",       "isprintable", "maketrans", "translate"};
+const std::initializer_list<std::string_view> kDictMethods = {"copy", "get",    "items",
+                                                              "keys", "values", "fromkeys"};
+const std::initializer_list<std::string_view> kDictUnsafe = {"clear", "pop", "popitem",
+                                                             "setdefault", "update"};
 const std::initializer_list<std::string_view> kListMethods = {"copy", "count", "index"};
-const std::initializer_list<std::string_view> kListUnsafe = {"append", "clear", "extend", "insert",
-                                                                "pop", "remove", "reverse", "sort"};
+const std::initializer_list<std::string_view> kListUnsafe = {
+    "append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"};
 
 Value Unsafe(const Value& self, std::string_view name) {
   return Value::Undefined("access to attribute '" + std::string(name) + "' of '" + TypeName(self) +
@@ -49,8 +51,11 @@ void ByteRange(const std::string& s, const Args& a, size_t first, size_t& b, siz
   std::vector<char32_t> cps = DecodeUtf8(s);
   int64_t n = static_cast<int64_t>(cps.size());
   auto norm = [n](int64_t i) { return i < 0 ? std::max<int64_t>(0, i + n) : std::min(i, n); };
-  int64_t start = a.has(first) && !a.get(first).is_none() ? norm(ToInt64(a.get(first), "slice")) : 0;
-  int64_t end = a.has(first + 1) && !a.get(first + 1).is_none() ? norm(ToInt64(a.get(first + 1), "slice")) : n;
+  int64_t start =
+      a.has(first) && !a.get(first).is_none() ? norm(ToInt64(a.get(first), "slice")) : 0;
+  int64_t end = a.has(first + 1) && !a.get(first + 1).is_none()
+                    ? norm(ToInt64(a.get(first + 1), "slice"))
+                    : n;
   b = EncodeUtf8(cps, 0, static_cast<size_t>(start)).size();
   e = end < start ? b : EncodeUtf8(cps, 0, static_cast<size_t>(end)).size();
 }
@@ -71,7 +76,8 @@ std::string EscArg(const Value& v, bool markup, std::string_view method) {
 Value Pad(Interpreter& in, const std::string& s, const Args& a, char how, bool markup) {
   int64_t width = ToInt64(a.get(0), "width");
   std::string fill = a.has(1) ? ArgStr(a.get(1), "pad") : " ";
-  if (CodepointCount(fill) != 1) Throw(ErrorKind::kType, "The fill character must be exactly one character long");
+  if (CodepointCount(fill) != 1)
+    Throw(ErrorKind::kType, "The fill character must be exactly one character long");
   int64_t len = static_cast<int64_t>(CodepointCount(s));
   if (width <= len) return Value::Str(s, markup);
   size_t bytes;
@@ -110,7 +116,8 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
     Args a(args, name, {"chars"});
     std::optional<std::string> chars;
     if (a.has(0) && !a.get(0).is_none()) chars = EscArg(a.get(0), mk, name);
-    return Value::Str(PyStrip(s, chars ? &*chars : nullptr, name != "rstrip", name != "lstrip"), mk);
+    return Value::Str(PyStrip(s, chars ? &*chars : nullptr, name != "rstrip", name != "lstrip"),
+                      mk);
   }
   if (name == "split" || name == "rsplit") {
     Args a(args, name, {"sep", "maxsplit"});
@@ -118,7 +125,8 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
     if (a.has(0) && !a.get(0).is_none()) sep = EscArg(a.get(0), mk, name);
     if (sep && sep->empty()) Throw(ErrorKind::kValue, "empty separator");
     std::vector<Value> parts;
-    for (auto& p : PySplit(s, sep ? &*sep : nullptr, a.get_int(1, -1, "maxsplit"), name == "rsplit")) {
+    for (auto& p :
+         PySplit(s, sep ? &*sep : nullptr, a.get_int(1, -1, "maxsplit"), name == "rsplit")) {
       parts.push_back(Value::Str(std::move(p), mk));
     }
     return Value::List(std::move(parts));
@@ -134,12 +142,14 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
     size_t b, e;
     ByteRange(s, a, 1, b, e);
     std::string_view hay = std::string_view(s).substr(b, e - b);
-    std::vector<Value> options = a.get(0).is_tuple() ? a.get(0).list().items : std::vector<Value>{a.get(0)};
+    std::vector<Value> options =
+        a.get(0).is_tuple() ? a.get(0).list().items : std::vector<Value>{a.get(0)};
     for (const Value& o : options) {
       const std::string& p = ArgStr(o, name);
       ChargeCopy(p.size());
-      bool hit = name == "startswith" ? hay.substr(0, p.size()) == p
-                                      : hay.size() >= p.size() && hay.substr(hay.size() - p.size()) == p;
+      bool hit = name == "startswith"
+                     ? hay.substr(0, p.size()) == p
+                     : hay.size() >= p.size() && hay.substr(hay.size() - p.size()) == p;
       if (hit) return Value::Bool(true);
     }
     return Value::Bool(false);
@@ -252,7 +262,8 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
     if (sep.empty()) Throw(ErrorKind::kValue, "empty separator");
     size_t hit = name == "partition" ? FindBytes(s, sep) : RFindBytes(s, sep);
     if (hit == std::string::npos) {
-      if (name == "partition") return Value::Tuple({Value::Str(s, mk), Value::Str("", mk), Value::Str("", mk)});
+      if (name == "partition")
+        return Value::Tuple({Value::Str(s, mk), Value::Str("", mk), Value::Str("", mk)});
       return Value::Tuple({Value::Str("", mk), Value::Str("", mk), Value::Str(s, mk)});
     }
     return Value::Tuple({Value::Str(s.substr(0, hit), mk), Value::Str(sep, mk),
@@ -262,8 +273,10 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
     Args a(args, name, {"affix"});
     const std::string& x = ArgStr(a.get(0), name);
     ChargeCopy(x.size());
-    if (name == "removeprefix" && s.compare(0, x.size(), x) == 0) return Value::Str(s.substr(x.size()), mk);
-    if (name == "removesuffix" && !x.empty() && s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0) {
+    if (name == "removeprefix" && s.compare(0, x.size(), x) == 0)
+      return Value::Str(s.substr(x.size()), mk);
+    if (name == "removesuffix" && !x.empty() && s.size() >= x.size() &&
+        s.compare(s.size() - x.size(), x.size(), x) == 0) {
       return Value::Str(s.substr(0, s.size() - x.size()), mk);
     }
     return Value::Str(s, mk);
@@ -272,7 +285,8 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
   if (name == "isalpha") return Value::Bool(AllCps(s, PyIsAlpha));
   if (name == "isalnum") return Value::Bool(AllCps(s, PyIsAlnum));
   if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") {
-    return Value::Bool(AllCps(s, +[](char32_t c) { return c >= '0' && c <= '9'; }));
+    return Value::Bool(AllCps(
+        s, +[](char32_t c) { return c >= '0' && c <= '9'; }));
   }
   if (name == "isascii") return Value::Bool(IsAscii(s));
   if (name == "isprintable") {
@@ -292,10 +306,13 @@ Value StrMethod(Interpreter& in, const Value& self, std::string_view name, CallA
   if (name == "istitle") return Value::Bool(!s.empty() && PyStrTitle(s) == s && PyStrLower(s) != s);
   if (name == "isidentifier") {
     bool ok = !s.empty() && !(s[0] >= '0' && s[0] <= '9');
-    for (char c : s) ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+    for (char c : s)
+      ok = ok &&
+           ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
     return Value::Bool(ok);
   }
-  Throw(ErrorKind::kType, "str." + std::string(name) + "() is not supported by stet's template engine");
+  Throw(ErrorKind::kType,
+        "str." + std::string(name) + "() is not supported by stet's template engine");
 }
 
 Value DictMethod(const Value& self, std::string_view name, CallArgs& args) {
@@ -319,14 +336,16 @@ Value DictMethod(const Value& self, std::string_view name, CallArgs& args) {
     auto c = std::make_shared<DictData>(d);
     return Value::Dict(std::move(c));
   }
-  Throw(ErrorKind::kType, "dict." + std::string(name) + "() is not supported by stet's template engine");
+  Throw(ErrorKind::kType,
+        "dict." + std::string(name) + "() is not supported by stet's template engine");
 }
 
 Value ListMethod(const Value& self, std::string_view name, CallArgs& args) {
   const auto& items = self.list().items;
   if (name == "count") {
     Args a(args, name, {"value"});
-    return Value::Int(std::count_if(items.begin(), items.end(), [&](const Value& v) { return Equals(v, a.get(0)); }));
+    return Value::Int(std::count_if(items.begin(), items.end(),
+                                    [&](const Value& v) { return Equals(v, a.get(0)); }));
   }
   if (name == "index") {
     Args a(args, name, {"value"});
@@ -388,12 +407,14 @@ Value CallMethod(Interpreter& in, const Value& self, std::string_view name, Call
     case Kind::kList:
       return ListMethod(self, name, args);
     case Kind::kFloat:
-      if (name == "is_integer") return Value::Bool(std::floor(self.float_value()) == self.float_value());
+      if (name == "is_integer")
+        return Value::Bool(std::floor(self.float_value()) == self.float_value());
       break;
     default:
       break;
   }
-  Throw(ErrorKind::kType, "'" + TypeName(self) + "' object has no method '" + std::string(name) + "'");
+  Throw(ErrorKind::kType,
+        "'" + TypeName(self) + "' object has no method '" + std::string(name) + "'");
 }
 
 }  // namespace stet::tmpl

@@ -16,13 +16,17 @@ class NamespaceObj : public Object {
  public:
   NamespaceObj() : attrs_(std::make_shared<DictData>()) {}
   std::string TypeName() const override { return "Namespace"; }
-  std::string Repr() const override { return "<Namespace " + stet::tmpl::Repr(Value::Dict(attrs_)) + ">"; }
+  std::string Repr() const override {
+    return "<Namespace " + stet::tmpl::Repr(Value::Dict(attrs_)) + ">";
+  }
   std::optional<Value> GetAttr(std::string_view name) const override {
     const Value* v = attrs_->FindStr(name);
     if (v == nullptr) return std::nullopt;
     return *v;
   }
-  void Set(std::string_view name, Value v) { attrs_->Set(Value::Str(std::string(name)), std::move(v)); }
+  void Set(std::string_view name, Value v) {
+    attrs_->Set(Value::Str(std::string(name)), std::move(v));
+  }
   void Clear() { attrs_->entries.clear(); }
   DictData& attrs() { return *attrs_; }
 

@@ -13,8 +13,8 @@ namespace stet::tmpl {
 namespace {
 
 [[noreturn]] void Unsupported(std::string_view op, const Value& a, const Value& b) {
-  Throw(ErrorKind::kType, "unsupported operand type(s) for " + std::string(op) + ": '" + TypeName(a) + "' and '" +
-                              TypeName(b) + "'");
+  Throw(ErrorKind::kType, "unsupported operand type(s) for " + std::string(op) + ": '" +
+                              TypeName(a) + "' and '" + TypeName(b) + "'");
 }
 
 [[noreturn]] void Overflow() { Throw(ErrorKind::kValue, "integer result does not fit in 64 bits"); }
@@ -135,8 +135,8 @@ Value BinaryOp(Interpreter& in, std::string_view op, const Value& a, const Value
       Throw(ErrorKind::kType, "can only concatenate str (not \"" + TypeName(b) + "\") to str");
     }
     if (IsSeq(a)) {
-      Throw(ErrorKind::kType, "can only concatenate " + TypeName(a) + " (not \"" + TypeName(b) + "\") to " +
-                                  TypeName(a));
+      Throw(ErrorKind::kType, "can only concatenate " + TypeName(a) + " (not \"" + TypeName(b) +
+                                  "\") to " + TypeName(a));
     }
     Unsupported("+", a, b);
   }
@@ -154,8 +154,10 @@ Value BinaryOp(Interpreter& in, std::string_view op, const Value& a, const Value
       if (__builtin_mul_overflow(a.int_value(), b.int_value(), &r)) Overflow();
       return Value::Int(r);
     }
-    if ((a.is_string() || IsSeq(a)) && (b.is_int() || b.is_bool())) return Repeat(in, a, b.int_value());
-    if ((b.is_string() || IsSeq(b)) && (a.is_int() || a.is_bool())) return Repeat(in, b, a.int_value());
+    if ((a.is_string() || IsSeq(a)) && (b.is_int() || b.is_bool()))
+      return Repeat(in, a, b.int_value());
+    if ((b.is_string() || IsSeq(b)) && (a.is_int() || a.is_bool()))
+      return Repeat(in, b, a.int_value());
     Unsupported("*", a, b);
   }
   if (op == "/") {
@@ -164,7 +166,8 @@ Value BinaryOp(Interpreter& in, std::string_view op, const Value& a, const Value
     return Value::Float(a.float_value() / b.float_value());
   }
   if (op == "//" || op == "%") {
-    if (op == "%" && a.is_string()) return Value::Str(PercentFormat(a.str(), b, a.is_markup()), a.is_markup());
+    if (op == "%" && a.is_string())
+      return Value::Str(PercentFormat(a.str(), b, a.is_markup()), a.is_markup());
     if (!nums) Unsupported(op, a, b);
     if (!any_float) {
       int64_t x = a.int_value(), y = b.int_value();
@@ -190,7 +193,8 @@ Value BinaryOp(Interpreter& in, std::string_view op, const Value& a, const Value
   }
   if (op == "**") {
     if (!nums) Unsupported("** or pow()", a, b);
-    if (!any_float && b.int_value() >= 0) return Value::Int(CheckedPow(a.int_value(), b.int_value()));
+    if (!any_float && b.int_value() >= 0)
+      return Value::Int(CheckedPow(a.int_value(), b.int_value()));
     if (a.float_value() == 0.0 && b.float_value() < 0) {
       Throw(ErrorKind::kValue, "ZeroDivisionError: 0.0 cannot be raised to a negative power");
     }
@@ -207,8 +211,8 @@ Value Negate(const Value& v, bool minus) {
     if (v.int_value() == INT64_MIN) Overflow();
     return Value::Int(-v.int_value());
   }
-  Throw(ErrorKind::kType, std::string("bad operand type for unary ") + (minus ? "-" : "+") + ": '" + TypeName(v) +
-                              "'");
+  Throw(ErrorKind::kType, std::string("bad operand type for unary ") + (minus ? "-" : "+") + ": '" +
+                              TypeName(v) + "'");
 }
 
 bool Contains(const Value& container, const Value& item) {
@@ -217,7 +221,8 @@ bool Contains(const Value& container, const Value& item) {
       return false;
     case Kind::kString:
       if (!item.is_string()) {
-        Throw(ErrorKind::kType, "'in <string>' requires string as left operand, not " + TypeName(item));
+        Throw(ErrorKind::kType,
+              "'in <string>' requires string as left operand, not " + TypeName(item));
       }
       return FindBytes(container.str(), item.str()) != std::string::npos;
     case Kind::kList: {

@@ -38,7 +38,9 @@ class Parser {
     return t;
   }
   bool IsOp(std::string_view op) const { return Cur().type == TokType::kOp && Cur().text == op; }
-  bool IsName(std::string_view name) const { return Cur().type == TokType::kName && Cur().text == name; }
+  bool IsName(std::string_view name) const {
+    return Cur().type == TokType::kName && Cur().text == name;
+  }
   bool SkipOp(std::string_view op) {
     if (!IsOp(op)) return false;
     Next();
@@ -52,16 +54,26 @@ class Parser {
 
   static std::string Describe(const Token& t) {
     switch (t.type) {
-      case TokType::kEof: return "end of template";
-      case TokType::kBlockEnd: return "end of statement block";
-      case TokType::kVarEnd: return "end of print statement";
-      case TokType::kBlockBegin: return "begin of statement block";
-      case TokType::kVarBegin: return "begin of print statement";
-      case TokType::kData: return "template data";
-      case TokType::kString: return "string";
-      case TokType::kInt: return "integer";
-      case TokType::kFloat: return "float";
-      default: return t.text;
+      case TokType::kEof:
+        return "end of template";
+      case TokType::kBlockEnd:
+        return "end of statement block";
+      case TokType::kVarEnd:
+        return "end of print statement";
+      case TokType::kBlockBegin:
+        return "begin of statement block";
+      case TokType::kVarBegin:
+        return "begin of print statement";
+      case TokType::kData:
+        return "template data";
+      case TokType::kString:
+        return "string";
+      case TokType::kInt:
+        return "integer";
+      case TokType::kFloat:
+        return "float";
+      default:
+        return t.text;
     }
   }
 
@@ -74,19 +86,22 @@ class Parser {
 
   void ExpectOp(std::string_view op) {
     if (!SkipOp(op)) {
-      if (Cur().type == TokType::kEof) Fail(Cur(), "unexpected end of template, expected '" + std::string(op) + "'.");
+      if (Cur().type == TokType::kEof)
+        Fail(Cur(), "unexpected end of template, expected '" + std::string(op) + "'.");
       Fail(Cur(), "expected token '" + std::string(op) + "', got '" + Describe(Cur()) + "'");
     }
   }
   void Expect(TokType type, const char* what) {
     if (Cur().type != type) {
-      if (Cur().type == TokType::kEof) Fail(Cur(), std::string("unexpected end of template, expected '") + what + "'.");
+      if (Cur().type == TokType::kEof)
+        Fail(Cur(), std::string("unexpected end of template, expected '") + what + "'.");
       Fail(Cur(), std::string("expected token '") + what + "', got '" + Describe(Cur()) + "'");
     }
     Next();
   }
   std::string ExpectName() {
-    if (Cur().type != TokType::kName) Fail(Cur(), "expected token 'name', got '" + Describe(Cur()) + "'");
+    if (Cur().type != TokType::kName)
+      Fail(Cur(), "expected token 'name', got '" + Describe(Cur()) + "'");
     return Next().text;
   }
 
@@ -173,22 +188,27 @@ class Parser {
 
   // Jinja's _fail_ut_eof: an unknown tag (name) or the end of the template (null).
   [[noreturn]] void FailUnknownTag(const std::string* name, const Token& at) {
-    std::string msg = name ? "Encountered unknown tag '" + *name + "'." : "Unexpected end of template.";
+    std::string msg =
+        name ? "Encountered unknown tag '" + *name + "'." : "Unexpected end of template.";
     if (!end_stack_.empty()) {
       std::string looking;
-      for (const std::string& tag : end_stack_.back()) looking += (looking.empty() ? "'" : " or '") + tag + "'";
+      for (const std::string& tag : end_stack_.back())
+        looking += (looking.empty() ? "'" : " or '") + tag + "'";
       bool expected = false;
       for (const auto& tags : end_stack_) {
         expected = expected || (name && std::find(tags.begin(), tags.end(), *name) != tags.end());
       }
       if (expected) {
-        msg += " You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for " +
-               looking + ".";
+        msg +=
+            " You probably made a nesting mistake. Jinja is expecting this tag, but currently "
+            "looking for " +
+            looking + ".";
       } else {
         msg += " Jinja was looking for the following tags: " + looking + ".";
       }
     }
-    if (!tag_stack_.empty()) msg += " The innermost block that needs to be closed is '" + tag_stack_.back() + "'.";
+    if (!tag_stack_.empty())
+      msg += " The innermost block that needs to be closed is '" + tag_stack_.back() + "'.";
     Fail(at, msg);
   }
 
@@ -377,7 +397,8 @@ class Parser {
   }
 
   // ---- assignment targets ----
-  NodePtr ParseAssignTarget(std::initializer_list<std::string_view> extra_end, bool with_namespace) {
+  NodePtr ParseAssignTarget(std::initializer_list<std::string_view> extra_end,
+                            bool with_namespace) {
     const Token& at = Cur();
     NodePtr target = ParseTuple(true, true, extra_end, false, with_namespace);
     CheckAssignable(*target, at);
@@ -390,19 +411,23 @@ class Parser {
       for (const NodePtr& c : n.list) CheckAssignable(*c, at);
       return;
     }
-    Fail(at, n.kind == NodeKind::kLiteral ? "can't assign to 'const'" : "can't assign to expression");
+    Fail(at,
+         n.kind == NodeKind::kLiteral ? "can't assign to 'const'" : "can't assign to expression");
   }
 
   // ---- expressions ----
   bool IsTupleEnd(std::initializer_list<std::string_view> extra_end) const {
     const Token& t = Cur();
-    if (t.type == TokType::kVarEnd || t.type == TokType::kBlockEnd || t.type == TokType::kEof) return true;
+    if (t.type == TokType::kVarEnd || t.type == TokType::kBlockEnd || t.type == TokType::kEof)
+      return true;
     if (t.type == TokType::kOp && t.text == ")") return true;
-    return t.type == TokType::kName && std::find(extra_end.begin(), extra_end.end(), t.text) != extra_end.end();
+    return t.type == TokType::kName &&
+           std::find(extra_end.begin(), extra_end.end(), t.text) != extra_end.end();
   }
 
-  NodePtr ParseTuple(bool simplified, bool with_condexpr, std::initializer_list<std::string_view> extra_end,
-                     bool explicit_parens, bool with_namespace = false) {
+  NodePtr ParseTuple(bool simplified, bool with_condexpr,
+                     std::initializer_list<std::string_view> extra_end, bool explicit_parens,
+                     bool with_namespace = false) {
     const Token& at = Cur();
     std::vector<NodePtr> items;
     bool is_tuple = false;
@@ -752,7 +777,8 @@ class Parser {
         ensure(!n.d);
         Next();
         n.d = ParseExpression(true);
-      } else if (Cur().type == TokType::kName && Look().type == TokType::kOp && Look().text == "=") {
+      } else if (Cur().type == TokType::kName && Look().type == TokType::kOp &&
+                 Look().text == "=") {
         ensure(!n.d);
         n.names.push_back(Next().text);
         Next();
@@ -806,8 +832,8 @@ class Parser {
     t->unknown = !IsKnownTest(t->str);
     t->a = std::move(node);
     const Token& c = Cur();
-    bool bare_arg = (c.type == TokType::kName || c.type == TokType::kString || c.type == TokType::kInt ||
-                     c.type == TokType::kFloat ||
+    bool bare_arg = (c.type == TokType::kName || c.type == TokType::kString ||
+                     c.type == TokType::kInt || c.type == TokType::kFloat ||
                      (c.type == TokType::kOp && (c.text == "[" || c.text == "{"))) &&
                     !(c.type == TokType::kName && OneOf(c.text, {"else", "or", "and"}));
     if (IsOp("(")) {
@@ -825,7 +851,8 @@ class Parser {
   // ---- compile-time checks ----
   void Validate(const Node& n, bool soft) {
     if ((n.kind == NodeKind::kFilter || n.kind == NodeKind::kTest) && n.unknown && !soft) {
-      TemplateError e{ErrorKind::kSyntax, std::string("No ") + (n.kind == NodeKind::kFilter ? "filter" : "test") +
+      TemplateError e{ErrorKind::kSyntax, std::string("No ") +
+                                              (n.kind == NodeKind::kFilter ? "filter" : "test") +
                                               " named '" + n.str + "'."};
       e.line = n.line;
       e.column = n.column;

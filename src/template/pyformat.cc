@@ -33,14 +33,29 @@ void JsonString(std::string_view s, bool ensure_ascii, std::string& out) {
   out += '"';
   auto escape_ascii = [&out](unsigned char c) {
     switch (c) {
-      case '"': out += "\\\""; return;
-      case '\\': out += "\\\\"; return;
-      case '\n': out += "\\n"; return;
-      case '\r': out += "\\r"; return;
-      case '\t': out += "\\t"; return;
-      case '\b': out += "\\b"; return;
-      case '\f': out += "\\f"; return;
-      default: break;
+      case '"':
+        out += "\\\"";
+        return;
+      case '\\':
+        out += "\\\\";
+        return;
+      case '\n':
+        out += "\\n";
+        return;
+      case '\r':
+        out += "\\r";
+        return;
+      case '\t':
+        out += "\\t";
+        return;
+      case '\b':
+        out += "\\b";
+        return;
+      case '\f':
+        out += "\\f";
+        return;
+      default:
+        break;
     }
     if (c < 0x20 || c == 0x7F) {
       AppendHex(out, 'u', c, 4);
@@ -86,10 +101,14 @@ void JsonString(std::string_view s, bool ensure_ascii, std::string& out) {
 
 std::string JsonKey(const Value& k) {
   switch (k.kind()) {
-    case Kind::kString: return k.str();
-    case Kind::kBool: return k.bool_value() ? "true" : "false";
-    case Kind::kNone: return "null";
-    case Kind::kInt: return std::to_string(k.int_value());
+    case Kind::kString:
+      return k.str();
+    case Kind::kBool:
+      return k.bool_value() ? "true" : "false";
+    case Kind::kNone:
+      return "null";
+    case Kind::kInt:
+      return std::to_string(k.int_value());
     case Kind::kFloat: {
       double d = k.float_value();
       if (std::isnan(d)) return "NaN";
@@ -97,30 +116,43 @@ std::string JsonKey(const Value& k) {
       return PyFloatRepr(d);
     }
     default:
-      Throw(ErrorKind::kType,
-            "keys must be str, int, float, bool or None, not " + TypeName(k));
+      Throw(ErrorKind::kType, "keys must be str, int, float, bool or None, not " + TypeName(k));
   }
 }
 
 void JsonInto(const Value& v, const JsonOptions& o, int level, std::string& out) {
-  if (level > kMaxJsonDepth) Throw(ErrorKind::kLimit, "tojson: value nested deeper than 200 levels");
+  if (level > kMaxJsonDepth)
+    Throw(ErrorKind::kLimit, "tojson: value nested deeper than 200 levels");
   ChargeSteps(1);
   switch (v.kind()) {
-    case Kind::kNone: out += "null"; return;
-    case Kind::kBool: out += v.bool_value() ? "true" : "false"; return;
-    case Kind::kInt: out += std::to_string(v.int_value()); return;
+    case Kind::kNone:
+      out += "null";
+      return;
+    case Kind::kBool:
+      out += v.bool_value() ? "true" : "false";
+      return;
+    case Kind::kInt:
+      out += std::to_string(v.int_value());
+      return;
     case Kind::kFloat: {
       double d = v.float_value();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-      else out += PyFloatRepr(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d > 0 ? "Infinity" : "-Infinity";
+      else
+        out += PyFloatRepr(d);
       return;
     }
-    case Kind::kString: JsonString(v.str(), o.ensure_ascii, out); return;
-    default: break;
+    case Kind::kString:
+      JsonString(v.str(), o.ensure_ascii, out);
+      return;
+    default:
+      break;
   }
   bool is_list = v.is_list();
-  if (is_list && (v.list().kind == SeqKind::kIterator || v.list().kind == SeqKind::kView)) NotSerializable(v);
+  if (is_list && (v.list().kind == SeqKind::kIterator || v.list().kind == SeqKind::kView))
+    NotSerializable(v);
   if (!is_list && !v.is_dict()) NotSerializable(v);
   size_t n = is_list ? v.list().items.size() : v.dict().entries.size();
   char open = is_list ? '[' : '{', close = is_list ? ']' : '}';
@@ -222,7 +254,8 @@ Spec ParseSpec(std::string_view s) {
   if (i < s.size() && (s[i] == ',' || s[i] == '_')) sp.grouping = s[i++];
   if (i < s.size() && s[i] == '.') {
     ++i;
-    if (i >= s.size() || s[i] < '0' || s[i] > '9') Throw(ErrorKind::kValue, "Format specifier missing precision");
+    if (i >= s.size() || s[i] < '0' || s[i] > '9')
+      Throw(ErrorKind::kValue, "Format specifier missing precision");
     sp.precision = ParseInt(s, i);
   }
   if (i < s.size()) sp.type = s[i++];
@@ -245,10 +278,14 @@ std::string Pad(std::string body, const Spec& sp, char default_align, size_t sig
     return f;
   };
   switch (align) {
-    case '<': return body + fill(pad);
-    case '^': return fill(pad / 2) + body + fill(pad - pad / 2);
-    case '=': return body.substr(0, sign_len) + fill(pad) + body.substr(sign_len);
-    default: return fill(pad) + body;
+    case '<':
+      return body + fill(pad);
+    case '^':
+      return fill(pad / 2) + body + fill(pad - pad / 2);
+    case '=':
+      return body.substr(0, sign_len) + fill(pad) + body.substr(sign_len);
+    default:
+      return fill(pad) + body;
   }
 }
 
@@ -306,18 +343,34 @@ std::string FormatInt(int64_t v, const Spec& sp) {
       type == '%') {
     return FormatFloat(static_cast<double>(v), sp);
   }
-  if (sp.precision >= 0) Throw(ErrorKind::kValue, "Precision not allowed in integer format specifier");
+  if (sp.precision >= 0)
+    Throw(ErrorKind::kValue, "Precision not allowed in integer format specifier");
   uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
   std::string digits, prefix;
   char buf[80];
   switch (type) {
-    case 'd': case 'n': std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(mag)); break;
-    case 'x': std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(mag)); prefix = "0x"; break;
-    case 'X': std::snprintf(buf, sizeof buf, "%llX", static_cast<unsigned long long>(mag)); prefix = "0X"; break;
-    case 'o': std::snprintf(buf, sizeof buf, "%llo", static_cast<unsigned long long>(mag)); prefix = "0o"; break;
+    case 'd':
+    case 'n':
+      std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(mag));
+      break;
+    case 'x':
+      std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(mag));
+      prefix = "0x";
+      break;
+    case 'X':
+      std::snprintf(buf, sizeof buf, "%llX", static_cast<unsigned long long>(mag));
+      prefix = "0X";
+      break;
+    case 'o':
+      std::snprintf(buf, sizeof buf, "%llo", static_cast<unsigned long long>(mag));
+      prefix = "0o";
+      break;
     case 'b': {
       std::string b;
-      do { b.insert(b.begin(), static_cast<char>('0' + (mag & 1))); mag >>= 1; } while (mag);
+      do {
+        b.insert(b.begin(), static_cast<char>('0' + (mag & 1)));
+        mag >>= 1;
+      } while (mag);
       std::snprintf(buf, sizeof buf, "%s", b.c_str());
       prefix = "0b";
       break;
@@ -328,7 +381,8 @@ std::string FormatInt(int64_t v, const Spec& sp) {
       return Pad(ch, sp, '<');
     }
     default:
-      Throw(ErrorKind::kValue, std::string("Unknown format code '") + type + "' for object of type 'int'");
+      Throw(ErrorKind::kValue,
+            std::string("Unknown format code '") + type + "' for object of type 'int'");
   }
   digits = Group(buf, sp.grouping);
   std::string sign = v < 0 ? "-" : (sp.sign == '+' ? "+" : (sp.sign == ' ' ? " " : ""));
@@ -338,7 +392,8 @@ std::string FormatInt(int64_t v, const Spec& sp) {
 
 std::string FormatStr(const std::string& s, const Spec& sp) {
   if (sp.type && sp.type != 's') {
-    Throw(ErrorKind::kValue, std::string("Unknown format code '") + sp.type + "' for object of type 'str'");
+    Throw(ErrorKind::kValue,
+          std::string("Unknown format code '") + sp.type + "' for object of type 'str'");
   }
   std::string body = s;
   if (sp.precision >= 0) {
@@ -354,11 +409,15 @@ Value FieldValue(std::string_view field, const CallArgs& args, size_t& auto_inde
   std::string_view head = field.substr(0, end);
   Value v;
   if (head.empty()) {
-    if (auto_index >= args.positional.size()) Throw(ErrorKind::kValue, "Replacement index " + std::to_string(auto_index) + " out of range for positional args tuple");
+    if (auto_index >= args.positional.size())
+      Throw(ErrorKind::kValue, "Replacement index " + std::to_string(auto_index) +
+                                   " out of range for positional args tuple");
     v = args.positional[auto_index++];
   } else if (std::all_of(head.begin(), head.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     size_t idx = std::strtoull(std::string(head).c_str(), nullptr, 10);
-    if (idx >= args.positional.size()) Throw(ErrorKind::kValue, "Replacement index " + std::string(head) + " out of range for positional args tuple");
+    if (idx >= args.positional.size())
+      Throw(ErrorKind::kValue,
+            "Replacement index " + std::string(head) + " out of range for positional args tuple");
     v = args.positional[idx];
   } else {
     bool found = false;
@@ -371,22 +430,27 @@ Value FieldValue(std::string_view field, const CallArgs& args, size_t& auto_inde
   while (i < field.size()) {
     if (field[i] == '.') {
       size_t j = field.find_first_of(".[", i + 1);
-      std::string name(field.substr(i + 1, (j == std::string_view::npos ? field.size() : j) - i - 1));
+      std::string name(
+          field.substr(i + 1, (j == std::string_view::npos ? field.size() : j) - i - 1));
       const Value* hit = v.is_dict() ? v.dict().FindStr(name) : nullptr;
-      if (!hit) Throw(ErrorKind::kValue, "AttributeError: '" + TypeName(v) + "' object has no attribute '" + name + "'");
+      if (!hit)
+        Throw(ErrorKind::kValue,
+              "AttributeError: '" + TypeName(v) + "' object has no attribute '" + name + "'");
       v = *hit;
       i = j == std::string_view::npos ? field.size() : j;
     } else {
       size_t j = field.find(']', i);
       if (j == std::string_view::npos) Throw(ErrorKind::kValue, "Missing ']' in format string");
       std::string key(field.substr(i + 1, j - i - 1));
-      bool numeric = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+      bool numeric = !key.empty() && std::all_of(key.begin(), key.end(),
+                                                 [](char c) { return c >= '0' && c <= '9'; });
       const Value* hit = nullptr;
       if (v.is_list() && numeric) {
         size_t idx = std::strtoull(key.c_str(), nullptr, 10);
         if (idx < v.list().items.size()) hit = &v.list().items[idx];
       } else if (v.is_dict()) {
-        hit = numeric ? v.dict().Find(Value::Int(std::strtoll(key.c_str(), nullptr, 10))) : v.dict().FindStr(key);
+        hit = numeric ? v.dict().Find(Value::Int(std::strtoll(key.c_str(), nullptr, 10)))
+                      : v.dict().FindStr(key);
       }
       if (!hit) Throw(ErrorKind::kValue, "format: no item " + key + " in " + TypeName(v));
       v = *hit;
@@ -475,12 +539,23 @@ std::string HtmlEscape(std::string_view s) {
     if (i % kCheckEvery == 0) ReserveBytes(out.size());
     char c = s[i];
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '\'': out += "&#39;"; break;
-      case '"': out += "&#34;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      default:
+        out += c;
     }
   }
   ReserveBytes(out.size());
@@ -497,12 +572,15 @@ std::string FormatValue(const Value& v, std::string_view spec) {
   if (spec.empty()) return ToStr(v);
   Spec sp = ParseSpec(spec);
   switch (v.kind()) {
-    case Kind::kString: return FormatStr(v.str(), sp);
+    case Kind::kString:
+      return FormatStr(v.str(), sp);
     case Kind::kBool:
       if (sp.type == 's') return FormatStr(ToStr(v), sp);
       return FormatInt(v.int_value(), sp);
-    case Kind::kInt: return FormatInt(v.int_value(), sp);
-    case Kind::kFloat: return FormatFloat(v.float_value(), sp);
+    case Kind::kInt:
+      return FormatInt(v.int_value(), sp);
+    case Kind::kFloat:
+      return FormatFloat(v.float_value(), sp);
     default:
       Throw(ErrorKind::kType, "unsupported format string passed to " + TypeName(v) + ".__format__");
   }
@@ -543,8 +621,10 @@ std::string StrFormatAt(std::string_view fmt, const CallArgs& args, bool escape_
     size_t j = i + 1;
     int depth = 1;
     while (j < fmt.size() && depth > 0) {
-      if (fmt[j] == '{') ++depth;
-      else if (fmt[j] == '}') --depth;
+      if (fmt[j] == '{')
+        ++depth;
+      else if (fmt[j] == '}')
+        --depth;
       if (depth > 0) ++j;
     }
     if (j >= fmt.size()) Throw(ErrorKind::kValue, "Single '{' encountered in format string");
@@ -555,7 +635,8 @@ std::string StrFormatAt(std::string_view fmt, const CallArgs& args, bool escape_
     size_t bang = inner.find('!');
     if (bang != std::string_view::npos && (colon == std::string_view::npos || bang < colon)) {
       field = inner.substr(0, bang);
-      if (bang + 1 >= inner.size()) Throw(ErrorKind::kValue, "end of string while looking for conversion specifier");
+      if (bang + 1 >= inner.size())
+        Throw(ErrorKind::kValue, "end of string while looking for conversion specifier");
       conv = inner[bang + 1];
       if (colon != std::string_view::npos) spec = inner.substr(colon + 1);
     } else if (colon != std::string_view::npos) {
@@ -608,7 +689,8 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
   std::string out;
   size_t i = 0;
   auto take = [&]() -> Value {
-    if (next >= positional.size()) Throw(ErrorKind::kType, "not enough arguments for format string");
+    if (next >= positional.size())
+      Throw(ErrorKind::kType, "not enough arguments for format string");
     return positional[next++];
   };
   while (i < fmt.size()) {
@@ -624,7 +706,9 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
       if (close == std::string_view::npos) Throw(ErrorKind::kValue, "incomplete format key");
       if (!mapping) Throw(ErrorKind::kType, "format requires a mapping");
       const Value* hit = mapping->FindStr(fmt.substr(i + 1, close - i - 1));
-      if (!hit) Throw(ErrorKind::kValue, "KeyError: '" + std::string(fmt.substr(i + 1, close - i - 1)) + "'");
+      if (!hit)
+        Throw(ErrorKind::kValue,
+              "KeyError: '" + std::string(fmt.substr(i + 1, close - i - 1)) + "'");
       v = *hit;
       have_value = used_mapping = true;
       i = close + 1;
@@ -654,7 +738,9 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
     std::string body;
     bool left = flags.find('-') != std::string::npos;
     switch (type) {
-      case 's': case 'r': case 'a': {
+      case 's':
+      case 'r':
+      case 'a': {
         body = type == 's' ? ToStr(v) : Repr(v);
         if (prec >= 0) {
           std::vector<char32_t> cps = DecodeUtf8(body);
@@ -663,14 +749,26 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
         body = MaybeEscape(std::move(body), v, escape_args);
         break;
       }
-      case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c':
-      case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+      case 'd':
+      case 'i':
+      case 'u':
+      case 'x':
+      case 'X':
+      case 'o':
+      case 'c':
+      case 'e':
+      case 'E':
+      case 'f':
+      case 'F':
+      case 'g':
+      case 'G': {
         if (type == 'c' && v.is_string() && CodepointCount(v.str()) == 1) {
           body = v.str();
           break;
         }
         if (!v.is_number()) {
-          Throw(ErrorKind::kType, std::string("%") + type + " format: a real number is required, not " + TypeName(v));
+          Throw(ErrorKind::kType,
+                std::string("%") + type + " format: a real number is required, not " + TypeName(v));
         }
         char spec[32];
         char buf[512];
@@ -680,12 +778,16 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
           break;
         }
         if (std::strchr("diuxXo", type)) {
-          int64_t iv = v.is_float() ? static_cast<int64_t>(std::trunc(std::clamp(v.float_value(), -9.2e18, 9.2e18))) : v.int_value();
+          int64_t iv =
+              v.is_float()
+                  ? static_cast<int64_t>(std::trunc(std::clamp(v.float_value(), -9.2e18, 9.2e18)))
+                  : v.int_value();
           char t = type == 'i' || type == 'u' ? 'd' : type;
           std::snprintf(spec, sizeof spec, "%%%s.%dll%c", flags.c_str(), prec < 0 ? 1 : prec, t);
           n = std::snprintf(buf, sizeof buf, spec, static_cast<long long>(iv));
         } else {
-          std::snprintf(spec, sizeof spec, "%%%s.%d%c", flags.c_str(), prec < 0 ? 6 : std::min(prec, 300), type);
+          std::snprintf(spec, sizeof spec, "%%%s.%d%c", flags.c_str(),
+                        prec < 0 ? 6 : std::min(prec, 300), type);
           n = std::snprintf(buf, sizeof buf, spec, v.float_value());
         }
         body.assign(buf, std::max(0, std::min(n, static_cast<int>(sizeof buf) - 1)));
@@ -714,7 +816,8 @@ std::string PercentFormat(std::string_view fmt, const Value& args, bool escape_a
   }
   // Python treats any non-tuple, non-str argument with __getitem__ (a dict, a
   // list) as a mapping, which silences "not all arguments converted".
-  bool mapping_like = !args.is_tuple() && (args.is_dict() || args.is_indexable() || args.is_undefined());
+  bool mapping_like =
+      !args.is_tuple() && (args.is_dict() || args.is_indexable() || args.is_undefined());
   if (!used_mapping && next < positional.size() && !(mapping_like && positional.size() == 1)) {
     Throw(ErrorKind::kType, "not all arguments converted during string formatting");
   }

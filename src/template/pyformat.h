@@ -11,8 +11,8 @@
 
 namespace stet::tmpl {
 
-std::string PyFloatRepr(double d);         // repr(float): 1.0, 1e+16, 1.5e-07, inf, nan
-std::string PyStrRepr(std::string_view s);  // repr(str): 'a', "it's", '\n'
+std::string PyFloatRepr(double d);           // repr(float): 1.0, 1e+16, 1.5e-07, inf, nan
+std::string PyStrRepr(std::string_view s);   // repr(str): 'a', "it's", '\n'
 std::string HtmlEscape(std::string_view s);  // markupsafe.escape: & < > ' "
 
 struct JsonOptions {

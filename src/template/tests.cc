@@ -12,10 +12,11 @@ namespace stet::tmpl {
 namespace {
 
 constexpr std::string_view kTestNames[] = {
-    "odd", "even", "divisibleby", "defined", "undefined", "filter", "test", "none", "boolean", "false",
-    "true", "integer", "float", "lower", "upper", "string", "mapping", "number", "sequence", "iterable",
-    "callable", "sameas", "escaped", "in", "==", "eq", "equalto", "!=", "ne", ">", "gt", "greaterthan",
-    ">=", "ge", "<", "lt", "lessthan", "<=", "le"};
+    "odd",     "even",   "divisibleby", "defined",  "undefined", "filter", "test",    "none",
+    "boolean", "false",  "true",        "integer",  "float",     "lower",  "upper",   "string",
+    "mapping", "number", "sequence",    "iterable", "callable",  "sameas", "escaped", "in",
+    "==",      "eq",     "equalto",     "!=",       "ne",        ">",      "gt",      "greaterthan",
+    ">=",      "ge",     "<",           "lt",       "lessthan",  "<=",     "le"};
 
 bool Compare2(std::string_view name, const Value& a, const Value& b) {
   if (name == "==" || name == "eq" || name == "equalto") return CompareOp("==", a, b);

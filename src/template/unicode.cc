@@ -96,7 +96,8 @@ std::string EncodeUtf8(const std::vector<char32_t>& cps, size_t begin, size_t en
 
 bool IsAscii(std::string_view s) {
   ChargeScan(s.size());
-  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
 size_t CodepointCount(std::string_view s) {
@@ -134,8 +135,8 @@ bool PyIsPrintable(char32_t c) {
   if (c <= 0xA0 || c == 0xAD) return false;
   if (c >= 0xD800 && c <= 0xDFFF) return false;
   if ((c >= 0x2000 && c <= 0x200F) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-      (c >= 0x202A && c <= 0x202E) || (c >= 0x205F && c <= 0x206F) || c == 0x3000 ||
-      c == 0xFEFF || c == 0x1680 || (c >= 0xE000 && c <= 0xF8FF) || c >= 0xF0000) {
+      (c >= 0x202A && c <= 0x202E) || (c >= 0x205F && c <= 0x206F) || c == 0x3000 || c == 0xFEFF ||
+      c == 0x1680 || (c >= 0xE000 && c <= 0xF8FF) || c >= 0xF0000) {
     return false;
   }
   locale_t loc = Utf8Locale();

@@ -145,8 +145,8 @@ bool EqualsAt(const Value& a, const Value& b, int depth) {
 }
 
 [[noreturn]] void NotOrderable(const Value& a, const Value& b) {
-  Throw(ErrorKind::kType, "'<' not supported between instances of '" + TypeName(a) + "' and '" +
-                              TypeName(b) + "'");
+  Throw(ErrorKind::kType,
+        "'<' not supported between instances of '" + TypeName(a) + "' and '" + TypeName(b) + "'");
 }
 
 bool LessAt(const Value& a, const Value& b, int depth) {
@@ -279,7 +279,8 @@ Value Value::List(std::vector<Value> items, SeqKind kind) {
   return v;
 }
 
-Value Value::Special(std::vector<Value> items, SeqKind kind, std::string type_name, std::string repr) {
+Value Value::Special(std::vector<Value> items, SeqKind kind, std::string type_name,
+                     std::string repr) {
   Value v = List(std::move(items), kind);
   auto& d = static_cast<ListData&>(*v.heap_);
   d.type_name = std::move(type_name);
@@ -414,8 +415,9 @@ std::vector<Value> Iterate(const Value& v) {
       ReserveScratch(l.items.size() * sizeof(Value));
       ChargeSteps(l.items.size());
       if (l.kind != SeqKind::kIterator) return l.items;
-      std::vector<Value> rest(l.items.begin() + static_cast<std::ptrdiff_t>(std::min(l.next, l.items.size())),
-                              l.items.end());
+      std::vector<Value> rest(
+          l.items.begin() + static_cast<std::ptrdiff_t>(std::min(l.next, l.items.size())),
+          l.items.end());
       l.next = l.items.size();
       return rest;
     }

@@ -62,7 +62,7 @@ struct StringData : HeapData {
 };
 
 struct UndefinedData : HeapData {
-  std::string message;   // what UndefinedError says when this value is used
+  std::string message;    // what UndefinedError says when this value is used
   bool security = false;  // an attribute the sandbox refused (SecurityError on use)
 };
 
@@ -137,7 +137,8 @@ class Value {
   static Value Str(std::string s, bool markup = false);
   static Value List(std::vector<Value> items, SeqKind kind = SeqKind::kList);
   // A generator / iterator (kIterator) or view (kView) of Python type `type_name`.
-  static Value Special(std::vector<Value> items, SeqKind kind, std::string type_name, std::string repr = {});
+  static Value Special(std::vector<Value> items, SeqKind kind, std::string type_name,
+                       std::string repr = {});
   static Value Tuple(std::vector<Value> items) { return List(std::move(items), SeqKind::kTuple); }
   static Value Dict(std::shared_ptr<DictData> d);
   static Value Obj(std::shared_ptr<Object> o);
@@ -148,7 +149,9 @@ class Value {
   bool is_bool() const { return kind_ == Kind::kBool; }
   bool is_int() const { return kind_ == Kind::kInt; }
   bool is_float() const { return kind_ == Kind::kFloat; }
-  bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
+  bool is_number() const {
+    return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool;
+  }
   bool is_string() const { return kind_ == Kind::kString; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
@@ -164,7 +167,9 @@ class Value {
 
   bool bool_value() const { return b_; }
   int64_t int_value() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
-  double float_value() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(int_value()); }
+  double float_value() const {
+    return kind_ == Kind::kFloat ? f_ : static_cast<double>(int_value());
+  }
   const std::string& str() const { return static_cast<const StringData&>(*heap_).s; }
   const ListData& list() const { return static_cast<const ListData&>(*heap_); }
   const DictData& dict() const { return static_cast<const DictData&>(*heap_); }
@@ -238,7 +243,8 @@ Value FromJson(const Json& j, int depth = 0) {
     }
     case Json::value_t::object: {
       auto d = std::make_shared<DictData>();
-      for (auto it = j.begin(); it != j.end(); ++it) d->Set(Value::Str(it.key()), FromJson(it.value(), depth + 1));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d->Set(Value::Str(it.key()), FromJson(it.value(), depth + 1));
       return Value::Dict(std::move(d));
     }
     default:

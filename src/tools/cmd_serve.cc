@@ -58,9 +58,9 @@ struct ServeArgs {
   std::vector<std::string> allowed_hosts;
   bool metrics_public = false;
   bool no_log = false;
-  std::string record;  // --record FILE.db
+  std::string record;              // --record FILE.db
   std::string chat_template_file;  // replaces the GGUF's tokenizer.chat_template
-  std::string spec;  // "": off, or draft with --draft-model
+  std::string spec;                // "": off, or draft with --draft-model
   std::string draft_model;
   int spec_k = 4;
   TemplateLimits template_limits;
@@ -90,13 +90,20 @@ void RaiseFileLimit() {
 int RunServe(const ServeArgs& a) {
   BoundMallocArenas();
   DType kv_type;
-  if (a.kv_type == "f16") kv_type = DType::kF16;
-  else if (a.kv_type == "f32") kv_type = DType::kF32;
-  else return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
+  if (a.kv_type == "f16")
+    kv_type = DType::kF16;
+  else if (a.kv_type == "f32")
+    kv_type = DType::kF32;
+  else
+    return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
   NumericsMode mode;
-  if (a.numerics == "invariant") mode = NumericsMode::kInvariant;
-  else if (a.numerics == "adaptive") mode = NumericsMode::kAdaptive;
-  else return ReportError(InvalidArgument("--numerics must be invariant or adaptive, not '" + a.numerics + "'"));
+  if (a.numerics == "invariant")
+    mode = NumericsMode::kInvariant;
+  else if (a.numerics == "adaptive")
+    mode = NumericsMode::kAdaptive;
+  else
+    return ReportError(
+        InvalidArgument("--numerics must be invariant or adaptive, not '" + a.numerics + "'"));
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
   std::string chat_template_override;
@@ -153,20 +160,22 @@ int RunServe(const ServeArgs& a) {
     auto recorder = OpenRequestRecorder(a.record);
     if (!recorder.ok()) return ReportError(recorder.status());
     so.recorder = *recorder;
-    std::fprintf(stderr, "stet: recording every answered request in %s (SQLite, WAL, synchronous=FULL)\n",
+    std::fprintf(stderr,
+                 "stet: recording every answered request in %s (SQLite, WAL, synchronous=FULL)\n",
                  a.record.c_str());
   }
   auto srv = server::Server::Start(so);
   if (!srv.ok()) return ReportError(srv.status());
   server::Server& server = **srv;
   const std::string url = "http://" + a.host + ":" + std::to_string(server.port());
-  std::fprintf(stderr, "stet: loading %s (%s/health answers 503 until ready)\n", a.model.c_str(), url.c_str());
+  std::fprintf(stderr, "stet: loading %s (%s/health answers 503 until ready)\n", a.model.c_str(),
+               url.c_str());
 
   auto sig = std::make_shared<Signals>();
   const int limit = a.drain_timeout + kShutdownGraceS;
-  ExitWatchdog watchdog(limit, kExitError,
-                        "stet: shutdown still not done " + std::to_string(limit) +
-                            " s after the signal, exiting");
+  ExitWatchdog watchdog(
+      limit, kExitError,
+      "stet: shutdown still not done " + std::to_string(limit) + " s after the signal, exiting");
   std::thread([sig, set] {
     for (;;) {
       int s = 0;
@@ -178,7 +187,8 @@ int RunServe(const ServeArgs& a) {
       }
       sig->cv.notify_all();
       if (count >= 2 || !sig->serving) {  // nothing to drain yet, or asked twice
-        std::fprintf(stderr, "stet: %s, exiting now\n", count >= 2 ? "second signal" : "signal during load");
+        std::fprintf(stderr, "stet: %s, exiting now\n",
+                     count >= 2 ? "second signal" : "signal during load");
         std::fflush(stderr);
         std::_Exit(count >= 2 ? 1 : 0);
       }
@@ -188,7 +198,9 @@ int RunServe(const ServeArgs& a) {
   EngineOptions eo;
   eo.n_ctx = a.ctx;
   eo.kv_type = kv_type;
-  eo.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = a.threads > 0
+                     ? a.threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   eo.isa = *isa;
   eo.numerics = mode;
   eo.max_seqs = a.max_seqs;
@@ -259,9 +271,11 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ServeArgs>();
   a->model = DefaultModelPath();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
-               "/v1/models, /health, /metrics. See docs/api.md.");
-  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")->capture_default_str();
+      "serve",
+      "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
+      "/v1/models, /health, /metrics. See docs/api.md.");
+  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")
+      ->capture_default_str();
   cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
       ->capture_default_str()
@@ -368,7 +382,8 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
                 "With --api-key: /metrics answers without a key");
   cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
   cmd->add_option("--record", a->record,
-                  "Store every answered request with all that shaped it in this SQLite file, committed before the "
+                  "Store every answered request with all that shaped it in this SQLite file, "
+                  "committed before the "
                   "answer is sent (replay with `stet replay FILE.db`)");
   cmd->add_option("--chat-template-file", a->chat_template_file,
                   "Render chat prompts with this Jinja template instead of the model's "

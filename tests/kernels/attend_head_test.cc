@@ -153,8 +153,8 @@ TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
         if (isa == Isa::kScalar) continue;
         std::vector<float> out0(head_dim, -5.0f), out1(head_dim, -5.0f);
         std::vector<float> scratch(static_cast<size_t>(2 * std::max(n0, n1) + 2 * head_dim));
-        AttendHeadPair(q0.data(), q1.data(), c.kh(1), c.vh(1), c.type, n0, n1, head_dim, scale, 0.0f,
-                       out0.data(), out1.data(), scratch.data(), isa);
+        AttendHeadPair(q0.data(), q1.data(), c.kh(1), c.vh(1), c.type, n0, n1, head_dim, scale,
+                       0.0f, out0.data(), out1.data(), scratch.data(), isa);
         ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim))
             << IsaName(isa) << " head_dim=" << head_dim << " n0=" << n0 << " n1=" << n1;
         ASSERT_TRUE(testing::SameBits(want1.data(), out1.data(), head_dim))
@@ -233,11 +233,11 @@ TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {
   const auto want0 = Attend(c, 0, q0, 20, scale, Isa::kScalar);
   for (Isa isa : testing::AvailableIsas()) {
     std::vector<float> out0(head_dim), out1(head_dim), scratch(2 * 40 + 2 * head_dim);
-    AttendHeadPair(q0.data(), q1.data(), c.kh(0), c.vh(0), c.type, 20, 40, head_dim,
-                   scale, 0.0f, out0.data(), out1.data(), scratch.data(), isa);
+    AttendHeadPair(q0.data(), q1.data(), c.kh(0), c.vh(0), c.type, 20, 40, head_dim, scale, 0.0f,
+                   out0.data(), out1.data(), scratch.data(), isa);
     ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
-    AttendHeadPair(q1.data(), q0.data(), c.kh(0), c.vh(0), c.type, 40, 20, head_dim,
-                   scale, 0.0f, out1.data(), out0.data(), scratch.data(), isa);
+    AttendHeadPair(q1.data(), q0.data(), c.kh(0), c.vh(0), c.type, 40, 20, head_dim, scale, 0.0f,
+                   out1.data(), out0.data(), scratch.data(), isa);
     ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
   }
 }
@@ -426,22 +426,23 @@ TEST_P(AttendHeadTest, SoftcapSameBitsOnEveryPath) {
   const float cap = 5.0f, scale = 1.5f;
   for (int head_dim : {64, 16, 13}) {
     const Cache c = MakeCache(rng, GetParam(), head_dim, 1, 90);
-    for (auto [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 1}, {9, 8}, {33, 90}, {90, 2}}) {
+    for (auto [n0, n1] :
+         std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {9, 8}, {33, 90}, {90, 2}}) {
       const auto q0 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
       const auto q1 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
       const auto want0 = Attend(c, 0, q0, n0, scale, Isa::kScalar, cap);
       const auto want1 = Attend(c, 0, q1, n1, scale, Isa::kScalar, cap);
       ASSERT_FALSE(testing::SameBits(want0.data(), Attend(c, 0, q0, n0, scale, Isa::kScalar).data(),
-                                     head_dim) && n0 > 1)
+                                     head_dim) &&
+                   n0 > 1)
           << "the cap must change the result";
       for (Isa isa : testing::AvailableIsas()) {
         const auto single = Attend(c, 0, q0, n0, scale, isa, cap);
         ASSERT_TRUE(testing::SameBits(want0.data(), single.data(), head_dim)) << IsaName(isa);
         std::vector<float> out0(head_dim, -5.0f), out1(head_dim, -5.0f);
         std::vector<float> scratch(static_cast<size_t>(2 * std::max(n0, n1) + 2 * head_dim));
-        AttendHeadPair(q0.data(), q1.data(), c.kh(0), c.vh(0), c.type, n0, n1, head_dim, scale,
-                       cap, out0.data(), out1.data(), scratch.data(), isa);
+        AttendHeadPair(q0.data(), q1.data(), c.kh(0), c.vh(0), c.type, n0, n1, head_dim, scale, cap,
+                       out0.data(), out1.data(), scratch.data(), isa);
         ASSERT_TRUE(testing::SameBits(want0.data(), out0.data(), head_dim)) << IsaName(isa);
         ASSERT_TRUE(testing::SameBits(want1.data(), out1.data(), head_dim)) << IsaName(isa);
       }

@@ -29,13 +29,13 @@ inline double Gamma(double n) { return n * kU / (1.0 - n * kU); }
     if (!::stet::CpuHasAvx2Fma()) GTEST_SKIP() << "CPU lacks AVX2+FMA+F16C"; \
   } while (0)
 
-#define STET_REQUIRE_AVX512()                                                             \
-  do {                                                                                    \
-    if (!::stet::CpuHasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/DQ/VL/VNNI";      \
+#define STET_REQUIRE_AVX512()                                                         \
+  do {                                                                                \
+    if (!::stet::CpuHasAvx512()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/DQ/VL/VNNI"; \
   } while (0)
 
-#define STET_REQUIRE_NEON()                                                       \
-  do {                                                                            \
+#define STET_REQUIRE_NEON()                                                         \
+  do {                                                                              \
     if (!::stet::CpuHasNeon()) GTEST_SKIP() << "not an aarch64 CPU (no NEON path)"; \
   } while (0)
 

@@ -200,21 +200,23 @@ void PackedEqualsScalar(Isa isa, std::initializer_list<DType> types) {
 
 TEST(MatMulPacked, Avx512PackedEqualsScalar) {
   STET_REQUIRE_AVX512();
-  PackedEqualsScalar(Isa::kAvx512, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
-                                    DType::kQ6_K, DType::kF16, DType::kBF16});
+  PackedEqualsScalar(Isa::kAvx512,
+                     {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                      DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kBF16});
 }
 
 // The AVX2 kernels read the same layout (8-row halves of each group), for decode
 // and prefill.
 TEST(MatMulPacked, Avx2PackedEqualsScalar) {
   STET_REQUIRE_AVX2();
-  PackedEqualsScalar(Isa::kAvx2, {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
-                                  DType::kQ6_K, DType::kF16, DType::kBF16});
+  PackedEqualsScalar(Isa::kAvx2,
+                     {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                      DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kBF16});
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {
-  for (DType t : {DType::kF32, DType::kQ5_K, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
-                  DType::kIQ4_XS}) {
+  for (DType t :
+       {DType::kF32, DType::kQ5_K, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
     WeightView w{t, 16, 256, nullptr, RowBytes(t, 256)};
     EXPECT_EQ(PackedBytes(w), 0) << DTypeName(t);
   }
@@ -266,7 +268,7 @@ TEST_P(MatMulTest, NonFiniteScalesAreNotACrash) {
   const int64_t k = IsKQuant(t) ? 512 : 96, m = 3, rows = 6;
   Problem p = MakeProblem(rng, t, rows, k);
   const auto traits = *GetDTypeTraits(static_cast<uint32_t>(t));
-  const uint16_t bad[] = {0x7c00, 0xfc00, 0x7e00, 0x7c01};      // f16 +inf, -inf, qnan, snan
+  const uint16_t bad[] = {0x7c00, 0xfc00, 0x7e00, 0x7c01};       // f16 +inf, -inf, qnan, snan
   const uint16_t bad_bf16[] = {0x7f80, 0xff80, 0x7fc0, 0x7f81};  // the same in bf16
   const float bad_f32[] = {INFINITY, -INFINITY, std::nanf(""), std::nanf("1")};
   for (int64_t r = 0; r < rows; r += 2) {  // rows 1, 3, 5 stay finite
@@ -281,7 +283,8 @@ TEST_P(MatMulTest, NonFiniteScalesAreNotACrash) {
     } else {
       ASSERT_FALSE(offsets.empty()) << "no block scales known for " << DTypeName(t);
       const int64_t blk = (r / 2) % (k / traits.block_elems);
-      testing::PutHalf(row + blk * traits.block_bytes + offsets[r / 2 % offsets.size()], bad[r / 2]);
+      testing::PutHalf(row + blk * traits.block_bytes + offsets[r / 2 % offsets.size()],
+                       bad[r / 2]);
     }
   }
   const auto x = RandomActivations(rng, m * k);
@@ -549,7 +552,8 @@ TEST(MatMulEdge, EmptyBatchWritesNothing) {
 
 std::string TypeName(const ::testing::TestParamInfo<DType>& info) { return DTypeName(info.param); }
 
-// Every type the table in numerics/dtype.cc computes with: a new row is tested here by construction.
+// Every type the table in numerics/dtype.cc computes with: a new row is tested here by
+// construction.
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, MatMulTest, ::testing::ValuesIn(ComputableDTypes()),
                          TypeName);
 

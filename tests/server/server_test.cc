@@ -56,9 +56,10 @@ TEST(ServerLifecycle, LoadingThenReadyThenShutdown) {
   h = cli.Get("/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
-  c = cli.Post("/v1/completions",
-               R"({"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 5, "temperature": 0})",
-               "application/json");
+  c = cli.Post(
+      "/v1/completions",
+      R"({"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 5, "temperature": 0})",
+      "application/json");
   ASSERT_TRUE(c);
   ASSERT_EQ(c->status, 200) << c->body;
   auto j = nlohmann::json::parse(c->body);

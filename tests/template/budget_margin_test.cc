@@ -9,10 +9,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
 #include "template/chat_template.h"
@@ -218,7 +217,8 @@ void CheckMargins(size_t content_bytes, int n_messages, double max_fraction) {
                 worst_name[k].c_str());
 #if defined(__SANITIZE_ADDRESS__)
     if (k == 3) {
-      std::printf("  (wall time not asserted under AddressSanitizer, which runs several times slower)\n");
+      std::printf(
+          "  (wall time not asserted under AddressSanitizer, which runs several times slower)\n");
       continue;
     }
 #endif

@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "template/chat_template.h"
 #include "support/test_support.h"
+#include "template/chat_template.h"
 
 namespace stet {
 namespace {
@@ -24,14 +23,16 @@ std::string FirstDifference(const std::string& got, const std::string& want) {
   while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
   size_t from = i > 40 ? i - 40 : 0;
   std::ostringstream os;
-  os << "first difference at byte " << i << " (got " << got.size() << " bytes, want " << want.size() << ")\n"
+  os << "first difference at byte " << i << " (got " << got.size() << " bytes, want " << want.size()
+     << ")\n"
      << "  got:  " << ordered_json(got.substr(from, 100)).dump() << "\n"
      << "  want: " << ordered_json(want.substr(from, 100)).dump();
   return os.str();
 }
 
 // Returns an empty string when every case matches, else what went wrong.
-std::string CheckTemplate(const std::filesystem::path& golden_path, const std::string& templates_dir, int* cases) {
+std::string CheckTemplate(const std::filesystem::path& golden_path,
+                          const std::string& templates_dir, int* cases) {
   std::ifstream in(golden_path);
   ordered_json golden = ordered_json::parse(in);
   std::string name = golden.at("template").get<std::string>();
@@ -42,11 +43,13 @@ std::string CheckTemplate(const std::filesystem::path& golden_path, const std::s
     ++*cases;
     std::string case_name = c.at("name").get<std::string>();
     bool want_error = c.value("error", false);
-    Result<std::string> got = tmpl.ok() ? tmpl->Render(c.at("context")) : Result<std::string>(tmpl.status());
+    Result<std::string> got =
+        tmpl.ok() ? tmpl->Render(c.at("context")) : Result<std::string>(tmpl.status());
     if (want_error) {
       if (got.ok()) {
-        problems += "  " + case_name + ": rendered, but Python raised " + c.value("error_type", std::string()) +
-                    ": " + c.value("error_message", std::string()) + "\n";
+        problems += "  " + case_name + ": rendered, but Python raised " +
+                    c.value("error_type", std::string()) + ": " +
+                    c.value("error_message", std::string()) + "\n";
       }
       continue;
     }
@@ -80,7 +83,8 @@ TEST(ChatTemplateGolden, RendersLikeJinja2) {
       failures += f.stem().string() + ":\n" + problems;
     }
   }
-  std::cout << passed << " of " << files.size() << " templates match byte for byte (" << cases << " cases)\n";
+  std::cout << passed << " of " << files.size() << " templates match byte for byte (" << cases
+            << " cases)\n";
   if (!failures.empty()) std::cout << "templates that do not match:\n" << failures;
   EXPECT_GE(passed, 60) << failures;
 }

@@ -13,17 +13,39 @@ std::string Kinds(const std::vector<Token>& toks) {
   std::string out;
   for (const Token& t : toks) {
     switch (t.type) {
-      case TokType::kData: out += "D(" + t.text + ")"; break;
-      case TokType::kVarBegin: out += "{{"; break;
-      case TokType::kVarEnd: out += "}}"; break;
-      case TokType::kBlockBegin: out += "{%"; break;
-      case TokType::kBlockEnd: out += "%}"; break;
-      case TokType::kName: out += "N(" + t.text + ")"; break;
-      case TokType::kString: out += "S(" + t.text + ")"; break;
-      case TokType::kInt: out += "I(" + std::to_string(t.int_value) + ")"; break;
-      case TokType::kFloat: out += "F(" + t.text + ")"; break;
-      case TokType::kOp: out += "O(" + t.text + ")"; break;
-      case TokType::kEof: out += "$"; break;
+      case TokType::kData:
+        out += "D(" + t.text + ")";
+        break;
+      case TokType::kVarBegin:
+        out += "{{";
+        break;
+      case TokType::kVarEnd:
+        out += "}}";
+        break;
+      case TokType::kBlockBegin:
+        out += "{%";
+        break;
+      case TokType::kBlockEnd:
+        out += "%}";
+        break;
+      case TokType::kName:
+        out += "N(" + t.text + ")";
+        break;
+      case TokType::kString:
+        out += "S(" + t.text + ")";
+        break;
+      case TokType::kInt:
+        out += "I(" + std::to_string(t.int_value) + ")";
+        break;
+      case TokType::kFloat:
+        out += "F(" + t.text + ")";
+        break;
+      case TokType::kOp:
+        out += "O(" + t.text + ")";
+        break;
+      case TokType::kEof:
+        out += "$";
+        break;
     }
   }
   return out;
@@ -68,7 +90,8 @@ TEST(Lexer, CommentsAndRaw) {
 
 TEST(Lexer, TrimAndLstripBlocks) {
   // trim_blocks eats one newline after a block tag; lstrip_blocks the indent before it.
-  EXPECT_EQ(Lex("a\n  {% if x %}\n  b\n  {% endif %}\nc"), "D(a\n){%N(if)N(x)%}D(  b\n){%N(endif)%}D(c)$");
+  EXPECT_EQ(Lex("a\n  {% if x %}\n  b\n  {% endif %}\nc"),
+            "D(a\n){%N(if)N(x)%}D(  b\n){%N(endif)%}D(c)$");
   // Not after a variable tag, and `+` turns both off.
   EXPECT_EQ(Lex("  {{ x }}\nb"), "D(  ){{N(x)}}D(\nb)$");
   EXPECT_EQ(Lex("  {%+ if x +%}\nb"), "D(  ){%N(if)N(x)%}D(\nb)$");

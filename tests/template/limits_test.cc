@@ -7,10 +7,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "template/chat_template.h"
 
@@ -36,18 +35,21 @@ std::string Repeat(std::string_view s, int n) {
   return out;
 }
 
-Status Outcome(const std::string& tmpl, const json& ctx = json::object(), const ChatTemplateOptions& o = {}) {
+Status Outcome(const std::string& tmpl, const json& ctx = json::object(),
+               const ChatTemplateOptions& o = {}) {
   Result<ChatTemplate> t = ChatTemplate::Parse(tmpl);
   if (!t.ok()) return t.status();
   Result<std::string> out = t->Render(ctx, o);
   return out.ok() ? Status() : out.status();
 }
 
-void ExpectLimit(const std::string& tmpl, const json& ctx = json::object(), const ChatTemplateOptions& o = {}) {
+void ExpectLimit(const std::string& tmpl, const json& ctx = json::object(),
+                 const ChatTemplateOptions& o = {}) {
   auto start = std::chrono::steady_clock::now();
   Status s = Outcome(tmpl, ctx, o);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << tmpl.substr(0, 80) << " -> " << s.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted)
+      << tmpl.substr(0, 80) << " -> " << s.ToString();
   EXPECT_LT(secs, kMaxSeconds) << tmpl.substr(0, 80);
 }
 
@@ -87,8 +89,12 @@ TEST(TemplateLimits, RunawayLoops) {
 TEST(TemplateLimits, RunawayRecursion) {
   ExpectLimit("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}");
   ExpectLimit("{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}");
-  ExpectLimit("{% macro m() %}{% for i in [1] %}{% if true %}{{ m() }}{% endif %}{% endfor %}{% endmacro %}{{ m() }}");
-  EXPECT_TRUE(Outcome("{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(50) }}").ok());
+  ExpectLimit(
+      "{% macro m() %}{% for i in [1] %}{% if true %}{{ m() }}{% endif %}{% endfor %}{% endmacro "
+      "%}{{ m() }}");
+  EXPECT_TRUE(
+      Outcome("{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(50) }}")
+          .ok());
 }
 
 TEST(TemplateLimits, OutputAndValueSize) {
@@ -102,7 +108,8 @@ TEST(TemplateLimits, OutputAndValueSize) {
   EXPECT_FALSE(Outcome("{{ '{:>1000000000}'.format(1) }}").ok());
   ChatTemplateOptions small;
   small.limits.max_output_bytes = 1000;
-  ExpectLimit("{% for i in range(100) %}{{ 'abcdefghijklmnopqrstuvwxyz' }}{% endfor %}", json::object(), small);
+  ExpectLimit("{% for i in range(100) %}{{ 'abcdefghijklmnopqrstuvwxyz' }}{% endfor %}",
+              json::object(), small);
   // Integers are 64-bit: what Python would promote to a big integer is an error, not a wrap.
   EXPECT_EQ(Outcome("{{ 10 ** 100 }}").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Outcome("{{ 9223372036854775807 + 1 }}").code(), StatusCode::kInvalidArgument);
@@ -114,21 +121,31 @@ TEST(TemplateLimits, DeepValues) {
   for (int i = 0; i < 2000; ++i) deep = json::array({deep});
   ExpectLimit("{{ x }}", json{{"x", deep}});
   // Values the template nests itself.
-  ExpectLimit("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}");
-  ExpectLimit("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x.count] %}{% endfor %}");
+  ExpectLimit(
+      "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor "
+      "%}");
+  ExpectLimit(
+      "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x.count] %}{% "
+      "endfor %}");
   ExpectLimit(
       "{% set ns = namespace(p=none) %}{% for i in range(100000) %}{% for j in [ns.p] %}"
       "{% set _ = loop.changed(ns.p) %}{% set ns.p = loop %}{% endfor %}{% endfor %}");
-  ExpectLimit("{% set ns = namespace(x=[]) %}{% for i in range(300) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}");
+  ExpectLimit(
+      "{% set ns = namespace(x=[]) %}{% for i in range(300) %}{% set ns.x = [ns.x] %}{% endfor "
+      "%}{{ ns.x }}");
 }
 
 TEST(TemplateLimits, CyclesAreHarmless) {
   // Python would hit its recursion limit printing these; the engine errors and frees them.
   ExpectLimit("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}");
   ExpectLimit("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ ns.me }}");
-  Status s = Outcome("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ ns == ns.me[0] and ns.me|tojson }}");
-  EXPECT_NE(s.message().find("Object of type Namespace is not JSON serializable"), std::string::npos) << s.ToString();
-  EXPECT_TRUE(Outcome("{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}ok").ok());
+  Status s = Outcome(
+      "{% set ns = namespace() %}{% set ns.me = [ns] %}{{ ns == ns.me[0] and ns.me|tojson }}");
+  EXPECT_NE(s.message().find("Object of type Namespace is not JSON serializable"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE(
+      Outcome("{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}ok").ok());
 }
 
 TEST(TemplateLimits, DanglingReferencesStayValid) {

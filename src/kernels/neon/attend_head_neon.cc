@@ -102,8 +102,8 @@ void Accumulate(const KvRows& v, int64_t n_kv, const float* e, int j0, float den
 
 // The dims past the last multiple of 4, one at a time.
 template <DType T>
-void AccumulateTail(const KvRows& v, int64_t n_kv, const float* e, int j0, int head_dim,
-                    float den, float* out) {
+void AccumulateTail(const KvRows& v, int64_t n_kv, const float* e, int j0, int head_dim, float den,
+                    float* out) {
   for (int j = j0; j < head_dim; ++j) out[j] = 0.0f;
   for (int64_t t = 0; t < n_kv; ++t) {
     const uint8_t* vt = v.Row(t);
@@ -118,7 +118,8 @@ void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int 
   const int64_t stride = k.row_stride;
   for (int64_t t0 = 0, len = 0; t0 < n_kv; t0 += len) {
     const uint8_t* kr = k.RunAt(t0, n_kv, &len);
-    for (int64_t t = 0; t < len; ++t) scratch[t0 + t] = Score<T>(q, kr + t * stride, head_dim, scale);
+    for (int64_t t = 0; t < len; ++t)
+      scratch[t0 + t] = Score<T>(q, kr + t * stride, head_dim, scale);
   }
   SoftCap(scratch, n_kv, softcap);
   const float den = Softmax(scratch, n_kv);

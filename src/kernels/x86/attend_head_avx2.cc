@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "base/check.h"
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 #include "numerics/math_avx2.h"
 
 namespace stet::kernels::avx2 {
@@ -136,7 +136,8 @@ void Attend(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int 
     int64_t t = 0;
     for (; t + 4 <= len; t += 4)
       Scores<T, 4>(q, kr + t * stride, stride, head_dim, scale, scratch + t0 + t);
-    for (; t < len; ++t) Scores<T, 1>(q, kr + t * stride, stride, head_dim, scale, scratch + t0 + t);
+    for (; t < len; ++t)
+      Scores<T, 1>(q, kr + t * stride, stride, head_dim, scale, scratch + t0 + t);
   }
 
   SoftCap(scratch, n_kv, softcap);
@@ -265,8 +266,8 @@ int64_t Clamp(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ?
 // Scores of one query for run positions [b, e) (kr: the run's first row, t0 its
 // position).
 template <DType T>
-void ScoreRange(const float* q, const uint8_t* kr, int64_t stride, int64_t t0, int64_t b,
-                int64_t e, int head_dim, float scale, float* s) {
+void ScoreRange(const float* q, const uint8_t* kr, int64_t stride, int64_t t0, int64_t b, int64_t e,
+                int head_dim, float scale, float* s) {
   int64_t t = b;
   for (; t + 4 <= e; t += 4) Scores<T, 4>(q, kr + t * stride, stride, head_dim, scale, s + t0 + t);
   for (; t < e; ++t) Scores<T, 1>(q, kr + t * stride, stride, head_dim, scale, s + t0 + t);

@@ -11,8 +11,8 @@
 #include <algorithm>
 
 #include "base/check.h"
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx512 {
 
@@ -24,8 +24,8 @@ inline __m512 LoadKv2(const uint8_t* row, int64_t j) {
   if constexpr (T == DType::kF32) {
     return _mm512_broadcast_f32x8(_mm256_loadu_ps(reinterpret_cast<const float*>(row) + j));
   } else {
-    return _mm512_cvtph_ps(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j))));
+    return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j))));
   }
 }
 
@@ -47,7 +47,8 @@ inline void Scores(const float* qp, const uint8_t* k, int64_t stride, int chunks
   for (int c = 0; c < chunks; ++c) {
     const __m512 qv = _mm512_loadu_ps(qp + 16 * c);
     STET_UNROLL
-    for (int u = 0; u < NT; ++u) acc[u] = _mm512_fmadd_ps(qv, LoadKv2<T>(k + u * stride, 8 * c), acc[u]);
+    for (int u = 0; u < NT; ++u)
+      acc[u] = _mm512_fmadd_ps(qv, LoadKv2<T>(k + u * stride, 8 * c), acc[u]);
   }
   STET_UNROLL
   for (int u = 0; u < NT; ++u) {

@@ -47,8 +47,9 @@ static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g
 
 // -(a * b), as C++'s unary minus of the rounded product (sign flip, nan too).
 static inline __m512 NegMul(__m512 a, __m512 b) {
-  return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(a, b)),
-                                              _mm512_set1_epi32(static_cast<int32_t>(0x80000000u))));
+  return _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(a, b)),
+                       _mm512_set1_epi32(static_cast<int32_t>(0x80000000u))));
 }
 
 }  // namespace stet::kernels::avx512

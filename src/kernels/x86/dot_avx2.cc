@@ -4,8 +4,8 @@
 // into more accumulators would change the order.
 #include <immintrin.h>
 
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx2 {
 

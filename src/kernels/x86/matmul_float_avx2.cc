@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/check.h"
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx2 {
 
@@ -118,7 +118,8 @@ RowChunks<RN> ChunksOf(const WeightView& wv, int64_t r, bool use_packed) {
     c.chunk_step = 64 * kElemBytes<T>;
   } else {
     STET_UNROLL
-    for (int n = 0; n < RN; ++n) c.row[n] = static_cast<const uint8_t*>(wv.data) + (r + n) * wv.row_bytes;
+    for (int n = 0; n < RN; ++n)
+      c.row[n] = static_cast<const uint8_t*>(wv.data) + (r + n) * wv.row_bytes;
     c.chunk_step = 8 * kElemBytes<T>;
   }
   return c;

@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "base/check.h"
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx512 {
 

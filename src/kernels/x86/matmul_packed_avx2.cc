@@ -20,8 +20,8 @@
 #include <type_traits>
 
 #include "base/check.h"
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx2 {
 
@@ -39,8 +39,8 @@ constexpr int kQBytesOf = std::is_same_v<Block, BlockQ8_0> ? 512 : 256;
 // per row and word after the scales, bits 0-3 and 4-7).
 inline void FifthBits(const uint8_t* hb, __m256i* lo, __m256i* hi) {
   // Byte 4u + e of each 128-bit lane <- row byte u (lane 1: rows 4..7).
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
-                                          5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4,
+                                          4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
   const __m256i bit_lo = _mm256_set1_epi32(0x08040201);
   const __m256i bit_hi = _mm256_set1_epi32(static_cast<int32_t>(0x80402010u));
   const __m256i five = _mm256_set1_epi8(0x10);
@@ -216,8 +216,8 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8& act, int
 constexpr int kRM = 4;
 
 template <typename Block, int RM>
-void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int64_t i0,
-               int64_t m, float* y, int64_t ldy, int64_t n_out) {
+void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int64_t i0, int64_t m,
+               float* y, int64_t ldy, int64_t n_out) {
   if constexpr (RM > 1) {
     if (m < RM) return HalfTiles<Block, RM - 1>(p, half, stride, act, i0, m, y, ldy, n_out);
   }
@@ -226,7 +226,8 @@ void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int
     HalfTile<Block, 1, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
   }
   if constexpr (RM > 1) {
-    if (i < m) HalfTiles<Block, RM - 1>(p, half, stride, act, i0 + i, m - i, y + i * ldy, ldy, n_out);
+    if (i < m)
+      HalfTiles<Block, RM - 1>(p, half, stride, act, i0 + i, m - i, y + i * ldy, ldy, n_out);
   }
 }
 

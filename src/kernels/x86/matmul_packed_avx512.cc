@@ -20,9 +20,9 @@
 #include <type_traits>
 
 #include "base/check.h"
+#include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
 #include "kernels/x86/avx512_util.h"
-#include "kernels/internal.h"
 
 namespace stet::kernels::avx512 {
 
@@ -81,7 +81,8 @@ inline void OneBlock(const uint8_t* p, const ActQ8& act, const int64_t* blk, __m
     }
   }
   constexpr int kQBytes = kQ8 ? 512 : 256;
-  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQBytes)));
+  const __m512 dw =
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQBytes)));
   STET_UNROLL
   for (int r = 0; r < RM; ++r) {
     const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(act.d[blk[r]]));
@@ -91,14 +92,16 @@ inline void OneBlock(const uint8_t* p, const ActQ8& act, const int64_t* blk, __m
     const __m512 mw =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQBytes + 32)));
     STET_UNROLL
-    for (int r = 0; r < RM; ++r) *acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(act.s[blk[r]]), *acc[r]);
+    for (int r = 0; r < RM; ++r)
+      *acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(act.s[blk[r]]), *acc[r]);
   }
 }
 
 // The 16 outputs of one group (n of them valid) for activation row i: the
 // 8-block loop unrolled so the lane accumulators stay in registers.
 template <typename Block>
-void GroupOneRow(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i, float* y, int64_t n) {
+void GroupOneRow(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i, float* y,
+                 int64_t n) {
   const int64_t nb = act.nb;
   __m512 acc[kLanes];
   STET_UNROLL
@@ -212,9 +215,10 @@ inline void OneSuper(const uint8_t* p, const ActQ8K& act, const int64_t* i, int6
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
       STET_UNROLL
       for (int r = 0; r < RM; ++r) {
-        dlo[r] = _mm512_dpbusd_epi32(dlo[r], lo, _mm512_set1_epi32(Load32(xq[r] + 64 * jp + 4 * s)));
-        dhi[r] =
-            _mm512_dpbusd_epi32(dhi[r], hi, _mm512_set1_epi32(Load32(xq[r] + 64 * jp + 32 + 4 * s)));
+        dlo[r] =
+            _mm512_dpbusd_epi32(dlo[r], lo, _mm512_set1_epi32(Load32(xq[r] + 64 * jp + 4 * s)));
+        dhi[r] = _mm512_dpbusd_epi32(dhi[r], hi,
+                                     _mm512_set1_epi32(Load32(xq[r] + 64 * jp + 32 + 4 * s)));
       }
     }
     const __m512i sc_lo =
@@ -229,7 +233,8 @@ inline void OneSuper(const uint8_t* p, const ActQ8K& act, const int64_t* i, int6
   }
   const uint8_t* dp = p + 2048 + 128 + 128;
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp)));
-  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp + 32)));
+  const __m512 dmin =
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp + 32)));
   STET_UNROLL
   for (int r = 0; r < RM; ++r) {
     // msum = sum_j min_j * (sum of the activation's q over sub-block j), as int16 pairs.

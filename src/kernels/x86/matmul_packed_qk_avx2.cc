@@ -21,8 +21,8 @@
 #include <immintrin.h>
 
 #include "base/check.h"
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx2 {
 
@@ -141,10 +141,10 @@ inline void SuperQ6K(const uint8_t* p, const int* half, const int8_t* const* xq,
       for (int i = 0; i < RM; ++i) {
         const int k = h * RM + i;
         // Two maddubs partials per int16: <= 2 * 2 * 63 * 127 = 32004.
-        const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, x[i][0]),
-                                             _mm256_maddubs_epi16(q1, x[i][1]));
-        const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(q2, x[i][2]),
-                                             _mm256_maddubs_epi16(q3, x[i][3]));
+        const __m256i s01 =
+            _mm256_add_epi16(_mm256_maddubs_epi16(q0, x[i][0]), _mm256_maddubs_epi16(q1, x[i][1]));
+        const __m256i s23 =
+            _mm256_add_epi16(_mm256_maddubs_epi16(q2, x[i][2]), _mm256_maddubs_epi16(q3, x[i][3]));
         isum[k] = _mm256_add_epi32(
             isum[k], _mm256_add_epi32(_mm256_madd_epi16(s01, scl), _mm256_madd_epi16(s23, scl)));
         KeepInRegister(isum[k]);
@@ -216,8 +216,8 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, in
     STET_UNROLL
     for (int h = 0; h < NH; ++h) {
       const int rows8 = half[h] / 4;
-      const __m256 d = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 2 * rows8)));
+      const __m256 d =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + dofs + 2 * rows8)));
       __m256 dmin = _mm256_setzero_ps();
       if constexpr (!kQ6) {
         dmin = _mm256_cvtph_ps(
@@ -248,8 +248,8 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, in
 constexpr int kRM = 4;  // activation rows sharing each weight load (prefill)
 
 template <bool kQ6, int RM>
-void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, int64_t i0,
-               int64_t m, float* y, int64_t ldy, int64_t n_out) {
+void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, int64_t i0, int64_t m,
+               float* y, int64_t ldy, int64_t n_out) {
   if constexpr (RM > 1) {
     if (m < RM) return HalfTiles<kQ6, RM - 1>(p, half, stride, act, i0, m, y, ldy, n_out);
   }

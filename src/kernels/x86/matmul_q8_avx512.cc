@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
 #include "kernels/x86/avx512_util.h"
-#include "kernels/internal.h"
 
 namespace stet::kernels::avx512 {
 
@@ -38,11 +38,13 @@ template <typename B>
 constexpr bool kSignedW = std::is_same_v<B, BlockQ8_0> || std::is_same_v<B, BlockIQ4_NL>;
 // Weights unpacked to bytes by RowAux (the q4 nibbles are split in registers).
 template <typename B>
-constexpr bool kUnpacked = std::is_same_v<B, BlockQ5_0> || std::is_same_v<B, BlockQ5_1> ||
-                           std::is_same_v<B, BlockIQ4_NL>;
+constexpr bool kUnpacked =
+    std::is_same_v<B, BlockQ5_0> || std::is_same_v<B, BlockQ5_1> || std::is_same_v<B, BlockIQ4_NL>;
 // log2 of the offset of unsigned quants (q - 8, q - 16), or -1.
 template <typename B>
-constexpr int kOffsetShift = std::is_same_v<B, BlockQ4_0> ? 3 : std::is_same_v<B, BlockQ5_0> ? 4 : -1;
+constexpr int kOffsetShift = std::is_same_v<B, BlockQ4_0>   ? 3
+                             : std::is_same_v<B, BlockQ5_0> ? 4
+                                                            : -1;
 
 // Per weight row and block: the scale as float, q4_1's/q5_1's m as float, and
 // for the signed weights the correction 128 * sum(q).
@@ -53,8 +55,8 @@ struct BlockAux {
 
 // Sum of 32 signed bytes, exact: sad of (q + 128) in four 64-bit partial sums.
 inline int32_t SumBytes(__m256i q) {
-  const __m256i s =
-      _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))), _mm256_setzero_si256());
+  const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))),
+                                    _mm256_setzero_si256());
   __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
   t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
   return static_cast<int32_t>(_mm_cvtsi128_si64(t)) - 128 * kQK;
@@ -86,7 +88,8 @@ void RowAux(const Block* blocks, int64_t nb, BlockAux* aux, uint8_t* wq) {
     if constexpr (kHasMin<Block>) aux[b].m = _cvtsh_ss(blocks[b].m);
     if constexpr (kUnpacked<Block>) aux[b].corr = 128 * UnpackBlock(blocks[b], wq + b * kQK);
     if constexpr (std::is_same_v<Block, BlockQ8_0>) {
-      aux[b].corr = 128 * SumBytes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs)));
+      aux[b].corr =
+          128 * SumBytes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs)));
     }
   }
 }
@@ -147,8 +150,8 @@ void Tile(const Block* const* wrow, const BlockAux* aux, const uint8_t* wq, cons
             for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], wj, xv[g]);
           } else {
             // Elements 4j..4j+3: dword j % 4 of the low (j < 4) or high nibbles.
-            const __m512i wj = _mm512_permutexvar_epi32(_mm512_set1_epi32(j % 4),
-                                                        j < 4 ? nib[n].lo : nib[n].hi);
+            const __m512i wj =
+                _mm512_permutexvar_epi32(_mm512_set1_epi32(j % 4), j < 4 ? nib[n].lo : nib[n].hi);
             STET_UNROLL
             for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], wj, xv[g]);
           }
@@ -171,8 +174,8 @@ void Tile(const Block* const* wrow, const BlockAux* aux, const uint8_t* wq, cons
           const __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
           acc[g][n] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum), acc[g][n]);
           if constexpr (kHasMin<Block>) {
-            acc[g][n] = _mm512_fmadd_ps(_mm512_set1_ps(a.m), _mm512_loadu_ps(act.s + gb * 16),
-                                        acc[g][n]);
+            acc[g][n] =
+                _mm512_fmadd_ps(_mm512_set1_ps(a.m), _mm512_loadu_ps(act.s + gb * 16), acc[g][n]);
           }
         }
       }

@@ -10,8 +10,8 @@
 #include <type_traits>
 
 #include "base/check.h"
-#include "kernels/x86/avx2_util.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 #include "numerics/half.h"
 
 namespace stet::kernels::avx2 {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
 #include "kernels/x86/avx512_util.h"
-#include "kernels/internal.h"
 #include "numerics/dequant.h"
 
 namespace stet::kernels::avx512 {
@@ -48,10 +48,9 @@ void RowAux(const BlockQ4_K* blocks, int64_t nsb, SuperAux* aux) {
     const uint64_t sc = (q0 & 0x3f3f3f3fu) |
                         static_cast<uint64_t>((q2 & 0x0f0f0f0fu) | (((q0 >> 6) & 0x03030303u) << 4))
                             << 32;
-    const uint64_t mn = (q1 & 0x3f3f3f3fu) |
-                        static_cast<uint64_t>(((q2 >> 4) & 0x0f0f0f0fu) |
-                                              (((q1 >> 6) & 0x03030303u) << 4))
-                            << 32;
+    const uint64_t mn =
+        (q1 & 0x3f3f3f3fu) |
+        static_cast<uint64_t>(((q2 >> 4) & 0x0f0f0f0fu) | (((q1 >> 6) & 0x03030303u) << 4)) << 32;
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.sc),
                         _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
     // int16 pairs (mn_2p, mn_2p+1): the eight mins widened to int16.
@@ -123,7 +122,8 @@ void Tile(const BlockQ4_K* const* wrow, const SuperAux* aux, const ActQ8KV& act,
           const SuperAux& a = aux[n * nsb + b];
           __m512i msum = _mm512_setzero_si512();
           STET_UNROLL
-          for (int p = 0; p < 4; ++p) msum = _mm512_dpwssd_epi32(msum, sx[p], _mm512_set1_epi32(a.mn2[p]));
+          for (int p = 0; p < 4; ++p)
+            msum = _mm512_dpwssd_epi32(msum, sx[p], _mm512_set1_epi32(a.mn2[p]));
           const __m512 sd = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
           const __m512 sm = NegMul(_mm512_set1_ps(a.dmin), dx);
           acc[g][n] = _mm512_fmadd_ps(sd, _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
@@ -187,7 +187,8 @@ void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1) {
           }
         }
         if (sx16 != nullptr) {
-          for (int j = 0; j < 16; ++j) sx16[(j / 2) * 32 + t * 2 + j % 2] = real ? bs[j] : int16_t{0};
+          for (int j = 0; j < 16; ++j)
+            sx16[(j / 2) * 32 + t * 2 + j % 2] = real ? bs[j] : int16_t{0};
         }
       }
     }

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
 #include "kernels/x86/avx512_util.h"
-#include "kernels/internal.h"
 #include "numerics/dequant.h"
 
 namespace stet::kernels::avx512 {
@@ -39,13 +39,15 @@ constexpr int kSub = std::is_same_v<B, BlockQ5_K> || std::is_same_v<B, BlockIQ4_
 // One weight superblock, unpacked.
 struct Super {
   int8_t w[kQKK];
-  int32_t sc[16];   // per sub-block of kSub elements
-  int32_t mn2[8];   // mins per 16 elements as int16 pairs (m[2p], m[2p + 1])
-  int32_t corr;     // 128 * sum_sub sc_sub * sum_{e in sub} w_e
+  int32_t sc[16];  // per sub-block of kSub elements
+  int32_t mn2[8];  // mins per 16 elements as int16 pairs (m[2p], m[2p + 1])
+  int32_t corr;    // 128 * sum_sub sc_sub * sum_{e in sub} w_e
   float d, dmin;
 };
 
-inline __m256i Ld32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m256i Ld32(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
 inline void St32(int8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 // Bits [n, n + width) of every byte (width = log2(mask + 1)).
 inline __m256i Bits(__m256i v, int n, int mask) {
@@ -73,7 +75,8 @@ void Unpack(const BlockQ3_K& b, Super* s, int32_t*) {
     const __m256i qs = Ld32(b.qs + 32 * h);
     for (int g = 0; g < 4; ++g) {
       const __m256i high4 = _mm256_slli_epi16(Bits(hm, 4 * h + g, 1), 2);
-      St32(s->w + 128 * h + 32 * g, _mm256_sub_epi8(_mm256_or_si256(Bits(qs, 2 * g, 3), high4), four));
+      St32(s->w + 128 * h + 32 * g,
+           _mm256_sub_epi8(_mm256_or_si256(Bits(qs, 2 * g, 3), high4), four));
     }
   }
   for (int j = 0; j < 16; ++j) s->sc[j] = Q3KScale(b.scales, j);
@@ -109,8 +112,8 @@ void Unpack(const BlockQ6_K& b, Super* s, int32_t*) {
     const __m256i qh = Ld32(b.qh + 32 * h);
     for (int g = 0; g < 4; ++g) {
       const __m256i ql = Ld32(b.ql + 64 * h + 32 * (g % 2));
-      const __m256i q = _mm256_or_si256(Bits(ql, 4 * (g / 2), 15),
-                                        _mm256_slli_epi16(Bits(qh, 2 * g, 3), 4));
+      const __m256i q =
+          _mm256_or_si256(Bits(ql, 4 * (g / 2), 15), _mm256_slli_epi16(Bits(qh, 2 * g, 3), 4));
       St32(s->w + 128 * h + 32 * g, _mm256_sub_epi8(q, m32));
     }
   }
@@ -137,8 +140,10 @@ inline void Sums16(const int8_t* w, int32_t out[16]) {
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   alignas(32) int64_t s8[32];
   for (int i = 0; i < 8; ++i) {
-    const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * i)), bias);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(s8 + 4 * i), _mm256_sad_epu8(v, _mm256_setzero_si256()));
+    const __m256i v =
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * i)), bias);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(s8 + 4 * i),
+                       _mm256_sad_epu8(v, _mm256_setzero_si256()));
   }
   for (int j = 0; j < 16; ++j) out[j] = static_cast<int32_t>(s8[2 * j] + s8[2 * j + 1]) - 16 * 128;
 }
