@@ -17,13 +17,26 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "engine/engine.h"
+#include "format/gguf.h"
+#include "model/arch.h"
 #include "support/test_support.h"
 
 namespace stet {
 namespace {
+
+// The goldens and their first-step logit tolerances.
+const std::pair<const char*, double> kGoldens[] = {
+    {"qwen2", 1e-2},     {"qwen3", 1e-2},      {"llama3", 1e-2},    {"llama-f16", 1e-2},
+    {"llama-q8_0", 0.2}, {"gemma3", 1e-2},     {"qwen3moe", 1e-2},  {"phi3", 1e-2},
+    {"gemma2", 1e-2},    {"llama-q5_0", 0.5},  {"llama-q5_1", 0.5}, {"llama-iq4_nl", 0.5},
+    {"llama-q2_k", 0.5}, {"llama-q3_k", 0.5},  {"llama-q4_k", 0.5}, {"llama-q5_k", 0.5},
+    {"llama-q6_k", 0.5}, {"llama-iq4_xs", 0.5}};
 
 class ArchGolden : public ::testing::TestWithParam<std::pair<const char*, double>> {};
 
@@ -65,22 +78,38 @@ TEST_P(ArchGolden, GreedyIdsAndLogitsMatchLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, ArchGolden,
-    ::testing::Values(std::make_pair("qwen2", 1e-2), std::make_pair("qwen3", 1e-2),
-                      std::make_pair("llama3", 1e-2), std::make_pair("llama-f16", 1e-2),
-                      std::make_pair("llama-q8_0", 0.2), std::make_pair("gemma3", 1e-2),
-                      std::make_pair("qwen3moe", 1e-2), std::make_pair("phi3", 1e-2),
-                      std::make_pair("gemma2", 1e-2), std::make_pair("llama-q5_0", 0.5),
-                      std::make_pair("llama-q5_1", 0.5), std::make_pair("llama-iq4_nl", 0.5),
-                      std::make_pair("llama-q2_k", 0.5), std::make_pair("llama-q3_k", 0.5),
-                      std::make_pair("llama-q4_k", 0.5), std::make_pair("llama-q5_k", 0.5),
-                      std::make_pair("llama-q6_k", 0.5), std::make_pair("llama-iq4_xs", 0.5)),
-    [](const auto& info) {
-      std::string n = info.param.first;
-      for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(Models, ArchGolden, ::testing::ValuesIn(kGoldens), [](const auto& info) {
+  std::string n = info.param.first;
+  for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return n;
+});
+
+// The registry (model/arch.cc) and the goldens agree: every architecture stet
+// accepts has a golden file, and every golden file in the folder is checked above.
+TEST(ArchGoldenCoverage, EveryRegisteredArchitectureHasAGolden) {
+  const std::string dir = testing::SourceDir() + "/tests/golden/arch";
+  std::set<std::string> archs, listed, files;
+  for (const auto& g : kGoldens) listed.insert(g.first);
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".gguf") continue;
+    files.insert(e.path().stem().string());
+    auto f = gguf::GgufFile::Open(e.path().string());
+    ASSERT_TRUE(f.ok()) << e.path() << ": " << f.status().ToString();
+    const gguf::MetaValue* a = (*f)->Find("general.architecture");
+    ASSERT_TRUE(a && a->AsString()) << e.path();
+    archs.insert(std::string(*a->AsString()));
+  }
+  EXPECT_EQ(files, listed) << "a golden file is not in kGoldens, or the reverse";
+  const std::string all = SupportedArchList();
+  size_t start = 0;
+  while (start < all.size()) {
+    const size_t comma = all.find(", ", start);
+    const std::string name =
+        all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    EXPECT_TRUE(archs.count(name)) << "no golden in tests/golden/arch for architecture " << name;
+    start = comma == std::string::npos ? all.size() : comma + 2;
+  }
+}
 
 }  // namespace
 }  // namespace stet
