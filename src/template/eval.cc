@@ -4,10 +4,10 @@
 // message Jinja would raise when it is used; mutating methods are refused.
 #include <cmath>
 
-#include "template/builtins.h"
 #include "template/interpreter.h"
 #include "template/objects.h"
-#include "template/unicode.h"
+#include "template/python/builtins.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

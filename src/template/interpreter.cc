@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "template/builtins.h"
 #include "template/objects.h"
+#include "template/python/builtins.h"
 
 namespace stet::tmpl {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "template/error.h"
-#include "template/unicode.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

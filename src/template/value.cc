@@ -10,8 +10,8 @@
 #include <cmath>
 
 #include "template/budget.h"
-#include "template/pyformat.h"
-#include "template/unicode.h"
+#include "template/python/pyformat.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

@@ -22,8 +22,8 @@
 
 #include "engine/engine.h"
 #include "server/server.h"
-#include "tools/cmd_record.h"
 #include "tools/common.h"
+#include "tools/forensics/cmd_record.h"
 #include "tools/model_catalog.h"
 
 namespace stet::tools {

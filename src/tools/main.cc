@@ -3,20 +3,20 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/cmd_bench.h"
-#include "tools/cmd_drift.h"
-#include "tools/cmd_eval.h"
 #include "tools/cmd_fingerprint.h"
 #include "tools/cmd_gguf_random.h"
-#include "tools/cmd_probe.h"
-#include "tools/cmd_proxy.h"
 #include "tools/cmd_pull.h"
 #include "tools/cmd_quantize.h"
-#include "tools/cmd_record.h"
-#include "tools/cmd_replay.h"
 #include "tools/cmd_run.h"
 #include "tools/cmd_serve.h"
 #include "tools/cmd_tokenize.h"
 #include "tools/common.h"
+#include "tools/forensics/cmd_drift.h"
+#include "tools/forensics/cmd_eval.h"
+#include "tools/forensics/cmd_probe.h"
+#include "tools/forensics/cmd_proxy.h"
+#include "tools/forensics/cmd_record.h"
+#include "tools/forensics/cmd_replay.h"
 
 int main(int argc, char** argv) {
   CLI::App app{

@@ -2,7 +2,7 @@
 // carries one line per record (two more with the text around a fork) and the
 // totals; stderr the progress bar and errors. It replays against --endpoint,
 // or against an in-process stet serve of a local file (--against stet).
-#include "tools/cmd_replay.h"
+#include "tools/forensics/cmd_replay.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -4,10 +4,10 @@
 // result Python would promote to a big integer is a ValueError here.
 #include <cmath>
 
-#include "template/builtins.h"
 #include "template/interpreter.h"
-#include "template/pyformat.h"
-#include "template/unicode.h"
+#include "template/python/builtins.h"
+#include "template/python/pyformat.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

@@ -10,8 +10,8 @@
 #include <map>
 
 #include "template/budget.h"
-#include "template/builtins.h"
 #include "template/objects.h"
+#include "template/python/builtins.h"
 
 namespace stet::tmpl {
 namespace {

@@ -4,7 +4,7 @@
 // hour. Flags are range-checked before binding (exit 2). The upstream key is
 // read from the environment variable --upstream-key-env names, never from the
 // command line, and is never printed.
-#include "tools/cmd_proxy.h"
+#include "tools/forensics/cmd_proxy.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 // `stet probe`: thin CLI over forensics::RunProbe. stdout carries the summary
 // table and verdict; stderr the progress bar and errors.
-#include "tools/cmd_probe.h"
+#include "tools/forensics/cmd_probe.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,10 +1,10 @@
 // Helpers shared by the builtin filters, tests, globals and methods: Python
 // argument binding and the small conversions they all need.
-#include "template/builtins.h"
+#include "template/python/builtins.h"
 
 #include <algorithm>
 
-#include "template/pyformat.h"
+#include "template/python/pyformat.h"
 
 namespace stet::tmpl {
 

@@ -1,6 +1,6 @@
 // `stet drift`: thin CLI over forensics::CaptureDrift / CompareDrift. With
 // --against, the second endpoint is the baseline and --endpoint the current.
-#include "tools/cmd_drift.h"
+#include "tools/forensics/cmd_drift.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -3,7 +3,7 @@
 // in.jsonl FILE.db` validates every line first, then stores them all in one
 // transaction (ids already present are kept and counted). Exit codes: 0 ok,
 // 1 failed (message on stderr), 2 bad command line.
-#include "tools/cmd_record.h"
+#include "tools/forensics/cmd_record.h"
 
 #include <cstdio>
 #include <fstream>

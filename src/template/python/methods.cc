@@ -6,10 +6,10 @@
 #include <cmath>
 
 #include "template/budget.h"
-#include "template/builtins.h"
 #include "template/objects.h"
-#include "template/pyformat.h"
-#include "template/unicode.h"
+#include "template/python/builtins.h"
+#include "template/python/pyformat.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

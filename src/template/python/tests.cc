@@ -4,9 +4,9 @@
 // sequence nor a mapping.
 #include <algorithm>
 
-#include "template/builtins.h"
 #include "template/parser.h"
-#include "template/unicode.h"
+#include "template/python/builtins.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

@@ -3,7 +3,7 @@
 // printf conversions of numbers go through snprintf, which glibc rounds
 // correctly, as CPython does. Each rendering checks its output against the
 // render budget as it grows (escapes, padding and JSON indents multiply it).
-#include "template/pyformat.h"
+#include "template/python/pyformat.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "template/budget.h"
-#include "template/unicode.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

@@ -1,6 +1,6 @@
 // `stet eval`: thin CLI over forensics::RunEval / CompareResults. The results
 // directory holds results.json (every run, with what shaped it) and report.html.
-#include "tools/cmd_eval.h"
+#include "tools/forensics/cmd_eval.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // UTF-8 decoding and Python character classes. Case mapping beyond ASCII uses
 // glibc's C.UTF-8 tables through a private locale object (never the global
 // locale), so results do not depend on the process environment.
-#include "template/unicode.h"
+#include "template/python/unicode.h"
 
 #include <locale.h>
 #include <string.h>

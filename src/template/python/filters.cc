@@ -9,10 +9,10 @@
 #include <cstdlib>
 
 #include "template/budget.h"
-#include "template/builtins.h"
 #include "template/parser.h"
-#include "template/pyformat.h"
-#include "template/unicode.h"
+#include "template/python/builtins.h"
+#include "template/python/pyformat.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

@@ -4,8 +4,8 @@
 // dictsort are stable like Python's sorted(), min / max keep the first winner.
 #include <algorithm>
 
-#include "template/builtins.h"
-#include "template/unicode.h"
+#include "template/python/builtins.h"
+#include "template/python/unicode.h"
 
 namespace stet::tmpl {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "forensics/analysis/canary.h"
 #include "forensics/client/openai.h"
-#include "tools/cmd_drift.h"
 #include "tools/common.h"
+#include "tools/forensics/cmd_drift.h"
 
 namespace stet::tools {
 
