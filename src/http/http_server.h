@@ -40,6 +40,21 @@ class HttpServer : public httplib::Server {
     const socket_t s = svr_sock_;
     if (s != INVALID_SOCKET) ::listen(s, n);
   }
+  // The settings both servers give httplib. Connections, deadlines and worker
+  // threads are the ConnectionLoop's; the keep-alive values only shape the
+  // Keep-Alive header httplib writes. SO_REUSEADDR only: httplib's default adds
+  // SO_REUSEPORT, which would let a second server bind the same port and
+  // silently share its traffic.
+  void Configure(int keep_alive_s, int max_requests_per_connection, size_t max_body_bytes) {
+    set_keep_alive_timeout(keep_alive_s);
+    set_keep_alive_max_count(max_requests_per_connection);
+    set_payload_max_length(max_body_bytes);
+    set_tcp_nodelay(true);
+    set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+  }
 };
 
 // Binds http to host:port (port 0: any free port) with an accept backlog for

@@ -5,6 +5,7 @@
 // fingerprint go into every response so the answer can be reproduced; with
 // --record, everything else that shaped it goes into the record.
 #include "http/json_fields.h"
+#include "server/intake.h"
 #include "server/openai/request_parse.h"
 #include "server/server_internal.h"
 #include "server/structured/structured_output.h"
@@ -80,24 +81,18 @@ PieceFn Server::Impl::Piece() const {
 }
 
 void Server::Impl::HandleCompletions(const Request& req, Response& res) {
-  const std::string received_at = NowIso8601();
-  Slot slot = AdmitOrRefuse(res);  // under --max-queue before any work on the body
-  if (!slot) return;
-  auto body = ParseBody(req.body);
-  const ReleaseOnExit release(body);
-  if (!body.ok()) return SendError(res, body.error());
-  auto r = ParseCompletionRequest(*body, info.names);
-  if (!r.ok()) return SendError(res, r.error());
-  auto clock = ReadStetClock(*body);
-  if (!clock.ok()) return SendError(res, clock.error());
-  bool return_token_ids = false;
-  if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
+  Intake<CompletionRequest> in(
+      *this, req, res, [this](const Json& b) { return ParseCompletionRequest(b, info.names); });
+  if (!in.ok()) return;
+  ApiOr<Json>& body = in.body;
+  std::optional<CompletionRequest>& r = in.request;
+  const std::string& received_at = in.received_at;
+  const bool return_token_ids = in.return_token_ids;
+  const bool seed_generated = in.seed_generated;
+  const uint64_t seed = in.seed;
   const Tokenizer& tok = engine->tokenizer();
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
-  const bool seed_generated = !s.params.sampling.seed;
-  if (seed_generated) s.params.sampling.seed = NewSeed();
-  const uint64_t seed = *s.params.sampling.seed;
   s.params.cache_salt = CacheSalt(req, s.cache_salt);
   RequestRecord& rec = CurrentRecord();
   rec.stream = s.stream;
@@ -186,23 +181,21 @@ void Server::Impl::HandleCompletions(const Request& req, Response& res) {
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/false);
     return j;
   };
-  Run(std::move(slot), std::move(params), s.stream, hooks, build, "prompt", res, std::move(record));
+  Run(std::move(in.slot), std::move(params), s.stream, hooks, build, "prompt", res,
+      std::move(record));
 }
 
 void Server::Impl::HandleChat(const Request& req, Response& res) {
-  const std::string received_at = NowIso8601();
-  Slot slot = AdmitOrRefuse(res);  // under --max-queue before any work on the body
-  if (!slot) return;
-  auto body = ParseBody(req.body);
-  const ReleaseOnExit release(body);
-  if (!body.ok()) return SendError(res, body.error());
-  auto r = ParseChatRequest(*body, info.names);
-  if (!r.ok()) return SendError(res, r.error());
-  auto clock = ReadStetClock(*body);
-  if (!clock.ok()) return SendError(res, clock.error());
-  const int64_t now_unix = clock->value_or(ChatTemplateOptions{}.now_unix);
-  bool return_token_ids = false;
-  if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
+  Intake<ChatRequest> in(*this, req, res,
+                         [this](const Json& b) { return ParseChatRequest(b, info.names); });
+  if (!in.ok()) return;
+  ApiOr<Json>& body = in.body;
+  std::optional<ChatRequest>& r = in.request;
+  const std::string& received_at = in.received_at;
+  const bool return_token_ids = in.return_token_ids;
+  const bool seed_generated = in.seed_generated;
+  const uint64_t seed = in.seed;
+  const int64_t now_unix = in.clock.value_or(ChatTemplateOptions{}.now_unix);
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
   if (!r->forced_tool.empty()) {  // tool_choice "required" / named: calls in the template's format
@@ -210,9 +203,6 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
                                 r->parallel_tool_calls, &s.params))
       return SendError(res, *e);
   }
-  const bool seed_generated = !s.params.sampling.seed;
-  if (seed_generated) s.params.sampling.seed = NewSeed();
-  const uint64_t seed = *s.params.sampling.seed;
   for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
   s.params.cache_salt = CacheSalt(req, s.cache_salt);
   RequestRecord& rec = CurrentRecord();
@@ -239,7 +229,7 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   RecordFn record;
   if (opts.recorder) {
     record = ChatRecord(NewRecord(*body, "/v1/chat/completions", received_at, seed, seed_generated),
-                        now_unix, clock->has_value(), std::move(rendered), params);
+                        now_unix, in.clock.has_value(), std::move(rendered), params);
   }
 
   const bool logprobs = r->logprobs;
@@ -279,7 +269,7 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
     if (return_token_ids) AddTokenIds(&j, choices, prompt_ids, n, /*chat=*/true);
     return j;
   };
-  Run(std::move(slot), std::move(params), s.stream, hooks, build,
+  Run(std::move(in.slot), std::move(params), s.stream, hooks, build,
       r->prompt_ids ? "prompt_token_ids" : "messages", res, std::move(record));
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "http/json_fields.h"
+#include "server/intake.h"
 #include "server/openai/responses_api.h"
 #include "server/openai/tokenize_api.h"
 #include "server/record_builder.h"
@@ -36,19 +37,16 @@ void Answer(const Request& req, Response& res, const BodyFn& fn) {
 }  // namespace
 
 void Server::Impl::HandleResponses(const Request& req, Response& res) {
-  const std::string received_at = NowIso8601();
-  Slot slot = AdmitOrRefuse(res);  // under --max-queue before any work on the body
-  if (!slot) return;
-  auto body = ParseBody(req.body);
-  const ReleaseOnExit release(body);
-  if (!body.ok()) return SendError(res, body.error());
-  auto r = ParseResponsesRequest(*body, info.names);
-  if (!r.ok()) return SendError(res, r.error());
-  auto clock = ReadStetClock(*body);
-  if (!clock.ok()) return SendError(res, clock.error());
-  const int64_t now_unix = clock->value_or(ChatTemplateOptions{}.now_unix);
-  bool return_token_ids = false;  // stet's extension, as on chat (what `stet replay` compares)
-  if (auto e = ReadBool(*body, "return_token_ids", &return_token_ids)) return SendError(res, *e);
+  Intake<ResponsesRequest> in(
+      *this, req, res, [this](const Json& b) { return ParseResponsesRequest(b, info.names); });
+  if (!in.ok()) return;
+  ApiOr<Json>& body = in.body;
+  std::optional<ResponsesRequest>& r = in.request;
+  const std::string& received_at = in.received_at;
+  const bool return_token_ids = in.return_token_ids;
+  const bool seed_generated = in.seed_generated;
+  const uint64_t seed = in.seed;
+  const int64_t now_unix = in.clock.value_or(ChatTemplateOptions{}.now_unix);
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
   const ResponsesTools& tools = r->tools;
@@ -57,9 +55,6 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
                                 tools.forced == "*" ? "" : tools.forced, tools.parallel, &s.params))
       return SendError(res, *e);
   }
-  const bool seed_generated = !s.params.sampling.seed;
-  if (seed_generated) s.params.sampling.seed = NewSeed();
-  const uint64_t seed = *s.params.sampling.seed;
   s.params.cache_salt = CacheSalt(req, s.cache_salt);  // the tenant's prefix-cache scope
   for (const std::string& stop : chat->extra_stops()) s.params.stop.push_back(stop);
   RequestRecord& rec = CurrentRecord();
@@ -81,7 +76,7 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   RecordFn record;
   if (opts.recorder) {
     record = ChatRecord(NewRecord(*body, "/v1/responses", received_at, seed, seed_generated),
-                        now_unix, clock->has_value(), std::move(rendered), params);
+                        now_unix, in.clock.has_value(), std::move(rendered), params);
   }
 
   ResponsesShape shape = r->shape;
@@ -121,7 +116,8 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
     }
     return j;
   };
-  Run(std::move(slot), std::move(params), s.stream, hooks, build, "input", res, std::move(record));
+  Run(std::move(in.slot), std::move(params), s.stream, hooks, build, "input", res,
+      std::move(record));
 }
 
 TokenizerView Server::Impl::TokenizerViewOf() const {

@@ -153,18 +153,7 @@ void Server::Impl::WithBody(const Request& req, Response& res, const httplib::Co
 }
 
 void Server::Impl::Routes() {
-  // Connections, deadlines and worker threads are the ConnectionLoop's; the
-  // keep-alive settings only shape the Keep-Alive header httplib writes.
-  http.set_keep_alive_timeout(opts.keep_alive_s);
-  http.set_keep_alive_max_count(kMaxRequestsPerConnection);
-  http.set_payload_max_length(opts.max_body_bytes);
-  http.set_tcp_nodelay(true);
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a
-  // second server bind the same port and silently share its traffic.
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+  http.Configure(opts.keep_alive_s, kMaxRequestsPerConnection, opts.max_body_bytes);
 
   const auto refuse = [](const Request& req, Response& res, const ApiError& e) {
     if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");

@@ -127,14 +127,7 @@ void Proxy::Impl::Log(const Relay& r) {
 }
 
 void Proxy::Impl::Routes() {
-  http.set_keep_alive_timeout(opts.keep_alive_s);
-  http.set_keep_alive_max_count(kMaxRequestsPerConnection);
-  http.set_payload_max_length(opts.max_body_bytes);
-  http.set_tcp_nodelay(true);
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+  http.Configure(opts.keep_alive_s, kMaxRequestsPerConnection, opts.max_body_bytes);
   const auto refuse = [this](Response& res, const server::ApiError& e) {
     if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
     CloseAfter(res);
