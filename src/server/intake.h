@@ -44,7 +44,7 @@ class Intake {
   Server::Impl::Slot slot;
   ApiOr<Json> body = Json();
   std::optional<Parsed> request;
-  std::optional<int64_t> clock;  // stet's template clock, when the client sent one
+  std::optional<int64_t> clock;   // stet's template clock, when the client sent one
   bool return_token_ids = false;  // stet's extension (what `stet replay` compares)
   bool seed_generated = false;
   uint64_t seed = 0;
