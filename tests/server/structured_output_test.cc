@@ -76,7 +76,7 @@ TEST(ToolCallGrammar, RefusesUnknownFunctionsAndUnsupportedSchemas) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "tool_choice");
   const Json bad = Json::parse(R"([{"type": "function", "function": {"name": "f",
-      "parameters": {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}}}])");
+      "parameters": {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=x)y"}}}}}])");
   e = ForceToolCalls(ToolCallFormat::kHermes, bad, "", false, &p);
   ASSERT_TRUE(e.has_value());
   EXPECT_NE(e->message.find("'pattern'"), std::string::npos);

@@ -4,9 +4,13 @@
 // an output are the ones the schema leaves unbounded (strings, arrays).
 #include "server/structured/json_schema.h"
 
+#include <optional>
 #include <set>
 
+#include "server/structured/json_schema_formats.h"
+#include "server/structured/json_schema_numbers.h"
 #include "server/structured/json_schema_oneof.h"
+#include "server/structured/json_schema_pattern.h"
 
 namespace stet::server {
 namespace {
@@ -14,16 +18,39 @@ namespace {
 constexpr int kMaxSchemaDepth = 64;
 
 const std::set<std::string>& Ignored() {
-  static const std::set<std::string> s = {"title",    "description", "default",  "examples",
-                                          "$schema",  "$id",         "$comment", "deprecated",
-                                          "readOnly", "writeOnly",   "$defs",    "definitions"};
+  // discriminator: OpenAPI's hint beside oneOf/anyOf (the branches enforce it);
+  // contentEncoding/contentMediaType: annotations in JSON Schema 2020-12.
+  static const std::set<std::string> s = {
+      "title", "description", "default",       "examples",        "$schema",
+      "$id",   "$comment",    "deprecated",    "readOnly",        "writeOnly",
+      "$defs", "definitions", "discriminator", "contentEncoding", "contentMediaType"};
   return s;
 }
 const std::set<std::string>& Handled() {
-  static const std::set<std::string> s = {"type",  "properties", "required", "additionalProperties",
-                                          "items", "minItems",   "maxItems", "enum",
-                                          "const", "anyOf",      "oneOf",    "allOf",
-                                          "$ref",  "minLength",  "maxLength"};
+  static const std::set<std::string> s = {"type",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "items",
+                                          "minItems",
+                                          "maxItems",
+                                          "enum",
+                                          "const",
+                                          "anyOf",
+                                          "oneOf",
+                                          "allOf",
+                                          "$ref",
+                                          "minLength",
+                                          "maxLength",
+                                          "format",
+                                          "pattern",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "prefixItems",
+                                          "uniqueItems",
+                                          "multipleOf"};
   return s;
 }
 
@@ -165,13 +192,20 @@ Result<std::string> JsonGrammarBuilder::Visit(const Json& s, const std::string& 
   if (!s.is_object()) return Refuse("a schema must be an object");
   for (const auto& [key, v] : s.items()) {
     if (!Ignored().count(key) && !Handled().count(key)) {
-      return Refuse("the schema keyword '" + key +
-                    "' is not supported by stet's constrained decoding (docs/api.md lists what "
-                    "is)");
+      return Unsupported(
+          "the schema keyword '" + key +
+          "' is not supported by stet's constrained decoding (docs/api.md lists what "
+          "is)");
     }
   }
   if (s.contains("$ref")) {
     if (!s["$ref"].is_string()) return Refuse("'$ref' must be a string");
+    for (const auto& [key, v] : s.items()) {
+      if (key != "$ref" && !Ignored().count(key)) {
+        return Unsupported("'$ref' together with '" + key +
+                           "' is not supported (put the constraint in the referenced schema)");
+      }
+    }
     return VisitRef(s["$ref"].get<std::string>(), hint, depth);
   }
   if (s.contains("const")) return GbnfLiteral(s["const"].dump());
@@ -192,18 +226,15 @@ Result<std::string> JsonGrammarBuilder::Visit(const Json& s, const std::string& 
     }
     if (std::string(key) == "oneOf") {
       if (auto pair = OverlappingBranches(list, *doc_)) {
-        return Refuse("'oneOf' branches " + *pair +
-                      " may both match one value, and a grammar cannot enforce \"exactly one\": "
-                      "stet takes 'oneOf' only when its branches are provably disjoint (distinct "
-                      "types, const/enum values, or a required property with distinct "
-                      "const/enum values); use 'anyOf' if a value may match several");
+        return Unsupported(
+            "'oneOf' branches " + *pair +
+            " may both match one value, and a grammar cannot enforce \"exactly one\": "
+            "stet takes 'oneOf' only when its branches are provably disjoint (distinct "
+            "types, const/enum values, or a required property with distinct "
+            "const/enum values); use 'anyOf' if a value may match several");
       }
     }
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < list.size(); ++i) {
-      STET_ASSIGN_OR_RETURN(std::string r, Visit(list[i], hint, depth + 1));
-      parts.push_back(r);
-    }
+    STET_ASSIGN_OR_RETURN(std::vector<std::string> parts, VisitBranches(list, hint, depth));
     std::string alts;
     for (const std::string& p : parts) alts += (alts.empty() ? "" : " | ") + p;
     const std::string rule = Fresh(hint);
@@ -234,11 +265,19 @@ Result<std::string> JsonGrammarBuilder::Visit(const Json& s, const std::string& 
   if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
     return VisitObject(s, hint, depth);
   }
-  if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) {
+  // Keywords of one type without "type": a value of that type (a subset of
+  // what the schema allows, which also takes values of every other type).
+  if (s.contains("items") || s.contains("minItems") || s.contains("maxItems") ||
+      s.contains("prefixItems") || s.contains("uniqueItems")) {
     return VisitArray(s, hint, depth);
   }
-  if (s.contains("minLength") || s.contains("maxLength")) {
+  if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") ||
+      s.contains("format")) {
     return VisitType(s, "string", hint, depth);
+  }
+  if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+      s.contains("exclusiveMaximum") || s.contains("multipleOf")) {
+    return VisitType(s, "number", hint, depth);
   }
   return AnyValue();
 }
@@ -247,19 +286,103 @@ Result<std::string> JsonGrammarBuilder::VisitType(const Json& s, const std::stri
                                                   const std::string& hint, int depth) {
   if (type == "object") return VisitObject(s, hint, depth);
   if (type == "array") return VisitArray(s, hint, depth);
-  if (type == "string") {
-    STET_ASSIGN_OR_RETURN(int lo, ReadCount(s, "minLength", 0));
-    STET_ASSIGN_OR_RETURN(int hi, ReadCount(s, "maxLength", -1));
-    if (lo == 0 && hi < 0) return Primitive("string");
-    if (hi >= 0 && hi < lo) return Refuse("'maxLength' is below 'minLength'");
+  if (type == "string") return VisitString(s, hint);
+  if (type == "number" || type == "integer") return VisitNumber(s, type, hint);
+  if (type == "boolean" || type == "null") return Primitive(type);
+  return Refuse("unknown 'type' \"" + type + "\"");
+}
+
+Status JsonGrammarBuilder::Unsupported(const std::string& what) {
+  unsupported_ = true;
+  return InvalidArgument(what);
+}
+
+// anyOf / oneOf: each branch's rule. A branch stet cannot express (a pattern
+// with a look-ahead, say) is left out when another branch remains: the grammar
+// then takes a subset of the union, never more (pydantic's Decimal is
+// number-or-pattern-string).
+Result<std::vector<std::string>> JsonGrammarBuilder::VisitBranches(const Json& list,
+                                                                   const std::string& hint,
+                                                                   int depth) {
+  std::vector<std::string> parts;
+  Status first_error;
+  for (const Json& branch : list) {
+    const size_t n_rules = rules_.size();
+    const auto defined = defined_;
+    const int next = next_;
+    unsupported_ = false;
+    auto r = Visit(branch, hint, depth + 1);
+    if (r.ok()) {
+      parts.push_back(*r);
+      continue;
+    }
+    if (!unsupported_) return r.status();
+    if (first_error.ok()) first_error = r.status();
+    rules_.resize(n_rules);  // undo what the branch added
+    defined_ = defined;
+    next_ = next;
+  }
+  unsupported_ = false;
+  if (parts.empty()) {
+    unsupported_ = true;
+    return first_error;
+  }
+  return parts;
+}
+
+Result<std::string> JsonGrammarBuilder::VisitString(const Json& s, const std::string& hint) {
+  STET_ASSIGN_OR_RETURN(int lo, ReadCount(s, "minLength", 0));
+  STET_ASSIGN_OR_RETURN(int hi, ReadCount(s, "maxLength", -1));
+  if (hi >= 0 && hi < lo) return Refuse("'maxLength' is below 'minLength'");
+  std::optional<StringGrammar> shaped;
+  if (s.contains("format")) {
+    if (!s["format"].is_string()) return Refuse("'format' must be a string");
+    shaped = FormatGbnf(s["format"].get<std::string>());
+  }
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) return Refuse("'pattern' must be a string");
+    if (shaped) return Unsupported("'pattern' together with 'format' is not supported");
+    auto p = PatternToGbnf(s["pattern"].get<std::string>());
+    if (!p.ok()) return Unsupported("'pattern': " + p.status().message());
+    shaped = *p;
+  }
+  const std::string quote = "\"\\\"\"";
+  if (shaped) {
+    // A grammar cannot intersect a pattern with a length; the lengths must
+    // already follow from it.
+    if (shaped->min_len < lo || (hi >= 0 && (shaped->max_len < 0 || shaped->max_len > hi))) {
+      return Unsupported(std::string("'minLength'/'maxLength' together with '") +
+                         (s.contains("pattern") ? "pattern" : "format") +
+                         "' are supported only where the pattern or format implies them");
+    }
     const std::string rule = Fresh(hint);
-    AddRule(rule, "\"\\\"\" " + Repeat(Primitive("char"), lo, hi) + " \"\\\"\"");
+    AddRule(rule, quote + " " + shaped->body + " " + quote);
     return rule;
   }
-  if (type == "number" || type == "integer" || type == "boolean" || type == "null") {
-    return Primitive(type);
+  if (lo == 0 && hi < 0) return Primitive("string");
+  const std::string rule = Fresh(hint);
+  AddRule(rule, quote + " " + Repeat(Primitive("char"), lo, hi) + " " + quote);
+  return rule;
+}
+
+Result<std::string> JsonGrammarBuilder::VisitNumber(const Json& s, const std::string& type,
+                                                    const std::string& hint) {
+  if (s.contains("multipleOf")) {
+    const Json& m = s["multipleOf"];
+    if (!m.is_number() || m.get<double>() <= 0) {
+      return Refuse("'multipleOf' must be a positive number");
+    }
+    if (type != "integer" || m.get<double>() != 1) {
+      return Unsupported("'multipleOf' is supported only as 1 on integers");
+    }
   }
-  return Refuse("unknown 'type' \"" + type + "\"");
+  STET_ASSIGN_OR_RETURN(NumberBounds b, ReadNumberBounds(s));
+  if (!b.any()) return Primitive(type);
+  auto body = type == "integer" ? IntegerRangeGbnf(b) : NumberRangeGbnf(b);
+  if (!body.ok()) return Unsupported(body.status().message());
+  const std::string rule = Fresh(hint);
+  AddRule(rule, *body);
+  return rule;
 }
 
 Result<std::string> JsonGrammarBuilder::VisitObject(const Json& s, const std::string& hint,
@@ -328,25 +451,68 @@ Result<std::string> JsonGrammarBuilder::VisitObject(const Json& s, const std::st
   return base;
 }
 
+// Arrays: prefixItems[i] for the first items, then `items` (false: no more;
+// absent: any value), between minItems and maxItems. Item i is rule tail_i:
+// the items from i on, each after a comma.
 Result<std::string> JsonGrammarBuilder::VisitArray(const Json& s, const std::string& hint,
                                                    int depth) {
   const std::string ws = Blanks();
-  std::string item = AnyValue();
+  if (s.contains("uniqueItems")) {
+    if (!s["uniqueItems"].is_boolean()) return Refuse("'uniqueItems' must be a boolean");
+    if (s["uniqueItems"].get<bool>() && s.value("maxItems", Json(2)) != Json(0) &&
+        s.value("maxItems", Json(2)) != Json(1)) {
+      return Unsupported("'uniqueItems': true cannot be enforced by a grammar");
+    }
+  }
+  std::vector<std::string> prefix;
+  if (s.contains("prefixItems")) {
+    if (!s["prefixItems"].is_array()) return Refuse("'prefixItems' must be an array of schemas");
+    for (size_t i = 0; i < s["prefixItems"].size(); ++i) {
+      STET_ASSIGN_OR_RETURN(std::string r,
+                            Visit(s["prefixItems"][i], hint + "-" + std::to_string(i), depth + 1));
+      prefix.push_back(r);
+    }
+  }
+  std::optional<std::string> item = AnyValue();
   if (s.contains("items")) {
-    STET_ASSIGN_OR_RETURN(item, Visit(s["items"], hint + "-item", depth + 1));
+    if (s["items"].is_boolean() && !s["items"].get<bool>()) {
+      item.reset();
+    } else {
+      STET_ASSIGN_OR_RETURN(item, Visit(s["items"], hint + "-item", depth + 1));
+    }
   }
   STET_ASSIGN_OR_RETURN(int lo, ReadCount(s, "minItems", 0));
   STET_ASSIGN_OR_RETURN(int hi, ReadCount(s, "maxItems", -1));
-  if (hi >= 0 && hi < lo) return Refuse("'maxItems' is below 'minItems'");
+  const int n = static_cast<int>(prefix.size());
+  if (!item) hi = hi < 0 ? n : std::min(hi, n);
+  if (hi >= 0 && hi < lo) return Refuse("'maxItems' (or the tuple's length) is below 'minItems'");
   const std::string rule = Fresh(hint);
-  const std::string one = item + " " + ws, more = "\",\" " + ws + " " + one;
+  const std::string comma = "\",\" " + ws + " ";
+  // The items from index i on (i items already written), or "" for none.
+  std::string tail;
+  if (item && (hi < 0 || hi > n)) {
+    const int more_lo = std::max(lo - n, 0), more_hi = hi < 0 ? -1 : hi - n;
+    tail = Repeat(comma + *item + " " + ws, more_lo, more_hi);
+  }
+  for (int i = std::min(n, hi < 0 ? n : hi); i-- > 0;) {
+    const std::string one = (i ? comma : "") + prefix[i] + " " + ws;
+    const std::string with = tail.empty() ? one : one + " " + tail;
+    const std::string name = rule + "-t" + std::to_string(i);
+    AddRule(name, i >= lo ? "(" + with + ")?" : with);
+    tail = name;
+  }
   std::string body;
-  if (hi == 0) {
-    body = "\"[\" " + ws + " \"]\"";
-  } else if (lo == 0) {
-    body = "\"[\" " + ws + " (" + one + " " + Repeat(more, 0, hi < 0 ? -1 : hi - 1) + ")? \"]\"";
-  } else {
-    body = "\"[\" " + ws + " " + one + " " + Repeat(more, lo - 1, hi < 0 ? -1 : hi - 1) + " \"]\"";
+  if (n > 0 || hi == 0) {
+    body = "\"[\" " + ws + (tail.empty() ? "" : " " + tail) + " \"]\"";
+  } else {  // no prefix: the first item has no comma
+    const std::string one = *item + " " + ws;
+    const std::string more = comma + one;
+    if (lo == 0) {
+      body = "\"[\" " + ws + " (" + one + " " + Repeat(more, 0, hi < 0 ? -1 : hi - 1) + ")? \"]\"";
+    } else {
+      body =
+          "\"[\" " + ws + " " + one + " " + Repeat(more, lo - 1, hi < 0 ? -1 : hi - 1) + " \"]\"";
+    }
   }
   AddRule(rule, body);
   return rule;

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,13 @@ class JsonGrammarBuilder {
   Result<std::string> VisitObject(const Json& s, const std::string& hint, int depth);
   Result<std::string> VisitArray(const Json& s, const std::string& hint, int depth);
   Result<std::string> VisitRef(const std::string& ref, const std::string& hint, int depth);
+  Result<std::vector<std::string>> VisitBranches(const Json& list, const std::string& hint,
+                                                 int depth);
+  Result<std::string> VisitString(const Json& s, const std::string& hint);
+  Result<std::string> VisitNumber(const Json& s, const std::string& type, const std::string& hint);
+  // A refusal of what a grammar cannot express (as opposed to a malformed
+  // schema): an anyOf may leave such a branch out.
+  Status Unsupported(const std::string& what);
   std::string Primitive(const std::string& name);
   std::string Fresh(const std::string& hint);
 
@@ -59,6 +67,7 @@ class JsonGrammarBuilder {
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> defined_;  // primitive or $ref -> rule name
   int next_ = 0;
+  bool unsupported_ = false;
 };
 
 // GBNF for a whole response_format schema (root = the schema's rule).
