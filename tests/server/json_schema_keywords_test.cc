@@ -9,36 +9,15 @@
 #include <random>
 #include <string>
 
-#include "engine/grammar.h"
-#include "engine/grammar_matcher.h"
-#include "server/structured/json_schema.h"
+#include "server/json_schema_test_util.h"
 #include "server/structured/json_schema_formats.h"
 
 namespace stet::server {
 namespace {
 
-std::shared_ptr<const Grammar> Compile(const Json& schema) {
-  auto gbnf = JsonSchemaToGbnf(schema);
-  EXPECT_TRUE(gbnf.ok()) << schema.dump() << ": " << gbnf.status().ToString();
-  if (!gbnf.ok()) return nullptr;
-  auto g = ParseGbnf(*gbnf);
-  EXPECT_TRUE(g.ok()) << g.status().ToString() << "\n" << *gbnf;
-  return g.ok() ? *g : nullptr;
-}
-
-bool Matches(const std::shared_ptr<const Grammar>& g, const std::string& s) {
-  if (!g) return false;
-  GrammarMatcher m(g);
-  EXPECT_TRUE(m.Init().ok());
-  auto r = m.Accept(s);
-  return r.ok() && *r && m.CanEnd();
-}
-
-std::string Refusal(const Json& schema) {
-  auto gbnf = JsonSchemaToGbnf(schema);
-  EXPECT_FALSE(gbnf.ok()) << schema.dump();
-  return gbnf.ok() ? "" : gbnf.status().message();
-}
+const auto& Compile = testing::CompileSchema;
+const auto& Matches = testing::GrammarMatches;
+const auto& Refusal = testing::SchemaRefusal;
 
 // A canonical JSON number: optional "-", integer without leading zeros, up to
 // `frac` fraction digits without trailing zeros.

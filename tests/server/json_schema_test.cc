@@ -10,32 +10,19 @@
 
 #include "engine/grammar.h"
 #include "engine/grammar_matcher.h"
+#include "server/json_schema_test_util.h"
 #include "server/structured/json_schema_oneof.h"
 
 namespace stet::server {
 namespace {
 
+// Schemas written as JSON text.
 std::shared_ptr<const Grammar> Compile(const std::string& schema_text) {
-  auto gbnf = JsonSchemaToGbnf(Json::parse(schema_text));
-  EXPECT_TRUE(gbnf.ok()) << gbnf.status().ToString();
-  if (!gbnf.ok()) return nullptr;
-  auto g = ParseGbnf(*gbnf);
-  EXPECT_TRUE(g.ok()) << g.status().ToString() << "\n" << *gbnf;
-  return g.ok() ? *g : nullptr;
+  return testing::CompileSchema(Json::parse(schema_text));
 }
-
-bool Matches(const std::shared_ptr<const Grammar>& g, const std::string& s) {
-  if (!g) return false;
-  GrammarMatcher m(g);
-  EXPECT_TRUE(m.Init().ok());
-  auto r = m.Accept(s);
-  return r.ok() && *r && m.CanEnd();
-}
-
+const auto& Matches = testing::GrammarMatches;
 std::string Refusal(const std::string& schema_text) {
-  auto gbnf = JsonSchemaToGbnf(Json::parse(schema_text));
-  EXPECT_FALSE(gbnf.ok()) << schema_text;
-  return gbnf.ok() ? "" : gbnf.status().message();
+  return testing::SchemaRefusal(Json::parse(schema_text));
 }
 
 TEST(JsonSchema, AnyObject) {

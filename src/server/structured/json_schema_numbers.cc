@@ -201,6 +201,21 @@ std::string DecimalRange(const Decimal& a, const std::optional<Decimal>& b) {
   return Alts(alts);
 }
 
+// Magnitudes from |near| (the bound nearer zero; none: 0) up to |far| (none:
+// unbounded), each bound rounded toward the inside; "" when none remains.
+Result<std::string> MagnitudeRange(std::optional<double> near, std::optional<double> far) {
+  Decimal a;
+  if (near) {
+    STET_ASSIGN_OR_RETURN(a, ToDecimal(*near, true));
+  }
+  std::optional<Decimal> b;
+  if (far) {
+    STET_ASSIGN_OR_RETURN(Decimal d, ToDecimal(*far, false));
+    b = d;
+  }
+  return DecimalRange(a, b);
+}
+
 Result<int64_t> IntBound(const Json& v, bool lower, bool exclusive) {
   if (v.is_number_integer() || v.is_number_unsigned()) {
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxInt)) {
@@ -303,29 +318,11 @@ Result<std::string> NumberRangeGbnf(const NumberBounds& b) {
   std::vector<std::string> alts;
   // Negative values: "-" and a magnitude in [max(-hi, 0), -lo].
   if (!lo || *lo < 0) {
-    Decimal a;
-    if (hi && *hi < 0) {
-      STET_ASSIGN_OR_RETURN(a, ToDecimal(*hi, true));
-    }
-    std::optional<Decimal> m;
-    if (lo) {
-      STET_ASSIGN_OR_RETURN(Decimal d, ToDecimal(*lo, false));
-      m = d;
-    }
-    const std::string r = DecimalRange(a, m);
+    STET_ASSIGN_OR_RETURN(std::string r, MagnitudeRange(hi && *hi < 0 ? hi : std::nullopt, lo));
     if (!r.empty()) alts.push_back("\"-\" " + r);
   }
   if (!hi || *hi >= 0) {
-    Decimal a;
-    if (lo && *lo > 0) {
-      STET_ASSIGN_OR_RETURN(a, ToDecimal(*lo, true));
-    }
-    std::optional<Decimal> m;
-    if (hi) {
-      STET_ASSIGN_OR_RETURN(Decimal d, ToDecimal(*hi, false));
-      m = d;
-    }
-    const std::string r = DecimalRange(a, m);
+    STET_ASSIGN_OR_RETURN(std::string r, MagnitudeRange(lo && *lo > 0 ? lo : std::nullopt, hi));
     if (!r.empty()) alts.push_back(r);
   }
   if (alts.empty()) {
