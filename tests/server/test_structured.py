@@ -221,8 +221,9 @@ class StructuredTest(S.ClientTest):
 
     def test_refusals_are_400_with_the_field(self):
         cases = [
-            ({"response_format": schema_format({"type": "string", "pattern": "^a"})}, "pattern"),
-            ({"response_format": schema_format({"type": "string", "format": "email"})}, "format"),
+            ({"response_format": schema_format({"type": "string", "pattern": "^(?!a)"})}, "look-ahead"),
+            ({"response_format": schema_format({"type": "string", "pattern": "(a)\\1"})}, "back-reference"),
+            ({"response_format": schema_format({"type": "array", "uniqueItems": True})}, "uniqueItems"),
             ({"response_format": {"type": "json_schema"}}, "json_schema"),
             ({"response_format": {"type": "xml"}}, "response_format.type"),
             ({"grammar": "root ::= foo"}, "not defined"),
@@ -244,9 +245,9 @@ class StructuredTest(S.ClientTest):
         status, j = self.srv.post("/v1/responses", {
             "model": self.model, "input": "hi",
             "text": {"format": {"type": "json_schema", "name": "x",
-                                "schema": {"type": "integer", "minimum": 3}}}})
+                                "schema": {"type": "integer", "multipleOf": 3}}}})
         self.assertEqual(status, 400, j)
-        self.assertIn("minimum", j["error"]["message"])
+        self.assertIn("multipleOf", j["error"]["message"])
 
 
 if __name__ == "__main__":
