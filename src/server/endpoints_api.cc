@@ -46,7 +46,7 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   const bool return_token_ids = in.return_token_ids;
   const bool seed_generated = in.seed_generated;
   const uint64_t seed = in.seed;
-  const int64_t now_unix = in.clock.value_or(ChatTemplateOptions{}.now_unix);
+  const int64_t now_unix = TemplateClock(in.clock);
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
   const ResponsesTools& tools = r->tools;
