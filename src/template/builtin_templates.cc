@@ -74,9 +74,12 @@ const BuiltinTemplate* FindBuiltinTemplate(std::string_view name) {
 }
 
 BuiltinChoice ChooseBuiltinTemplate(const ModelTraits& traits) {
-  const auto has = [&traits](std::string_view t) { return traits.has_token && traits.has_token(t); };
+  const auto has = [&traits](std::string_view t) {
+    return traits.has_token && traits.has_token(t);
+  };
   const std::string& arch = traits.architecture;
-  if (has("<start_of_turn>") && has("<end_of_turn>")) return Pick("gemma", "tokens <start_of_turn>");
+  if (has("<start_of_turn>") && has("<end_of_turn>"))
+    return Pick("gemma", "tokens <start_of_turn>");
   if (has("<|start_header_id|>") && has("<|eot_id|>"))
     return Pick("llama3", "tokens <|start_header_id|>, <|eot_id|>");
   if (has("<|im_start|>") && has("<tool_call>"))
