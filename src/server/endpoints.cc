@@ -214,7 +214,9 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (r->prompt_ids) {  // token in: the client rendered the prompt itself
     prompt = std::move(*r->prompt_ids);
   } else {
-    auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix,
+    auto how = ReadChatPromptOptions(*body, now_unix);  // chat_template_kwargs, the two flags
+    if (!how.ok()) return SendError(res, how.error());
+    auto ids = chat->Build(r->messages, r->tools, *how, opts.recorder ? &rendered : nullptr,
                            max_prompt_bytes);
     if (!ids.ok()) return SendError(res, ids.error());
     prompt = std::move(*ids);

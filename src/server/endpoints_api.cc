@@ -62,8 +62,10 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   rec.seed = seed;
 
   std::string rendered;
-  auto ids = chat->Build(r->messages, tools.chat_tools, opts.recorder ? &rendered : nullptr,
-                         now_unix, max_prompt_bytes);
+  auto how = ReadChatPromptOptions(*body, now_unix);  // chat_template_kwargs, the two flags
+  if (!how.ok()) return SendError(res, how.error());
+  auto ids = chat->Build(r->messages, tools.chat_tools, *how, opts.recorder ? &rendered : nullptr,
+                         max_prompt_bytes);
   if (!ids.ok()) {
     ApiError e = ids.error();
     if (e.param == "messages") e.param = "input";

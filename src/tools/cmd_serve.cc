@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "server/openai/chat_prompt.h"
 #include "server/server.h"
 #include "tools/common.h"
 #include "tools/forensics/cmd_record.h"
@@ -124,10 +125,14 @@ int RunServe(const ServeArgs& a) {
   nlohmann::ordered_json template_kwargs;
   if (!a.chat_template_kwargs.empty()) {
     template_kwargs = nlohmann::ordered_json::parse(a.chat_template_kwargs, nullptr, false);
-    if (!template_kwargs.is_object()) {
-      std::fprintf(stderr,
-                   "stet: error: --chat-template-kwargs must be a JSON object, such as "
-                   "'{\"enable_thinking\": false}'\n");
+    server::ChatPromptOptions check;
+    check.chat_template_kwargs = template_kwargs;
+    check.add_generation_prompt = false;
+    auto bad = template_kwargs.is_object() ? server::CheckChatPromptOptions(check) : std::nullopt;
+    if (!template_kwargs.is_object() || bad) {
+      std::fprintf(stderr, "stet: error: --chat-template-kwargs: %s\n",
+                   bad ? bad->message.c_str()
+                       : "must be a JSON object, such as '{\"enable_thinking\": false}'");
       return kExitUsage;
     }
   }
