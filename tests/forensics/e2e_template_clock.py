@@ -12,8 +12,8 @@ Meta's Llama 3.1 chat template (--chat-template-file; it prints "Today Date:
   (a request without the clock there records a later one).
 """
 import calendar
+import json
 import os
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -36,22 +36,17 @@ def day(unix):
 def records(db):
     con = sqlite3.connect(db)
     try:
-        import json
         return [json.loads(text) for (text,) in con.execute("SELECT record FROM records ORDER BY seq")]
     finally:
         con.close()
 
 
 class TemplateClock(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
+    def setUp(self):
         sup.require(os.path.exists(LLAMA31), LLAMA31)
-        cls.tmp = tempfile.mkdtemp(prefix="stet-e2e-clock-")
-        cls.model = sup.stories_path()
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        self.model = sup.stories_path()
+        self.tmp = tempfile.TemporaryDirectory(prefix="stet-e2e-clock-")
+        self.addCleanup(self.tmp.cleanup)
 
     def serve(self, db):
         return sup.StetServer(self.model, "--chat-template-file", LLAMA31, "--record", db)
@@ -63,7 +58,7 @@ class TemplateClock(unittest.TestCase):
         return resp
 
     def test_live_clock_and_replay(self):
-        db1, db2 = os.path.join(self.tmp, "live.db"), os.path.join(self.tmp, "replay.db")
+        db1, db2 = os.path.join(self.tmp.name, "live.db"), os.path.join(self.tmp.name, "replay.db")
         with self.serve(db1) as s:
             t0 = int(time.time())
             self.chat(s)
