@@ -1,13 +1,14 @@
 // The built-in templates' choice rule (chat tokens, then architecture, then a
 // SentencePiece Llama file's name), the Gemma built-in against Google's own
 // Gemma template, and transformers' continue_final_message cut.
+#include "template/builtin_templates.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "support/test_support.h"
-#include "template/builtin_templates.h"
 #include "template/chat_template.h"
 
 namespace stet {
@@ -29,7 +30,7 @@ std::string Choose(std::string arch, std::string name, std::string tokenizer,
 }
 
 TEST(BuiltinTemplates, EveryOneIsEmbeddedAndParses) {
-  const std::vector<std::string> names = {"chatml", "gemma", "llama2", "llama3",
+  const std::vector<std::string> names = {"chatml",  "gemma", "llama2", "llama3",
                                           "mistral", "phi3",  "qwen"};
   ASSERT_EQ(BuiltinTemplates().size(), names.size());
   for (const std::string& n : names) {
@@ -52,15 +53,16 @@ TEST(BuiltinTemplates, ChatTokensDecideFirst) {
             "llama3");
   EXPECT_EQ(Choose("llama", "Hermes 2 Pro", "gpt2", {"<|im_start|>", "<tool_call>"}), "qwen");
   EXPECT_EQ(Choose("llama", "", "llama", {"<|user|>", "<|assistant|>", "<|end|>"}), "phi3");
-  EXPECT_EQ(Choose("llama", "Mistral 7B Instruct v0.3", "llama", {"[INST]", "[/INST]"}),
-            "mistral");
+  EXPECT_EQ(Choose("llama", "Mistral 7B Instruct v0.3", "llama", {"[INST]", "[/INST]"}), "mistral");
   // <|im_start|> alone is ChatML without Hermes tool calls (SmolLM2 and most others).
   EXPECT_EQ(Choose("llama", "SmolLM2", "gpt2", {"<|im_start|>", "<|im_end|>"}), "chatml");
 }
 
 TEST(BuiltinTemplates, ThenTheArchitecture) {
-  for (const char* a : {"gemma", "gemma2", "gemma3", "gemma3n"}) EXPECT_EQ(Choose(a, "", "llama", {}), "gemma");
-  for (const char* a : {"qwen2", "qwen2moe", "qwen3", "qwen3moe"}) EXPECT_EQ(Choose(a, "", "gpt2", {}), "qwen");
+  for (const char* a : {"gemma", "gemma2", "gemma3", "gemma3n"})
+    EXPECT_EQ(Choose(a, "", "llama", {}), "gemma");
+  for (const char* a : {"qwen2", "qwen2moe", "qwen3", "qwen3moe"})
+    EXPECT_EQ(Choose(a, "", "gpt2", {}), "qwen");
   EXPECT_EQ(Choose("phi3", "", "llama", {}), "phi3");
   EXPECT_EQ(Choose("mistral3", "", "gpt2", {}), "mistral");
 }
@@ -105,7 +107,8 @@ TEST(BuiltinTemplates, GemmaMatchesGooglesTemplate) {
 
 TEST(ContinueFinalMessage, CutsAfterTheMessageAsTransformersDoes) {
   // Kept whole: the template kept the message's spacing.
-  EXPECT_EQ(*ContinueFinalMessage("<u>hi</u><a>Once upon</a>\n", "Once upon"), "<u>hi</u><a>Once upon");
+  EXPECT_EQ(*ContinueFinalMessage("<u>hi</u><a>Once upon</a>\n", "Once upon"),
+            "<u>hi</u><a>Once upon");
   // The last occurrence counts.
   EXPECT_EQ(*ContinueFinalMessage("a X b X c", "X"), "a X b X");
   // A template that trims: cut after the stripped text.
