@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's llama-bench and llama-batched-bench, the peer that bench/run.py measures stet
-# against, and llama-completion and llama-speculative-simple, the peer of bench/spec/run.py, from the llama.cpp sources vendored in the llama-cpp-python sdist (a pinned, hashable
+# against, llama-completion and llama-speculative-simple, the peer of bench/spec/run.py, and
+# llama-server (continuous batching, -np N), the peer of bench/serve/run.py, from the llama.cpp sources vendored in the llama-cpp-python sdist (a pinned, hashable
 # release), into ~/.cache/stet/llama.cpp-<version>/ — outside git: no llama.cpp code is committed.
 # Writes build-info.txt there (sdist version, vendored llama.cpp commit, CMake flags, compiler),
 # which run.py copies into the results header. Idempotent: an existing build is kept.
@@ -28,7 +29,7 @@ SUFFIX=""
 DEST="${STET_LLAMACPP_DIR:-$HOME/.cache/stet/llama.cpp-$VERSION$SUFFIX}"
 JOBS="${JOBS:-$(nproc)}"
 CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF
-             -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF)
+             -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=ON -DBUILD_SHARED_LIBS=OFF)
 if [[ "$VARIANT" == avx2 ]]; then
   CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
                 -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF
@@ -46,7 +47,7 @@ else
   CMAKE_FLAGS+=(-DGGML_NATIVE=ON)
 fi
 
-TOOLS=(llama-bench llama-batched-bench llama-completion llama-speculative-simple)
+TOOLS=(llama-bench llama-batched-bench llama-completion llama-speculative-simple llama-server)
 built=1
 for t in "${TOOLS[@]}"; do [[ -x "$DEST/bin/$t" ]] || built=0; done
 if [[ $built == 1 && -f "$DEST/build-info.txt" ]]; then

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Serving load benchmark: `stet serve` vs llama-cpp-python's server on one model.
+"""Serving load benchmark: `stet serve` vs llama.cpp's `llama-server` (continuous batching,
+-np slots; or llama-cpp-python's one-at-a-time server with --peer llama-cpp-python) on one model.
 
 Streams /v1/completions (fixed numbered prompts, temperature 0, max_tokens fixed)
 at several client concurrencies with bench/serve/sse_load.py and reports time to
@@ -110,8 +111,21 @@ def start_stet(a, tmp):
     return s
 
 
+def llama_server_bin():
+    d = os.path.expanduser(os.environ.get("STET_LLAMACPP_DIR", "~/.cache/stet/llama.cpp-0.3.36"))
+    return os.path.join(d, "bin", "llama-server")
+
+
 def start_peer(a, tmp):
     port = free_port()
+    if a.peer == "llama-server":
+        # -c is the whole cache, shared by the slots: each slot gets a.ctx positions.
+        cmd = [llama_server_bin(), "-m", a.model, "--host", "127.0.0.1", "--port", str(port),
+               "-t", str(a.threads), "-tb", str(a.threads), "-c", str(a.ctx * a.peer_slots),
+               "-np", str(a.peer_slots), "-cb", "--no-webui", "--log-disable"]
+        s = Server("llama-server", cmd, port, os.path.join(tmp, "peer.log"), a.nice)
+        s.wait_ready("/health")
+        return s
     cmd = [a.peer_python, "-m", "llama_cpp.server", "--model", a.model, "--host", "127.0.0.1",
            "--port", str(port), "--n_threads", str(a.threads), "--n_threads_batch", str(a.threads),
            "--n_ctx", str(a.ctx), "--interrupt_requests", "False",
@@ -163,7 +177,9 @@ def engine_alone(a, reps=3):
         if m:
             rates.append(float(m.group(1)))
     out["stet"] = statistics.median(rates) if rates else None
-    if not a.no_peer:
+    if not a.no_peer and a.peer == "llama-server":
+        out["peer"] = llama_bench_decode(a)
+    elif not a.no_peer:
         r = subprocess.run([a.peer_python, "-c", PEER_ALONE, a.model, str(a.threads),
                             str(a.max_tokens), json.dumps(prompts)], capture_output=True, text=True,
                            preexec_fn=preexec(a.nice), timeout=600)
@@ -172,6 +188,18 @@ def engine_alone(a, reps=3):
         except (ValueError, IndexError):
             out["peer"] = None
     return out
+
+
+def llama_bench_decode(a):
+    """llama.cpp's decode tok/s on one stream (llama-bench -p 0 -n max_tokens), from the same build."""
+    exe = os.path.join(os.path.dirname(llama_server_bin()), "llama-bench")
+    r = subprocess.run([exe, "-m", a.model, "-p", "0", "-n", str(a.max_tokens), "-t", str(a.threads),
+                        "-r", "3", "-o", "json"], capture_output=True, text=True,
+                       preexec_fn=preexec(a.nice), timeout=600)
+    try:
+        return float(json.loads(r.stdout)[0]["avg_ts"])
+    except (ValueError, IndexError, KeyError):
+        return None
 
 
 def requests_for(c, a):
@@ -210,12 +238,11 @@ def fmt(x, d=0):
 def markdown(header, agg, levels, requests):
     h = header
     lines = [
-        f"# `stet serve` vs llama-cpp-python server — {h['date']}",
+        f"# `stet serve` vs {h['peer']} — {h['date']}",
         "",
         f"- CPU: {h['cpu']} ({h['cpus']} logical CPUs); threads: {h['threads']} for both servers",
         f"- stet commit: `{h['stet_commit']}`{' (dirty tree)' if h['stet_dirty'] else ''}; "
-        f"peer: llama-cpp-python {h['peer_version']} (`python3 -m llama_cpp.server`, "
-        f"`--interrupt_requests False`)",
+        f"peer: {h['peer_desc']}",
         f"- model: `{h['model_file']}` (both servers load the same file); context {h['ctx']}",
         f"- workload: streaming `/v1/completions`, temperature 0, max_tokens {h['max_tokens']}, "
         f"numbered story prompts (~20 tokens, no two alike, so no prefix-cache hits); "
@@ -224,14 +251,18 @@ def markdown(header, agg, levels, requests):
         + "".join(f" (c = {c}: one request per client, a burst)" for c in levels if requests[c] <= c)
         + f"; {h['rounds']} rounds, one server running "
         f"at a time, their order alternating",
-        f"- **llama-cpp-python's server handles one request at a time (no batching)**: at c > 1 "
-        f"the other requests queue, which shows in its time to first token.",
+        (f"- **llama-cpp-python's server handles one request at a time (no batching)**: at c > 1 "
+           f"the other requests queue, which shows in its time to first token."
+           if h['peer'] == "llama-cpp-python" else
+           f"- llama-server batches up to {h['peer_slots']} requests (`-np {h['peer_slots']} -cb`); "
+           f"more wait for a slot; stet serve batches up to its --max-seqs (64)."),
         f"- Shared, noisy machine (load average {h['loadavg_start']} at start, "
         f"{h['loadavg_end']} at end, other engineers' builds); servers and client at nice "
         f"{h['nice']} in their own sessions. Every number is the median over rounds.",
         f"- Engine alone, one stream, no HTTP (decode tok/s, median of 3): stet (`stet run`) "
-        f"{fmt(h['engine_alone_decode_tok_s'].get('stet'), 1)}, llama-cpp-python in-process "
-        f"(`Llama.create_completion`) {fmt(h['engine_alone_decode_tok_s'].get('peer'), 1)}. "
+        f"{fmt(h['engine_alone_decode_tok_s'].get('stet'), 1)}, the peer "
+        f"({'llama-bench -p 0' if h['peer'] == 'llama-server' else 'Llama.create_completion'}) "
+        f"{fmt(h['engine_alone_decode_tok_s'].get('peer'), 1)}. "
         f"Against 1000 / ITL p50 of the c = 1 rows, the difference is what each HTTP server "
         f"adds per token.",
         f"- TTFT: request sent → first text chunk. ITL: gap between text chunks "
@@ -241,7 +272,7 @@ def markdown(header, agg, levels, requests):
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in levels:
-        for eng, label in (("stet", "stet serve"), ("peer", "llama-cpp-python ¹")):
+        for eng, label in (("stet", "stet serve"), ("peer", h["peer"])):
             m = agg.get(eng, {}).get(c)
             if not m:
                 continue
@@ -251,7 +282,7 @@ def markdown(header, agg, levels, requests):
                 f"{fmt(m['itl_ms']['p90'], 1)} | {fmt(m['itl_ms']['p99'], 1)} | "
                 f"{fmt(m['tokens_per_s'], 1)} | {fmt(m['tokens_per_request_p50'])} | "
                 f"{m['errors']}/{m['requests']} |")
-    lines += ["", "Times in ms. ¹ one request at a time: no continuous batching.", ""]
+    lines += ["", "Times in ms.", ""]
     return "\n".join(lines)
 
 
@@ -277,6 +308,10 @@ def main():
     ap.add_argument("--nice", type=int, default=0,
                     help="niceness of servers and client, each in its own session/autogroup "
                          "(negative needs root)")
+    ap.add_argument("--peer", choices=["llama-server", "llama-cpp-python"], default="llama-server",
+                    help="llama-server: llama.cpp's server with continuous batching "
+                         "(bench/build_llamacpp.sh builds it); llama-cpp-python: its one-at-a-time server")
+    ap.add_argument("--peer-slots", type=int, default=16, help="llama-server -np")
     ap.add_argument("--peer-python", default=sys.executable,
                     help="python with llama-cpp-python[server]")
     ap.add_argument("--no-peer", action="store_true")
@@ -292,10 +327,22 @@ def main():
         sys.exit("run.py: no stet binary (build it, or pass --stet)")
     if not os.path.exists(a.model):
         sys.exit(f"run.py: no model at {a.model} (scripts/setup fetches it)")
-    pv = None if a.no_peer else peer_version(a.peer_python)
-    if not a.no_peer and pv is None:
-        sys.exit("run.py: llama-cpp-python not importable (pip install 'llama-cpp-python[server]'), "
-                 "or pass --no-peer")
+    pv = None
+    if a.no_peer:
+        pass
+    elif a.peer == "llama-server":
+        if not os.path.exists(llama_server_bin()):
+            sys.exit(f"run.py: no {llama_server_bin()} (bench/build_llamacpp.sh), or pass --no-peer")
+        info = os.path.join(os.path.dirname(os.path.dirname(llama_server_bin())), "build-info.txt")
+        pv = open(info).read().split("llama_cpp_commit=")[-1].split()[0][:12] if os.path.exists(info) else "?"
+    else:
+        pv = peer_version(a.peer_python)
+        if pv is None:
+            sys.exit("run.py: llama-cpp-python not importable (pip install 'llama-cpp-python[server]'), "
+                     "or pass --no-peer")
+    peer_desc = (f"llama.cpp `llama-server` commit {pv} (`-np {a.peer_slots} -cb`)"
+                 if a.peer == "llama-server" else
+                 f"llama-cpp-python {pv} (`python3 -m llama_cpp.server`, `--interrupt_requests False`)")
     levels = [int(c) for c in a.concurrency.split(",")]
     a.requests = parse_requests(a.requests)
     requests = {c: requests_for(c, a) for c in levels}
@@ -304,7 +351,8 @@ def main():
     header = dict(date=now.strftime("%Y-%m-%d %H:%M"), host=socket.gethostname(), cpu=cpu_model(),
                   cpus=os.cpu_count(), threads=a.threads, stet_commit=git("rev-parse", "--short=12", "HEAD"),
                   stet_dirty=bool(git("status", "--porcelain", "--untracked-files=no")),
-                  peer_version=pv, model_file=os.path.basename(a.model), ctx=a.ctx,
+                  peer_version=pv, peer=a.peer, peer_slots=a.peer_slots, peer_desc=peer_desc,
+                  model_file=os.path.basename(a.model), ctx=a.ctx,
                   max_tokens=a.max_tokens, rounds=a.rounds, nice=a.nice,
                   loadavg_start=" ".join(f"{x:.1f}" for x in os.getloadavg()))
     engines = ["stet"] + ([] if a.no_peer else ["peer"])
@@ -337,7 +385,8 @@ def main():
     header["duration_s"] = round(time.time() - t_start, 1)
     agg = aggregate(runs)
     os.makedirs(a.out, exist_ok=True)
-    stem = os.path.join(a.out, now.strftime("%Y-%m-%d"))
+    stem = os.path.join(a.out, now.strftime("%Y-%m-%d") + "-" +
+                        os.path.splitext(os.path.basename(a.model))[0] + "-vs-" + a.peer)
     with open(stem + ".json", "w") as f:
         json.dump({"header": header, "requests_per_round": requests, "median": agg, "rounds": runs},
                   f, indent=1)
