@@ -6,13 +6,15 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
 namespace stet::dist {
 
 struct LocalGroup::Shared {
-  explicit Shared(int n, double t) : n_ranks(n), step_timeout(t), posted(n, nullptr) {}
+  explicit Shared(int n, double t)
+      : n_ranks(n), step_timeout(t), posted(n, nullptr), dead(n, false) {}
   const int n_ranks;
   const double step_timeout;
   std::mutex mu;
@@ -21,9 +23,11 @@ struct LocalGroup::Shared {
   uint64_t generation = 0;
   bool broken = false;
   std::vector<const void*> posted;
+  std::vector<bool> dead;
 
   Status Barrier(int rank, double timeout_s) {
     std::unique_lock<std::mutex> lock(mu);
+    if (dead[rank]) return IoError("tensor parallelism: rank " + std::to_string(rank) + " is dead");
     if (broken) return Broken();
     const uint64_t gen = generation;
     if (++arrived == n_ranks) {
@@ -36,9 +40,10 @@ struct LocalGroup::Shared {
     if (!cv.wait_for(lock, limit, [&] { return generation != gen || broken; })) {
       broken = true;
       cv.notify_all();
-      return IoError("tensor parallelism: rank " + std::to_string(rank) +
-                     " waited more than " + std::to_string(limit.count()) +
-                     " s for the other ranks of the group (a rank is gone)");
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", limit.count());
+      return IoError("tensor parallelism: rank " + std::to_string(rank) + " waited more than " +
+                     secs + " s for the other ranks of the group (a rank is gone)");
     }
     return broken ? Broken() : Status::Ok();
   }
@@ -55,8 +60,7 @@ class LocalGroup::Comm : public TpComm {
   double step_timeout() const override { return s_->step_timeout; }
   int64_t bytes_sent() const override { return sent_; }
 
-  Status AllGather(const void* mine, const int64_t* counts, void* out,
-                   double timeout_s) override {
+  Status AllGather(const void* mine, const int64_t* counts, void* out, double timeout_s) override {
     return Exchange(mine, timeout_s, [&] {
       int64_t at = 0;
       for (int r = 0; r < s_->n_ranks; ++r) {
@@ -116,5 +120,11 @@ LocalGroup::LocalGroup(int n, double step_timeout_s)
 LocalGroup::~LocalGroup() = default;
 
 TpComm& LocalGroup::comm(int rank) { return *comms_[rank]; }
+
+void LocalGroup::Kill(int rank) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->dead[rank] = true;
+  shared_->cv.notify_all();
+}
 
 }  // namespace stet::dist

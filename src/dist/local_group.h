@@ -22,6 +22,9 @@ class LocalGroup {
 
   int size() const { return static_cast<int>(comms_.size()); }
   TpComm& comm(int rank);
+  // Rank `rank` dies: its collectives fail at once and it never reaches
+  // another barrier, so the others time out (a crashed process, for tests).
+  void Kill(int rank);
 
  private:
   struct Shared;
