@@ -56,6 +56,14 @@ Status Leader::Heartbeat() {
   return Check(comm_.AllGather(&mine, counts.data(), acks.data()));
 }
 
+Result<std::vector<RankStats>> Leader::Stats() {
+  if (!error_.ok()) return error_;
+  STET_RETURN_IF_ERROR(Check(SendFrame(comm_, FrameKind::kStats, "")));
+  auto stats = GatherStats(comm_);
+  if (!stats.ok()) return Check(stats.status());
+  return stats;
+}
+
 void Leader::End() {
   if (!started_ || !error_.ok()) return;
   started_ = false;

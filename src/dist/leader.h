@@ -34,6 +34,8 @@ class Leader {
   // While idle: a ping when none has gone for kHeartbeatS (a dead rank shows
   // within that plus the step timeout, not at the next request).
   Status Heartbeat();
+  // Every rank's bytes sent and peak RSS (benchmarks).
+  Result<std::vector<RankStats>> Stats();
   // The engine is done (no-op when not started or broken).
   void End();
   // The error that broke the group, or Ok.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace stet::dist {
@@ -13,7 +14,7 @@ namespace stet::dist {
 namespace {
 
 constexpr uint32_t kMagic = 0x31505453;  // "STP1": bump with any change of the layout
-constexpr int64_t kFrameBytes = 4096;
+constexpr int64_t kFrameBytes = 1024;
 constexpr int64_t kFrameHead = 16;  // magic, kind, payload bytes
 constexpr int64_t kReportBytes = 1024;
 
@@ -78,6 +79,27 @@ std::string HostName() {
   return name;
 }
 
+int64_t PeakRssBytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  long long kib = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "VmHWM: %lld kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
+Result<std::vector<RankStats>> GatherStats(TpComm& comm) {
+  const RankStats mine{comm.bytes_sent(), PeakRssBytes()};
+  const int n = comm.size();
+  std::vector<int64_t> counts(n, sizeof(RankStats));
+  std::vector<RankStats> all(n);
+  STET_RETURN_IF_ERROR(comm.AllGather(&mine, counts.data(), all.data()));
+  return all;
+}
+
 const char* FrameKindName(FrameKind k) {
   switch (k) {
     case FrameKind::kStart:
@@ -90,6 +112,8 @@ const char* FrameKindName(FrameKind k) {
       return "end";
     case FrameKind::kQuit:
       return "quit";
+    case FrameKind::kStats:
+      return "stats";
   }
   return "?";
 }
@@ -219,7 +243,7 @@ Result<Frame> ReceiveFrame(TpComm& comm, double timeout_s) {
   uint64_t n = 0;
   std::memcpy(head, frame.data(), 8);
   std::memcpy(&n, frame.data() + 8, 8);
-  if (head[0] != kMagic || head[1] < 1 || head[1] > 5 || n > (uint64_t{1} << 32)) {
+  if (head[0] != kMagic || head[1] < 1 || head[1] > 6 || n > (uint64_t{1} << 32)) {
     return Malformed("frame");
   }
   Frame f{static_cast<FrameKind>(head[1]), {}};

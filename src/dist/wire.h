@@ -1,5 +1,5 @@
 // What rank 0 of a tensor-parallel group tells the other ranks, and how it
-// goes over TpComm::Broadcast: fixed 4 KiB frames (a kind and, inline, a
+// goes over TpComm::Broadcast: fixed 1 KiB frames (a kind and, inline, a
 // payload that fits; a larger one follows in a second broadcast), and the
 // payloads: the group's configuration (Start) and each forward step (the
 // batch and the block tables it reads). Owns the invariant that a worker sees
@@ -24,6 +24,7 @@ enum class FrameKind : uint32_t {
   kPing = 3,   // prove you are alive (an all-gather of one byte follows)
   kEnd = 4,    // the engine is gone: drop its forward pass and KV cache
   kQuit = 5,   // exit
+  kStats = 6,  // report RankStats (an all-gather follows)
 };
 const char* FrameKindName(FrameKind k);
 
@@ -72,6 +73,16 @@ Result<std::vector<LoadReport>> GatherReports(TpComm& comm, const LoadReport& mi
 
 // This machine's name (error messages say where a rank runs).
 std::string HostName();
+// This process's peak resident memory (VmHWM), 0 where unknown.
+int64_t PeakRssBytes();
+
+// What each rank reports for benchmarks: payload bytes it has sent, peak RSS.
+struct RankStats {
+  int64_t bytes_sent = 0;
+  int64_t peak_rss_bytes = 0;
+};
+// Every rank's stats, by rank (an all-gather after a kStats frame).
+Result<std::vector<RankStats>> GatherStats(TpComm& comm);
 
 // How long rank 0 waits for the workers to load and hash their files.
 constexpr double kLoadTimeoutS = 1800;

@@ -59,6 +59,11 @@ class Worker {
           kv_.reset();
           pool_.reset();
           break;
+        case FrameKind::kStats: {
+          auto stats = GatherStats(comm_);
+          if (!stats.ok()) return stats.status();
+          break;
+        }
         case FrameKind::kQuit:
           return Status::Ok();
       }
@@ -104,8 +109,7 @@ class Worker {
     if (!kv_ || kv_->n_blocks() != s.n_blocks || kv_->block_size() != s.block_size ||
         kv_->n_slots() != s.n_slots || kv_->type() != s.kv_type) {
       kv_.reset();
-      kv_ = std::make_unique<PagedKvCache>(*model_, s.n_blocks, s.block_size, s.n_slots,
-                                           s.kv_type);
+      kv_ = std::make_unique<PagedKvCache>(*model_, s.n_blocks, s.block_size, s.n_slots, s.kv_type);
     }
     for (auto& [slot, blocks] : s.tables) kv_->SetBlockTable(slot, std::move(blocks));
     for (const BatchToken& t : s.batch) {  // what Forward::Run asserts, checked here

@@ -307,7 +307,14 @@ void Server::Impl::HandleHealth(const Request&, Response& res) {
     res.set_header("Retry-After", "1");
     return SendJson(res, 503, j);
   }
+  // A broken tensor-parallel group: nothing can be computed any more.
+  if (Status h = engine->health(); !h.ok()) {
+    j["status"] = "failed";
+    j["error"] = h.message();
+    return SendJson(res, 503, j);
+  }
   j["status"] = "ok";
+  if (engine->tp_ranks() > 1) j["tensor_parallel_ranks"] = engine->tp_ranks();
   SendJson(res, 200, j);
 }
 

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/mpi_world.h"
 #include "engine/engine.h"
 #include "server/server.h"
 #include "tools/common.h"
@@ -211,6 +212,7 @@ int RunServe(const ServeArgs& a) {
   eo.spec.k = a.spec_k;
   eo.spec.draft_model = a.draft_model;
   if (Status vs = ValidateSpecOptions(eo.spec); !vs.ok()) return ReportError(vs);
+  eo.tp = dist::World();  // under mpirun -np N: rank 0 of the group
   auto engine = Engine::Open(a.model, eo, /*progress=*/true);
   if (!engine.ok()) return ReportError(engine.status());
   server::ModelInfo info = server::ModelInfoOf(a.model, **engine);
@@ -218,6 +220,8 @@ int RunServe(const ServeArgs& a) {
   info.template_limits = a.template_limits;
   const std::string fingerprint = (*engine)->fingerprint();
   const int n_ctx = (*engine)->n_ctx();
+  const int tp_ranks = (*engine)->tp_ranks();
+  const Engine* eng = engine->get();  // the server owns it from Attach until Wait returns
   Status st = server.Attach(std::move(*engine), info);
   if (!st.ok()) {
     ReportError(st);
@@ -242,12 +246,31 @@ int RunServe(const ServeArgs& a) {
                info.chat_template.empty()        ? ", no chat template (ChatML fallback)"
                : !chat_template_override.empty() ? ", chat template from --chat-template-file"
                                                  : "");
+  if (tp_ranks > 1) {
+    std::fprintf(stderr, "stet: tensor parallelism: the model is split across %d ranks\n",
+                 tp_ranks);
+  }
   std::fprintf(stderr, "listening on %s\n", url.c_str());
   std::fflush(stderr);
 
+  // Until a signal; or, with tensor parallelism, until the group breaks (a
+  // rank died: the engine has failed what was in flight and /health says why).
+  Status engine_health;
   {
     std::unique_lock<std::mutex> lock(sig->mu);
-    sig->cv.wait(lock, [&] { return sig->count > 0; });
+    while (
+        !sig->cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return sig->count > 0; })) {
+      engine_health = eng->health();
+      if (!engine_health.ok()) break;
+    }
+  }
+  if (!engine_health.ok()) {
+    // A second of /health saying why (and new requests refused with it), then out.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::fprintf(stderr, "stet: exiting: %s\n", engine_health.message().c_str());
+    server.Shutdown();
+    server.Wait();
+    return kExitError;
   }
   std::fprintf(stderr, "stet: shutting down: no new connections, draining requests in flight\n");
   // Last resort, should a handler not return once its socket is shut (the
