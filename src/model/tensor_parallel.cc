@@ -65,7 +65,8 @@ Result<Shard> PlanShard(const HParams& hp, int rank, int n_ranks) {
     for (const RowSpan& kv : s.kv_heads) s.q_heads.push_back({kv.begin * group, kv.end * group});
   } else {  // query heads; each rank computes the KV heads they read
     s.q_heads = Split(hp.n_head, n_ranks, 1);
-    for (const RowSpan& q : s.q_heads) s.kv_heads.push_back({q.begin / group, (q.end - 1) / group + 1});
+    for (const RowSpan& q : s.q_heads)
+      s.kv_heads.push_back({q.begin / group, (q.end - 1) / group + 1});
   }
   s.embd = Split(hp.n_embd, n_ranks, kRowAlign);
   s.ff = Split(hp.n_ff, n_ranks, kRowAlign);

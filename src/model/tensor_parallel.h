@@ -30,8 +30,9 @@ struct RowSpan {
 // heads, each rank computing the KV heads its query heads read (replicated
 // K/V projection, as vLLM does). wo, w_down and the experts' down matrices are
 // split by output rows (embd), gate/up (each expert's too: a MoE's n_ff is the
-// expert width) by rows of the FFN width (ff), the embedding and output matrices by vocabulary rows. The router (MoE) and
-// the norms are replicated: every rank computes them whole, in the same order.
+// expert width) by rows of the FFN width (ff), the embedding and output matrices by vocabulary
+// rows. The router (MoE) and the norms are replicated: every rank computes them whole, in the same
+// order.
 struct Shard {
   int rank = 0;
   int n_ranks = 1;

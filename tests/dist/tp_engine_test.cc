@@ -85,7 +85,8 @@ std::vector<Engine::Completion> RunAll(Engine& e) {
 struct Workers {
   Workers(dist::LocalGroup& g) : group(g) {
     for (int r = 1; r < g.size(); ++r) {
-      runs.push_back(std::async(std::launch::async, [&g, r] { return dist::RunWorker(g.comm(r)); }));
+      runs.push_back(
+          std::async(std::launch::async, [&g, r] { return dist::RunWorker(g.comm(r)); }));
     }
   }
   // Quits the workers (rank 0's part at exit) and returns their statuses.
@@ -117,11 +118,11 @@ void ExpectSameAsOneProcess(const std::string& path, const std::vector<int>& ns)
       const auto got = RunAll(**e);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_EQ(testing::Diff(got[i], want[i]), "") << path << " request " << i << ", " << n
-                                                      << " ranks";
+        EXPECT_EQ(testing::Diff(got[i], want[i]), "")
+            << path << " request " << i << ", " << n << " ranks";
       }
       EXPECT_GT(testing::Settled(**e).spec_draft_tokens, 0);  // speculation ran
-      const auto& p = want[2].prompt_tokens;  // prompt scores too
+      const auto& p = want[2].prompt_tokens;                  // prompt scores too
       ASSERT_EQ(got[2].prompt_tokens.size(), p.size());
       for (size_t t = 0; t < p.size(); ++t) {
         EXPECT_TRUE(testing::SameBits(got[2].prompt_tokens[t].logprob, p[t].logprob));
