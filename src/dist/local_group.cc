@@ -24,6 +24,7 @@ struct LocalGroup::Shared {
   bool broken = false;
   std::vector<const void*> posted;
   std::vector<bool> dead;
+  double hurry = 1e30;  // Hurry: every wait's limit from then on
 
   Status Barrier(int rank, double timeout_s) {
     std::unique_lock<std::mutex> lock(mu);
@@ -36,8 +37,17 @@ struct LocalGroup::Shared {
       cv.notify_all();
       return Status::Ok();
     }
-    const auto limit = std::chrono::duration<double>(timeout_s > 0 ? timeout_s : step_timeout);
-    if (!cv.wait_for(lock, limit, [&] { return generation != gen || broken; })) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto limit = std::chrono::duration<double>(timeout_s > 0 ? timeout_s : step_timeout);
+    // Wakes when the barrier opens, the group breaks, or Hurry lowers the limit.
+    auto over = [&] {
+      limit = std::min(limit, std::chrono::duration<double>(hurry));
+      return std::chrono::steady_clock::now() - t0 >= limit;
+    };
+    while (generation == gen && !broken && !over()) {
+      cv.wait_for(lock, std::min(limit, std::chrono::duration<double>(0.05)));
+    }
+    if (generation == gen && !broken) {
       broken = true;
       cv.notify_all();
       char secs[32];
@@ -59,6 +69,11 @@ class LocalGroup::Comm : public TpComm {
   int size() const override { return s_->n_ranks; }
   double step_timeout() const override { return s_->step_timeout; }
   int64_t bytes_sent() const override { return sent_; }
+  void Hurry(double seconds) override {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->hurry = seconds;
+    s_->cv.notify_all();
+  }
 
   Status AllGather(const void* mine, const int64_t* counts, void* out, double timeout_s) override {
     return Exchange(mine, timeout_s, [&] {

@@ -9,6 +9,8 @@
 #include <sched.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -65,6 +67,7 @@ class MpiComm : public TpComm {
   int size() const override { return size_; }
   double step_timeout() const override { return step_timeout_; }
   int64_t bytes_sent() const override { return sent_; }
+  void Hurry(double seconds) override { hurry_.store(seconds); }
   bool broken() const { return !error_.ok(); }
   MPI_Comm comm() const { return comm_; }
 
@@ -73,8 +76,8 @@ class MpiComm : public TpComm {
     STET_RETURN_IF_ERROR(Layout(counts, &c, &at));
     MPI_Request req;
     const char dummy = 0;
-    const int rc = MPI_Iallgatherv(c[rank_] > 0 ? mine : &dummy, c[rank_], MPI_BYTE, out,
-                                   c.data(), at.data(), MPI_BYTE, comm_, &req);
+    const int rc = MPI_Iallgatherv(c[rank_] > 0 ? mine : &dummy, c[rank_], MPI_BYTE, out, c.data(),
+                                   at.data(), MPI_BYTE, comm_, &req);
     sent_ += int64_t{c[rank_]} * (size_ - 1);
     return Wait(rc, &req, timeout_s, "an all-gather");
   }
@@ -126,9 +129,9 @@ class MpiComm : public TpComm {
       return Fail(IoError("tensor parallelism: rank " + std::to_string(rank_) + ": " + what +
                           " failed: " + MpiError(rc)));
     }
-    const double limit = timeout_s > 0 ? timeout_s : step_timeout_;
     const auto t0 = std::chrono::steady_clock::now();
     for (int polls = 0;; ++polls) {
+      const double limit = std::min(timeout_s > 0 ? timeout_s : step_timeout_, hurry_.load());
       int done = 0;
       rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) {
@@ -150,8 +153,9 @@ class MpiComm : public TpComm {
       if (waited < 0.002) {
         sched_yield();
       } else {
-        std::this_thread::sleep_for(
-            std::chrono::microseconds(waited < 0.1 ? 50 : waited < 1 ? 1000 : 5000));
+        std::this_thread::sleep_for(std::chrono::microseconds(waited < 0.1 ? 50
+                                                              : waited < 1 ? 1000
+                                                                           : 5000));
       }
     }
   }
@@ -160,6 +164,7 @@ class MpiComm : public TpComm {
   double step_timeout_;
   int rank_ = 0, size_ = 1;
   int64_t sent_ = 0;
+  std::atomic<double> hurry_{1e30};
   Status error_;
 };
 
@@ -214,8 +219,9 @@ Result<TpComm*> JoinWorld(int* argc, char*** argv) {
   if (rc != MPI_SUCCESS) return IoError("MPI_Init_thread failed: " + MpiError(rc));
   if (provided < MPI_THREAD_SERIALIZED) {
     MPI_Finalize();
-    return Unimplemented("this MPI library does not allow calls from a thread other than main "
-                         "(MPI_THREAD_SERIALIZED), which the engine needs");
+    return Unimplemented(
+        "this MPI library does not allow calls from a thread other than main "
+        "(MPI_THREAD_SERIALIZED), which the engine needs");
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   double t = timeout;  // rank 0's limit for every rank

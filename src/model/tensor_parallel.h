@@ -76,6 +76,10 @@ class TpComm {
   virtual Status Broadcast(void* data, int64_t bytes, double timeout_s = 0) = 0;
   // Payload bytes this rank has sent so far (to every other rank that got them).
   virtual int64_t bytes_sent() const = 0;
+  // From now on no collective (the one waiting now included) waits more than
+  // `seconds`: a shutdown, where a rank that is gone must not hold the drain
+  // past the launcher's kill. Thread-safe (the signal thread calls it).
+  virtual void Hurry(double seconds) = 0;
 };
 
 }  // namespace stet

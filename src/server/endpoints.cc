@@ -298,6 +298,14 @@ void Server::Impl::HandleModels(const Request& req, Response& res) {
 
 void Server::Impl::HandleHealth(const Request&, Response& res) {
   Json j = Json::object();
+  // A broken tensor-parallel group: nothing can be computed any more.
+  if (ready) {
+    if (Status h = engine->health(); !h.ok()) {
+      j["status"] = "failed";
+      j["error"] = h.message();
+      return SendJson(res, 503, j);
+    }
+  }
   if (draining) {
     j["status"] = "draining";
     return SendJson(res, 503, j);
@@ -305,12 +313,6 @@ void Server::Impl::HandleHealth(const Request&, Response& res) {
   if (!ready) {
     j["status"] = "loading";
     res.set_header("Retry-After", "1");
-    return SendJson(res, 503, j);
-  }
-  // A broken tensor-parallel group: nothing can be computed any more.
-  if (Status h = engine->health(); !h.ok()) {
-    j["status"] = "failed";
-    j["error"] = h.message();
     return SendJson(res, 503, j);
   }
   j["status"] = "ok";

@@ -32,6 +32,9 @@ namespace stet::tools {
 namespace {
 
 constexpr int kShutdownGraceS = 5;  // past --drain-timeout, before the process exits regardless
+// After a shutdown signal, the longest a tensor-parallel collective waits for
+// the other ranks (mpirun kills the job a second after its own signal).
+constexpr double kTpDrainWaitS = 0.5;
 
 struct ServeArgs {
   std::string model;
@@ -187,6 +190,10 @@ int RunServe(const ServeArgs& a) {
         count = ++sig->count;
       }
       sig->cv.notify_all();
+      // Tensor parallelism: a rank that is gone (mpirun signals rank 0 a second
+      // after one dies, and kills it a second later) fails the drain's
+      // collectives at once, so the requests in flight get its error.
+      if (TpComm* world = dist::World()) world->Hurry(kTpDrainWaitS);
       if (count >= 2 || !sig->serving) {  // nothing to drain yet, or asked twice
         std::fprintf(stderr, "stet: %s, exiting now\n",
                      count >= 2 ? "second signal" : "signal during load");
@@ -278,6 +285,10 @@ int RunServe(const ServeArgs& a) {
   watchdog.Arm();
   const bool drained = server.Shutdown();
   server.Wait();
+  if (Status h = eng->health(); !h.ok()) {  // a rank died during the drain
+    std::fprintf(stderr, "stet: %s\n", h.message().c_str());
+    return kExitError;
+  }
   if (!drained) {
     std::fprintf(stderr,
                  "stet: --drain-timeout (%d s) passed: requests still running were cancelled\n",
