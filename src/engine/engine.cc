@@ -6,6 +6,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "base/hash.h"
@@ -156,7 +157,14 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   e->fingerprint_descriptor_ = FingerprintDescriptor(fi);
   e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
-  e->impl_ = std::make_unique<Impl>(*e, opts, e->n_ctx_, n_blocks, std::move(group));
+  try {  // the KV pool is the engine's one large allocation: too large is an error, not a crash
+    e->impl_ = std::make_unique<Impl>(*e, opts, e->n_ctx_, n_blocks, std::move(group));
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("the KV cache (" + std::to_string(n_blocks) + " blocks of " +
+                             std::to_string(opts.block_size) +
+                             " positions) does not fit in memory; lower the context (-c) or "
+                             "the sequences (--max-seqs)");
+  }
   e->impl_->stats.kv_blocks_total = n_blocks;
   if (draft) {  // its own pool: as many blocks and slots as the target's
     DraftModel::Options d;

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stet: error: %s\n", world.status().message().c_str());
     return stet::tools::kExitError;
   }
+  // A rank's address space: ~1/N of the weights and little else (prlimit --as).
+  if (*world != nullptr) stet::tools::BoundMallocArenas();
   if (*world != nullptr && (*world)->rank() > 0) return stet::dist::WorkerMain();
   if (*world != nullptr && !SplitsAcrossRanks(argc, argv)) {
     std::fprintf(stderr,
