@@ -150,8 +150,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
     gc.n_threads = std::max(1, opts.n_threads);
     STET_RETURN_IF_ERROR(group->Start(gc));
   }
-  STET_ASSIGN_OR_RETURN(e->model_sha256_, Sha256File(model->file().path()));
-  if (group) STET_RETURN_IF_ERROR(group->AwaitLoaded(e->model_sha256_));
+  Result<std::string> sha = Sha256File(model->file().path());
+  if (group) {  // the workers' reports come whatever rank 0's hash gave: the collective must end
+    Status loaded = group->AwaitLoaded(sha.ok() ? *sha : std::string());
+    if (sha.ok()) STET_RETURN_IF_ERROR(loaded);
+  }
+  if (!sha.ok()) return sha.status();
+  e->model_sha256_ = std::move(*sha);
   FingerprintInputs fi{e->model_sha256_, opts.kv_type, opts.numerics};
   e->fingerprint_ = Fingerprint(fi);
   e->fingerprint_descriptor_ = FingerprintDescriptor(fi);

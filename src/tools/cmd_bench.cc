@@ -479,8 +479,9 @@ Status StartGroup(dist::Leader& leader, const std::string& path, int max_ctx, Nu
   gc.isa = isa;
   gc.n_threads = std::max(1, threads);
   STET_RETURN_IF_ERROR(leader.Start(gc));
-  STET_ASSIGN_OR_RETURN(std::string sha, Sha256File(path));
-  return leader.AwaitLoaded(sha);
+  Result<std::string> sha = Sha256File(path);
+  Status loaded = leader.AwaitLoaded(sha.ok() ? *sha : std::string());  // ends the collective
+  return sha.ok() ? loaded : sha.status();
 }
 
 int RunBench(const BenchArgs& a) {
