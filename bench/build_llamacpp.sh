@@ -9,6 +9,9 @@
 # Usage: bench/build_llamacpp.sh [--avx2] [LLAMA_CPP_PYTHON_VERSION]   (default 0.3.36)
 #   --avx2: a build without AVX-512 (GGML_NATIVE=OFF, AVX2+FMA+F16C), the peer for
 #           `stet --isa avx2` on an AVX-512 machine; into ~/.cache/stet/llama.cpp-<version>-avx2/.
+#   --rpc: the native build with llama.cpp's RPC backend (-DGGML_RPC=ON): ggml-rpc-server and
+#           llama-bench/llama-completion with --rpc, the multi-process peer of stet's tensor
+#           parallelism (bench/tp/); into ~/.cache/stet/llama.cpp-<version>-rpc/.
 #   --no-amx: AVX-512 (with the VNNI, VBMI, BF16 this CPU has) without AMX (GGML_NATIVE=OFF): where llama.cpp's
 #           AMX backend crashes (a Sapphire Rapids VM here: SIGSEGV in ggml_backend_amx_mul_mat
 #           at the first matmul, any model); into ~/.cache/stet/llama.cpp-<version>-noamx/.
@@ -21,6 +24,9 @@ if [[ "${1:-}" == "--avx2" ]]; then
   shift
 elif [[ "${1:-}" == "--no-amx" ]]; then
   VARIANT=noamx
+  shift
+elif [[ "${1:-}" == "--rpc" ]]; then
+  VARIANT=rpc
   shift
 fi
 VERSION="${1:-0.3.36}"
@@ -43,11 +49,14 @@ elif [[ "$VARIANT" == noamx ]]; then
                 "-DGGML_AVX512_VBMI=$(has avx512_vbmi)" "-DGGML_AVX512_BF16=$(has avx512_bf16)"
                 "-DGGML_AVX_VNNI=$(has avx_vnni)" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
                 -DGGML_AMX_BF16=OFF)
+elif [[ "$VARIANT" == rpc ]]; then
+  CMAKE_FLAGS+=(-DGGML_NATIVE=ON -DGGML_RPC=ON)
 else
   CMAKE_FLAGS+=(-DGGML_NATIVE=ON)
 fi
 
 TOOLS=(llama-bench llama-batched-bench llama-completion llama-speculative-simple llama-server)
+[[ "$VARIANT" == rpc ]] && TOOLS=(llama-bench llama-completion ggml-rpc-server)
 built=1
 for t in "${TOOLS[@]}"; do [[ -x "$DEST/bin/$t" ]] || built=0; done
 if [[ $built == 1 && -f "$DEST/build-info.txt" ]]; then

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <list>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "base/hash.h"
+#include "dist/leader.h"
 #include "engine/draft_model.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -28,14 +31,16 @@ using engine_internal::StepPlan;
 // → cancel → plan (the Scheduler's policy) → run the batch → consume the
 // logits (prompt scores, prefix-cache publish) → sample and emit → collect.
 struct Engine::Impl {
-  Impl(const Engine& e, const EngineOptions& o, int n_ctx, int n_blocks)
+  Impl(const Engine& e, const EngineOptions& o, int n_ctx, int n_blocks,
+       std::unique_ptr<dist::Leader> group)
       : engine(e),
         n_ctx(n_ctx),
         spec(o.spec),
         n_vocab(e.model().hparams().n_vocab),
         pool(std::max(1, o.n_threads)),
-        fwd(e.model(), &pool, o.isa, n_ctx, o.numerics),
-        kv(e.model().hparams(), n_blocks, o.block_size, o.max_seqs, o.kv_type),
+        leader(std::move(group)),
+        fwd(e.model(), &pool, o.isa, n_ctx, o.numerics, leader ? &leader->comm() : nullptr),
+        kv(e.model(), n_blocks, o.block_size, o.max_seqs, o.kv_type),
         sched({o.block_size, o.max_batch_tokens, o.chunk_size, o.prefix_cache}, n_blocks,
               o.max_seqs,
               [this](int slot, const std::vector<int32_t>& b) { kv.SetBlockTable(slot, b); }),
@@ -49,6 +54,7 @@ struct Engine::Impl {
   std::vector<uint64_t> cancels;
   EngineStats stats;
   uint64_t next_id = 1;
+  Status group_error;  // set once, when the tensor-parallel group breaks
 
   // Engine thread only.
   const Engine& engine;
@@ -56,6 +62,8 @@ struct Engine::Impl {
   const SpecOptions spec;
   const int n_vocab;
   ThreadPool pool;
+  std::unique_ptr<dist::Leader> leader;  // tensor parallelism: the other ranks, or null
+  bool broken = false;                   // the group failed (engine thread's copy)
   Forward fwd;
   PagedKvCache kv;
   Scheduler sched;
@@ -83,6 +91,8 @@ struct Engine::Impl {
   void Collect() {
     all.remove_if([](const std::unique_ptr<Sequence>& s) { return s->finished; });
   }
+  void Heartbeat();
+  void FailGroup(const Status& st);
   void Finish(Sequence* s, FinishReason why, const std::string& error = "");
   void PublishStats();  // with mu held
   void ScorePrompt(StepPlan& pl, size_t row);
@@ -122,13 +132,44 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                                             d.tokenizer->vocab(), opts.spec.draft_model));
     draft = std::move(d.model);
   }
-  STET_ASSIGN_OR_RETURN(e->model_sha256_, Sha256File(model->file().path()));
+  // Tensor parallelism: the workers load their shards while rank 0 hashes its file.
+  std::unique_ptr<dist::Leader> group;
+  if (opts.tp != nullptr && opts.tp->size() > 1) {
+    const Shard& sh = model->shard();
+    if (sh.n_ranks != opts.tp->size() || sh.rank != opts.tp->rank() || sh.rank != 0) {
+      return InvalidArgument(
+          "tensor parallelism: the engine runs on rank 0 with rank 0's shard "
+          "(LoadModelAndTokenizer with the group's comm)");
+    }
+    group = std::make_unique<dist::Leader>(*opts.tp);
+    dist::GroupConfig gc;
+    gc.model_path = model->file().path();
+    gc.max_ctx = e->n_ctx_;
+    gc.numerics = opts.numerics;
+    gc.isa = opts.isa;
+    gc.n_threads = std::max(1, opts.n_threads);
+    STET_RETURN_IF_ERROR(group->Start(gc));
+  }
+  Result<std::string> sha = Sha256File(model->file().path());
+  if (group) {  // the workers' reports come whatever rank 0's hash gave: the collective must end
+    Status loaded = group->AwaitLoaded(sha.ok() ? *sha : std::string());
+    if (sha.ok()) STET_RETURN_IF_ERROR(loaded);
+  }
+  if (!sha.ok()) return sha.status();
+  e->model_sha256_ = std::move(*sha);
   FingerprintInputs fi{e->model_sha256_, opts.kv_type, opts.numerics};
   e->fingerprint_ = Fingerprint(fi);
   e->fingerprint_descriptor_ = FingerprintDescriptor(fi);
   e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
-  e->impl_ = std::make_unique<Impl>(*e, opts, e->n_ctx_, n_blocks);
+  try {  // the KV pool is the engine's one large allocation: too large is an error, not a crash
+    e->impl_ = std::make_unique<Impl>(*e, opts, e->n_ctx_, n_blocks, std::move(group));
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("the KV cache (" + std::to_string(n_blocks) + " blocks of " +
+                             std::to_string(opts.block_size) +
+                             " positions) does not fit in memory; lower the context (-c) or "
+                             "the sequences (--max-seqs)");
+  }
   e->impl_->stats.kv_blocks_total = n_blocks;
   if (draft) {  // its own pool: as many blocks and slots as the target's
     DraftModel::Options d;
@@ -147,9 +188,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   return e;
 }
 
-Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, bool progress) {
+Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, bool progress, TpComm* tp) {
   LoadedModel out;
-  STET_ASSIGN_OR_RETURN(out.model, Model::Load(path, progress));
+  STET_ASSIGN_OR_RETURN(out.model,
+                        Model::LoadShard(path, tp ? tp->rank() : 0, tp ? tp->size() : 1, progress));
   STET_ASSIGN_OR_RETURN(VocabData vocab, VocabFromGguf(out.model->file()));
   STET_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::Create(std::move(vocab)));
   if (out.tokenizer->n_vocab() != out.model->hparams().n_vocab) {
@@ -162,7 +204,7 @@ Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, bool progress
 
 Result<std::unique_ptr<Engine>> Engine::Open(const std::string& path, const EngineOptions& opts,
                                              bool progress) {
-  STET_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelAndTokenizer(path, progress));
+  STET_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelAndTokenizer(path, progress, opts.tp));
   return Create(std::move(loaded.model), std::move(loaded.tokenizer), opts);
 }
 
@@ -195,6 +237,7 @@ const TokenTrie& Engine::vocab_trie() const {
 
 Result<Engine::Submitted> Engine::Submit(RequestParams params, Callback on_event) {
   STET_RETURN_IF_ERROR(ValidateRequest(params, limits()));
+  STET_RETURN_IF_ERROR(health());
   if (!params.sampling.seed) params.sampling.seed = NewSeed();
   auto r = std::make_shared<RequestState>();
   r->params = std::move(params);
@@ -216,6 +259,11 @@ void Engine::Cancel(uint64_t id) {
     impl_->cancels.push_back(id);
   }
   impl_->cv.notify_all();
+}
+
+Status Engine::health() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->group_error;
 }
 
 EngineStats Engine::stats() const {
@@ -268,10 +316,16 @@ void Engine::Loop() {
   Impl& I = *impl_;
   std::vector<uint64_t> cancels;
   while (I.Intake(&cancels)) {
+    if (I.broken) {  // nothing can run: whatever arrived fails with the group's error
+      I.FailGroup(I.group_error);
+      I.Collect();
+      continue;
+    }
     I.ApplyCancellations(cancels);
     I.ProposeDrafts();
     if (!I.sched.PlanStep(&I.plans)) {
       I.Collect();
+      I.Heartbeat();
       continue;
     }
     I.PrefillDrafts();
@@ -290,7 +344,12 @@ void Engine::Loop() {
 bool Engine::Impl::Intake(std::vector<uint64_t>* cancels_out) {
   std::unique_lock<std::mutex> lock(mu);
   PublishStats();
-  cv.wait(lock, [&] { return stop || !incoming.empty() || !cancels.empty() || !sched.idle(); });
+  auto work = [&] { return stop || !incoming.empty() || !cancels.empty() || !sched.idle(); };
+  if (leader && !broken) {  // wakes up to keep the idle group proven alive
+    cv.wait_for(lock, std::chrono::duration<double>(dist::kHeartbeatS), work);
+  } else {
+    cv.wait(lock, work);
+  }
   if (stop) return false;
   while (!incoming.empty()) {
     auto r = incoming.front();
@@ -459,11 +518,37 @@ bool Engine::Impl::RunBatch() {
     }
   }
   logits.clear();
-  Status st = fwd.Run(batch, kv, &logits);
+  // Tensor parallelism: the workers get the step first, then every rank runs it.
+  Status st = leader ? leader->Step(batch, kv) : Status::Ok();
+  if (st.ok()) st = fwd.Run(batch, kv, &logits);
   ++steps;
   if (st.ok()) return true;
+  if (leader) {  // a collective failed: the group is gone, not just this step
+    FailGroup(st);
+    return false;
+  }
   for (StepPlan& pl : plans) Finish(pl.seq, FinishReason::kError, st.ToString());
   return false;
+}
+
+void Engine::Impl::Heartbeat() {
+  if (!leader || broken) return;
+  Status st = leader->Heartbeat();
+  if (!st.ok()) FailGroup(st);
+}
+
+// The group broke: every sequence (and every later request) ends with kError
+// and the message; Submit refuses new ones (health()).
+void Engine::Impl::FailGroup(const Status& st) {
+  if (!broken) {
+    broken = true;
+    std::lock_guard<std::mutex> lock(mu);
+    group_error = IoError("tensor parallelism: the group of " + std::to_string(leader->size()) +
+                          " ranks failed, this engine cannot compute any more: " + st.message());
+    std::fprintf(stderr, "stet: %s\n", group_error.message().c_str());
+  }
+  const std::string msg = group_error.message();
+  for (auto& sp : all) Finish(sp.get(), FinishReason::kError, msg);
 }
 
 // Prompt positions' scores (echo / prompt_logprobs), rows [row, row + count).

@@ -41,6 +41,13 @@ struct EngineOptions {
   // do not set RequestParams::speculative. Never changes results, so it is not
   // in the fingerprint.
   SpecOptions spec;
+  // Tensor parallelism (src/dist): this process is rank 0 of the group `tp`
+  // (size > 1; every other rank runs dist::RunWorker) and the model is rank
+  // 0's shard (LoadModelAndTokenizer with the same comm, as Open does). Each
+  // step goes to the workers before rank 0's forward pass; a rank that stops
+  // answering fails what is in flight and the engine (health()). Never changes
+  // a bit, so it is not in the fingerprint.
+  TpComm* tp = nullptr;
 };
 
 struct EngineStats {
@@ -67,7 +74,9 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
 };
-Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, bool progress = false);
+// With `tp` (size > 1): this rank's shard of the model (Model::LoadShard).
+Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, bool progress = false,
+                                          TpComm* tp = nullptr);
 
 class Engine {
  public:
@@ -108,6 +117,12 @@ class Engine {
   Result<Completion> Generate(RequestParams params);
 
   EngineStats stats() const;
+  // Ok, or why the engine can no longer answer: its tensor-parallel group
+  // broke (a rank died or stopped answering). Every request then fails with
+  // that message; a server reports it on /health and exits.
+  Status health() const;
+  // The ranks this engine's model is split across (1: one process).
+  int tp_ranks() const { return model_->shard().n_ranks; }
   const std::string& fingerprint() const { return fingerprint_; }
   const std::string& fingerprint_descriptor() const { return fingerprint_descriptor_; }
   const std::string& model_sha256() const { return model_sha256_; }

@@ -249,7 +249,15 @@ double MetaValue::ArrayFloat(uint64_t i) const {
 class Parser {
  public:
   Parser(GgufFile* file, std::string prefix)
-      : f_(file), base_(file->base_), size_(file->size_), prefix_(std::move(prefix)) {}
+      : f_(file),
+        base_(file->base_),
+        size_(file->size_),
+        readable_(file->readable_),
+        prefix_(std::move(prefix)) {}
+
+  // Whether the parse failed only because it needed bytes past the readable
+  // window (OpenHeader then reads a larger one).
+  bool window_short() const { return window_short_; }
 
   Status Parse() {
     uint64_t n_tensors = 0, n_kv = 0;
@@ -274,7 +282,13 @@ class Parser {
                                           " left (file size " + Num(size_) + ")");
   }
 
-  bool Has(uint64_t n) const { return n <= size_ - pos_; }
+  // Reads stay inside the readable window (the whole file, except for
+  // OpenHeader's header-only read); the file size bounds the validation.
+  bool Has(uint64_t n) {
+    if (n <= readable_ - pos_) return true;
+    if (n <= size_ - pos_) window_short_ = true;
+    return false;
+  }
 
   // Error context is built only when an error is reported (a string array of
   // 150k tokens must not build 150k messages): `what` is a string or a callable.
@@ -551,8 +565,9 @@ class Parser {
                        Num(size_) + "; its offset " + Num(t.offset) +
                        " is relative to the data section at " + Num(data_start) + ")");
       }
-      t.data = base_ + begin;
+      t.data = end <= readable_ ? base_ + begin : nullptr;  // else: TensorBytes maps it
     }
+    f_->data_start_ = data_start;
     std::vector<size_t> order(ts.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -575,6 +590,8 @@ class Parser {
   GgufFile* f_;
   const uint8_t* base_;
   uint64_t size_;
+  uint64_t readable_;
+  bool window_short_ = false;
   uint64_t pos_ = 0;
   std::string prefix_;
   std::vector<uint64_t> info_offsets_;
@@ -589,9 +606,14 @@ void GgufFile::AlignedFree::operator()(uint8_t* p) const {
 
 GgufFile::~GgufFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
+  for (const auto& [p, n] : range_maps_) ::munmap(p, n);
+  if (fd_ >= 0) ::close(fd_);
 }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
+namespace {
+
+// Opens a regular, non-empty file for reading; its size in *size.
+Result<int> OpenRegular(const std::string& path, uint64_t* size) {
   auto os_error = [&](const char* what) {
     int err = errno;
     return IoError("gguf: cannot " + std::string(what) + " '" + path +
@@ -616,9 +638,24 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     return DataLoss("gguf: '" + path + "' is empty (0 bytes); a GGUF file starts with a " +
                     Num(kHeaderBytes) + "-byte header");
   }
-  void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+Status OsError(const char* what, const std::string& path) {
+  int err = errno;
+  return IoError("gguf: cannot " + std::string(what) + " '" + path +
+                 "': " + std::error_code(err, std::generic_category()).message());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
+  uint64_t size = 0;
+  STET_ASSIGN_OR_RETURN(int fd, OpenRegular(path, &size));
+  void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
   if (p == MAP_FAILED) {
-    Status s = os_error("mmap");
+    Status s = OsError("mmap", path);
     ::close(fd);
     return s;
   }
@@ -627,9 +664,64 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
   f->path_ = path;
   f->mapping_ = p;
   f->base_ = static_cast<const uint8_t*>(p);
-  f->size_ = static_cast<uint64_t>(st.st_size);
+  f->size_ = size;
+  f->readable_ = size;
   STET_RETURN_IF_ERROR(Parser(f.get(), "gguf: " + path + ": ").Parse());
   return f;
+}
+
+Result<std::unique_ptr<GgufFile>> GgufFile::OpenHeader(const std::string& path) {
+  uint64_t size = 0;
+  STET_ASSIGN_OR_RETURN(int fd, OpenRegular(path, &size));
+  // Reads a window from the start, four times larger while the parse needs
+  // more (a large vocabulary's header runs to megabytes), never past the file.
+  for (uint64_t window = std::min<uint64_t>(size, uint64_t{4} << 20);;
+       window = std::min(size, window * 4)) {
+    std::unique_ptr<GgufFile> f(new GgufFile());
+    f->path_ = path;
+    f->size_ = size;
+    f->readable_ = window;
+    f->owned_.reset(
+        static_cast<uint8_t*>(::operator new(window, std::align_val_t(kFileAlignment))));
+    for (uint64_t done = 0; done < window;) {
+      const ssize_t got = ::pread(fd, f->owned_.get() + done, window - done, done);
+      if (got <= 0) {
+        Status s = got < 0 ? OsError("read", path)
+                           : DataLoss("gguf: '" + path + "' ended while reading its header");
+        ::close(fd);
+        return s;
+      }
+      done += static_cast<uint64_t>(got);
+    }
+    f->base_ = f->owned_.get();
+    Parser parser(f.get(), "gguf: " + path + ": ");
+    Status st = parser.Parse();
+    if (st.ok()) {
+      f->fd_ = fd;
+      return f;
+    }
+    if (!parser.window_short() || window == size) {
+      ::close(fd);
+      return st;
+    }
+  }
+}
+
+Result<const uint8_t*> GgufFile::TensorBytes(const TensorInfo& t, uint64_t offset, uint64_t n) {
+  STET_CHECK_MSG(n > 0 && offset <= t.size_bytes && n <= t.size_bytes - offset,
+                 "TensorBytes: range outside the tensor");
+  if (t.data != nullptr) return t.data + offset;
+  STET_CHECK_MSG(fd_ >= 0, "TensorBytes: tensor data neither held nor mappable");
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t at = data_start_ + t.offset + offset;
+  const uint64_t map_at = at / page * page;
+  const size_t len = static_cast<size_t>(at - map_at + n);
+  void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd_, static_cast<off_t>(map_at));
+  if (p == MAP_FAILED) {
+    return OsError(("map " + Num(n) + " bytes of tensor " + Quote(t.name) + " of").c_str(), path_);
+  }
+  range_maps_.emplace_back(p, len);
+  return static_cast<const uint8_t*>(p) + (at - map_at);
 }
 
 Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::string bytes) {
@@ -644,6 +736,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::string bytes) {
   std::memcpy(f->owned_.get(), bytes.data(), bytes.size());
   f->base_ = f->owned_.get();
   f->size_ = bytes.size();
+  f->readable_ = bytes.size();
   STET_RETURN_IF_ERROR(Parser(f.get(), "gguf: ").Parse());
   return f;
 }

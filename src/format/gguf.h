@@ -81,7 +81,18 @@ class GgufFile {
   static Result<std::unique_ptr<GgufFile>> Open(const std::string& path);
   // Validates bytes held in memory (the GgufFile keeps its own copy).
   static Result<std::unique_ptr<GgufFile>> FromBytes(std::string bytes);
+  // Reads and validates the header (metadata, tensor infos) as Open does, but
+  // maps no tensor data: TensorInfo::data is null (unless the whole file fit
+  // in the header read) and TensorBytes maps the ranges a caller needs. A
+  // tensor-parallel rank maps only its rows, so its address space and resident
+  // memory hold ~1/n of the weights (prlimit --as below the file size works).
+  static Result<std::unique_ptr<GgufFile>> OpenHeader(const std::string& path);
   ~GgufFile();
+
+  // Bytes [offset, offset + n) of tensor t's data (n > 0, inside the tensor):
+  // into the file's bytes, or for an OpenHeader file a new read-only mapping of
+  // that range; valid while the GgufFile lives. IoError when mapping fails.
+  Result<const uint8_t*> TensorBytes(const TensorInfo& t, uint64_t offset, uint64_t n);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
@@ -107,7 +118,11 @@ class GgufFile {
   uint64_t alignment_ = 32;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t readable_ = 0;    // bytes at base_: size_, or OpenHeader's window
+  uint64_t data_start_ = 0;  // file offset of the tensor data section
   void* mapping_ = nullptr;  // munmap on destruction when set
+  int fd_ = -1;              // OpenHeader: kept for TensorBytes
+  std::vector<std::pair<void*, size_t>> range_maps_;  // TensorBytes' mappings
   // FromBytes storage: a page-aligned copy, so tensor data is aligned as in a mapping.
   struct AlignedFree {
     void operator()(uint8_t* p) const;

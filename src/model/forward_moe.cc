@@ -46,59 +46,81 @@ void Route(const float* logits, int n, int k, float* probs, int32_t* sel, float*
 
 }  // namespace
 
-void Forward::MoeFfn(const LayerWeights& L, const float* x, int64_t m, float* out) {
+Status Forward::MoeFfn(const LayerWeights& L, const float* x, int64_t m, float* out) {
   const HParams& hp = model_.hparams();
+  const Shard& sh = model_.shard();
   const int n_exp = hp.n_expert, k = hp.n_expert_used;
-  const int64_t d = hp.n_embd, ff = hp.n_ff;
+  const int64_t d = hp.n_embd, ff = sh.my_ff().size(), slots = m * k;
+  // The router is whole on every rank: routing is the same everywhere.
   Grow(router_, static_cast<size_t>(m * n_exp + n_exp));
   MatMul(L.router, x, m, router_.data());
   float* probs = &router_[m * n_exp];
-  Grow(moe_sel_, m * k);
-  Grow(moe_w_, m * k);
+  Grow(moe_sel_, slots);
+  Grow(moe_w_, slots);
   for (int64_t i = 0; i < m; ++i) {
     Route(&router_[i * n_exp], n_exp, k, probs, &moe_sel_[i * k], &moe_w_[i * k]);
   }
 
-  // Group the (row, choice) slots by expert: a counting sort, slots in row order.
+  // Group the (row, choice) slots by expert: a counting sort, slots in row
+  // order; moe_where_[slot] is the slot's place in that order.
   moe_count_.assign(n_exp + 1, 0);
-  for (int64_t s = 0; s < m * k; ++s) ++moe_count_[moe_sel_[s] + 1];
+  for (int64_t s = 0; s < slots; ++s) ++moe_count_[moe_sel_[s] + 1];
   for (int e = 0; e < n_exp; ++e) moe_count_[e + 1] += moe_count_[e];
-  Grow(moe_order_, m * k);
+  Grow(moe_order_, slots);
+  Grow(moe_where_, slots);
   {
     std::vector<int32_t> next(moe_count_.begin(), moe_count_.end() - 1);
-    for (int64_t s = 0; s < m * k; ++s) moe_order_[next[moe_sel_[s]]++] = static_cast<int32_t>(s);
+    for (int64_t s = 0; s < slots; ++s) {
+      moe_where_[s] = next[moe_sel_[s]];
+      moe_order_[next[moe_sel_[s]]++] = static_cast<int32_t>(s);
+    }
   }
 
-  Grow(moe_slot_out_, m * k * d);
-  Grow(moe_x_, m * d);
-  Grow(moe_g_, m * ff);
-  Grow(moe_u_, m * ff);
-  Grow(moe_y_, m * d);
+  // Gate/up of every expert over its rows (this rank's FFN rows), in expert order.
+  Grow(moe_x_, slots * d);
+  Grow(moe_g_, slots * ff);
+  Grow(moe_u_, slots * ff);
+  for (int64_t j = 0; j < slots; ++j) std::copy_n(x + (moe_order_[j] / k) * d, d, &moe_x_[j * d]);
   for (int e = 0; e < n_exp; ++e) {
-    const int32_t* slots = &moe_order_[moe_count_[e]];
-    const int64_t n = moe_count_[e + 1] - moe_count_[e];
+    const int64_t first = moe_count_[e], n = moe_count_[e + 1] - first;
     if (n == 0) continue;
-    for (int64_t j = 0; j < n; ++j) {
-      std::copy_n(x + (slots[j] / k) * d, d, &moe_x_[j * d]);
-    }
-    MatMuls({&L.gate_exps[e], &L.up_exps[e]}, moe_x_.data(), n, {moe_g_.data(), moe_u_.data()});
-    kernels::SwiGlu(moe_g_.data(), moe_u_.data(), n * ff, moe_g_.data(), isa_);
-    MatMul(L.down_exps[e], moe_g_.data(), n, moe_y_.data());
-    for (int64_t j = 0; j < n; ++j) {
-      std::copy_n(&moe_y_[j * d], d, &moe_slot_out_[slots[j] * d]);
-    }
+    MatMuls({&L.gate_exps[e], &L.up_exps[e]}, &moe_x_[first * d], n,
+            {&moe_g_[first * ff], &moe_u_[first * ff]});
   }
+  kernels::SwiGlu(moe_g_.data(), moe_u_.data(), slots * ff, moe_g_.data(), isa_);
+  const float* h = moe_g_.data();  // [slots, n_ff] once gathered
+  if (comm_) {
+    Grow(moe_h_, slots * hp.n_ff);
+    STET_RETURN_IF_ERROR(GatherColumns(moe_g_.data(), slots, sh.ff, 1, moe_h_.data()));
+    h = moe_h_.data();
+  }
+  // Down of every expert (this rank's output rows), then gathered: y[slots, d].
+  Grow(moe_y_, slots * d);
+  float* y_mine = moe_y_.data();
+  if (comm_) {
+    Grow(moe_y_local_, slots * sh.my_embd().size());
+    y_mine = moe_y_local_.data();
+  }
+  const int64_t d_mine = sh.my_embd().size();
+  for (int e = 0; e < n_exp; ++e) {
+    const int64_t first = moe_count_[e], n = moe_count_[e + 1] - first;
+    if (n == 0) continue;
+    MatMul(L.down_exps[e], h + first * hp.n_ff, n, y_mine + first * d_mine);
+  }
+  if (comm_) STET_RETURN_IF_ERROR(GatherColumns(y_mine, slots, sh.embd, 1, moe_y_.data()));
 
   // out = w_0 y_0 + w_1 y_1 + ... in rank order, one rounding per operation.
   for (int64_t i = 0; i < m; ++i) {
     float* o = out + i * d;
-    const float* y = &moe_slot_out_[i * k * d];
     const float* w = &moe_w_[i * k];
-    for (int64_t c = 0; c < d; ++c) o[c] = w[0] * y[c];
+    const float* y0 = &moe_y_[moe_where_[i * k] * d];
+    for (int64_t c = 0; c < d; ++c) o[c] = w[0] * y0[c];
     for (int j = 1; j < k; ++j) {
-      for (int64_t c = 0; c < d; ++c) o[c] = o[c] + w[j] * y[j * d + c];
+      const float* yj = &moe_y_[moe_where_[i * k + j] * d];
+      for (int64_t c = 0; c < d; ++c) o[c] = o[c] + w[j] * yj[c];
     }
   }
+  return Status::Ok();
 }
 
 }  // namespace stet

@@ -37,68 +37,77 @@ Result<const gguf::TensorInfo*> Find(const gguf::GgufFile& f, const std::string&
   return t;
 }
 
-Result<kernels::WeightView> Matrix(const gguf::GgufFile& f, const std::string& name, int64_t rows,
-                                   int64_t cols) {
-  STET_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(f, name, {cols, rows}));
+// The rows `rows` of a [total_rows, cols] matrix (a shard's share, or all of
+// it): a view of just those bytes, mapped on demand for a header-only file.
+Result<kernels::WeightView> Matrix(gguf::GgufFile& f, const std::string& name, int64_t total_rows,
+                                   int64_t cols, RowSpan rows) {
+  STET_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(f, name, {cols, total_rows}));
   kernels::WeightView w;
   w.type = t->type;
-  w.rows = rows;
+  w.rows = rows.size();
   w.cols = cols;
-  w.data = t->data;
   w.row_bytes = RowBytes(t->type, cols);
+  STET_ASSIGN_OR_RETURN(w.data, f.TensorBytes(*t, rows.begin * w.row_bytes, w.rows * w.row_bytes));
   return w;
 }
 
-// Small vectors (norms, biases) are converted to float once at load.
-Result<std::vector<float>> Vector(const gguf::GgufFile& f, const std::string& name, int64_t n,
-                                  bool required = true) {
+// Small vectors (norms, biases) are converted to float once at load: all n
+// elements, or the span `part` of them (a shard's biases).
+Result<std::vector<float>> Vector(gguf::GgufFile& f, const std::string& name, int64_t n,
+                                  bool required = true, RowSpan part = {}) {
   STET_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(f, name, {n}, required));
   std::vector<float> v;
   if (!t) return v;
   v.resize(n);
-  STET_RETURN_IF_ERROR(DequantizeRow(t->type, t->data, n, v.data()));
+  STET_ASSIGN_OR_RETURN(const uint8_t* bytes, f.TensorBytes(*t, 0, t->size_bytes));
+  STET_RETURN_IF_ERROR(DequantizeRow(t->type, bytes, n, v.data()));
+  if (part.size() > 0) v = std::vector<float>(v.begin() + part.begin, v.begin() + part.end);
   return v;
 }
 
-// Rows [row0, row0 + rows) of a matrix: a view into the same bytes (rows are
-// contiguous whole rows in every type), for fused tensors.
-kernels::WeightView RowRange(const kernels::WeightView& w, int64_t row0, int64_t rows) {
-  kernels::WeightView v = w;
-  v.rows = rows;
-  v.data = static_cast<const uint8_t*>(w.data) + row0 * w.row_bytes;
-  return v;
+// Spans of heads as spans of rows (head_dim rows per head), from row `base` on.
+RowSpan HeadRows(RowSpan heads, int64_t head_dim, int64_t base = 0) {
+  return {base + heads.begin * head_dim, base + heads.end * head_dim};
 }
 
 // q, k and v: three tensors, or one fused attn_qkv [q_dim + 2 kv_dim, n_embd]
-// (Phi-3 and others) read as three row ranges.
-Status LoadQkv(const gguf::GgufFile& f, const HParams& hp, const std::string& b, LayerWeights& L) {
+// (Phi-3 and others) read as three row ranges; each the shard's heads only.
+Status LoadQkv(gguf::GgufFile& f, const HParams& hp, const Shard& sh, const std::string& b,
+               LayerWeights& L) {
+  const RowSpan q = HeadRows(sh.my_q_heads(), hp.head_dim);
+  const RowSpan kv = HeadRows(sh.my_kv_heads(), hp.head_dim);
   if (f.FindTensor(b + "attn_qkv.weight")) {
-    STET_ASSIGN_OR_RETURN(kernels::WeightView qkv, Matrix(f, b + "attn_qkv.weight",
-                                                          hp.q_dim() + 2 * hp.kv_dim(), hp.n_embd));
-    L.wq = RowRange(qkv, 0, hp.q_dim());
-    L.wk = RowRange(qkv, hp.q_dim(), hp.kv_dim());
-    L.wv = RowRange(qkv, hp.q_dim() + hp.kv_dim(), hp.kv_dim());
+    const std::string name = b + "attn_qkv.weight";
+    const int64_t rows = hp.q_dim() + 2 * hp.kv_dim();
+    STET_ASSIGN_OR_RETURN(L.wq, Matrix(f, name, rows, hp.n_embd, q));
+    STET_ASSIGN_OR_RETURN(L.wk, Matrix(f, name, rows, hp.n_embd,
+                                       HeadRows(sh.my_kv_heads(), hp.head_dim, hp.q_dim())));
+    STET_ASSIGN_OR_RETURN(
+        L.wv, Matrix(f, name, rows, hp.n_embd,
+                     HeadRows(sh.my_kv_heads(), hp.head_dim, hp.q_dim() + hp.kv_dim())));
     return Status::Ok();
   }
-  STET_ASSIGN_OR_RETURN(L.wq, Matrix(f, b + "attn_q.weight", hp.q_dim(), hp.n_embd));
-  STET_ASSIGN_OR_RETURN(L.wk, Matrix(f, b + "attn_k.weight", hp.kv_dim(), hp.n_embd));
-  STET_ASSIGN_OR_RETURN(L.wv, Matrix(f, b + "attn_v.weight", hp.kv_dim(), hp.n_embd));
+  STET_ASSIGN_OR_RETURN(L.wq, Matrix(f, b + "attn_q.weight", hp.q_dim(), hp.n_embd, q));
+  STET_ASSIGN_OR_RETURN(L.wk, Matrix(f, b + "attn_k.weight", hp.kv_dim(), hp.n_embd, kv));
+  STET_ASSIGN_OR_RETURN(L.wv, Matrix(f, b + "attn_v.weight", hp.kv_dim(), hp.n_embd, kv));
   return Status::Ok();
 }
 
 // Expert e of a 3-D tensor [n_expert][rows][cols] (GGUF dims {cols, rows,
-// n_expert}), one WeightView per expert.
-Result<std::vector<kernels::WeightView>> Experts(const gguf::GgufFile& f, const std::string& name,
-                                                 int64_t n_expert, int64_t rows, int64_t cols) {
+// n_expert}), one WeightView per expert, each holding the rows `part`.
+Result<std::vector<kernels::WeightView>> Experts(gguf::GgufFile& f, const std::string& name,
+                                                 int64_t n_expert, int64_t rows, int64_t cols,
+                                                 RowSpan part) {
   STET_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(f, name, {cols, rows, n_expert}));
   std::vector<kernels::WeightView> out(n_expert);
   for (int64_t e = 0; e < n_expert; ++e) {
     kernels::WeightView& w = out[e];
     w.type = t->type;
-    w.rows = rows;
+    w.rows = part.size();
     w.cols = cols;
     w.row_bytes = RowBytes(t->type, cols);
-    w.data = static_cast<const uint8_t*>(t->data) + e * rows * w.row_bytes;
+    STET_ASSIGN_OR_RETURN(
+        w.data, f.TensorBytes(*t, (e * rows + part.begin) * w.row_bytes, w.rows * w.row_bytes));
   }
   return out;
 }
@@ -117,29 +126,33 @@ std::vector<kernels::WeightView*> LayerMatrices(LayerWeights& L) {
   return v;
 }
 
-// Reads a layer's FFN: dense gate/up/down, or (MoE) the router and the experts.
-Status LoadFfn(const gguf::GgufFile& f, const HParams& hp, const std::string& b, LayerWeights& L) {
+// Reads a layer's FFN: dense gate/up/down, or (MoE) the router and the
+// experts; gate/up the shard's FFN rows, down its embedding rows, the router whole.
+Status LoadFfn(gguf::GgufFile& f, const HParams& hp, const Shard& sh, const std::string& b,
+               LayerWeights& L) {
+  const RowSpan ff = sh.my_ff(), embd = sh.my_embd();
   if (hp.arch->fused_gate_up) {
-    STET_ASSIGN_OR_RETURN(kernels::WeightView up,
-                          Matrix(f, b + "ffn_up.weight", 2 * int64_t{hp.n_ff}, hp.n_embd));
-    L.w_gate = RowRange(up, 0, hp.n_ff);
-    L.w_up = RowRange(up, hp.n_ff, hp.n_ff);
-    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff));
+    const std::string up = b + "ffn_up.weight";
+    STET_ASSIGN_OR_RETURN(L.w_gate, Matrix(f, up, 2 * int64_t{hp.n_ff}, hp.n_embd, ff));
+    STET_ASSIGN_OR_RETURN(L.w_up, Matrix(f, up, 2 * int64_t{hp.n_ff}, hp.n_embd,
+                                         {hp.n_ff + ff.begin, hp.n_ff + ff.end}));
+    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff, embd));
     return Status::Ok();
   }
   if (!hp.arch->moe) {
-    STET_ASSIGN_OR_RETURN(L.w_gate, Matrix(f, b + "ffn_gate.weight", hp.n_ff, hp.n_embd));
-    STET_ASSIGN_OR_RETURN(L.w_up, Matrix(f, b + "ffn_up.weight", hp.n_ff, hp.n_embd));
-    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff));
+    STET_ASSIGN_OR_RETURN(L.w_gate, Matrix(f, b + "ffn_gate.weight", hp.n_ff, hp.n_embd, ff));
+    STET_ASSIGN_OR_RETURN(L.w_up, Matrix(f, b + "ffn_up.weight", hp.n_ff, hp.n_embd, ff));
+    STET_ASSIGN_OR_RETURN(L.w_down, Matrix(f, b + "ffn_down.weight", hp.n_embd, hp.n_ff, embd));
     return Status::Ok();
   }
-  STET_ASSIGN_OR_RETURN(L.router, Matrix(f, b + "ffn_gate_inp.weight", hp.n_expert, hp.n_embd));
-  STET_ASSIGN_OR_RETURN(L.gate_exps,
-                        Experts(f, b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff, hp.n_embd));
+  STET_ASSIGN_OR_RETURN(
+      L.router, Matrix(f, b + "ffn_gate_inp.weight", hp.n_expert, hp.n_embd, {0, hp.n_expert}));
+  STET_ASSIGN_OR_RETURN(
+      L.gate_exps, Experts(f, b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff, hp.n_embd, ff));
   STET_ASSIGN_OR_RETURN(L.up_exps,
-                        Experts(f, b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff, hp.n_embd));
-  STET_ASSIGN_OR_RETURN(L.down_exps,
-                        Experts(f, b + "ffn_down_exps.weight", hp.n_expert, hp.n_embd, hp.n_ff));
+                        Experts(f, b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff, hp.n_embd, ff));
+  STET_ASSIGN_OR_RETURN(
+      L.down_exps, Experts(f, b + "ffn_down_exps.weight", hp.n_expert, hp.n_embd, hp.n_ff, embd));
   return Status::Ok();
 }
 
@@ -150,17 +163,24 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool progres
   return FromGguf(std::move(file), progress);
 }
 
-Result<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<gguf::GgufFile> file,
-                                               bool progress) {
+Result<std::unique_ptr<Model>> Model::LoadShard(const std::string& path, int rank, int n_ranks,
+                                                bool progress) {
+  if (n_ranks == 1 && rank == 0) return Load(path, progress);
+  STET_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::OpenHeader(path));
+  return FromGguf(std::move(file), progress, rank, n_ranks);
+}
+
+Result<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<gguf::GgufFile> file, bool progress,
+                                               int rank, int n_ranks) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   STET_ASSIGN_OR_RETURN(m->hp_, ReadHParams(*m->file_));
-  STET_RETURN_IF_ERROR(m->LoadWeights(progress));
+  STET_RETURN_IF_ERROR(m->LoadWeights(progress, rank, n_ranks));
   return m;
 }
 
-Status Model::LoadWeights(bool progress) {
-  const gguf::GgufFile& f = *file_;
+Status Model::LoadWeights(bool progress, int rank, int n_ranks) {
+  gguf::GgufFile& f = *file_;
   HParams& hp = hp_;
   const gguf::TensorInfo* embd = f.FindTensor("token_embd.weight");
   if (!embd) return DataLoss("model lacks tensor 'token_embd.weight'");
@@ -170,10 +190,14 @@ Status Model::LoadWeights(bool progress) {
                     ", expected [" + std::to_string(hp.n_embd) + ", n_vocab]");
   }
   hp.n_vocab = static_cast<int>(embd->dims[1]);
-  STET_ASSIGN_OR_RETURN(w_.token_embd, Matrix(f, "token_embd.weight", hp.n_vocab, hp.n_embd));
+  STET_ASSIGN_OR_RETURN(shard_, PlanShard(hp, rank, n_ranks));
+  const Shard& sh = shard_;
+  STET_ASSIGN_OR_RETURN(w_.token_embd,
+                        Matrix(f, "token_embd.weight", hp.n_vocab, hp.n_embd, sh.my_vocab()));
   STET_ASSIGN_OR_RETURN(w_.output_norm, Vector(f, "output_norm.weight", hp.n_embd));
   if (f.FindTensor("output.weight")) {
-    STET_ASSIGN_OR_RETURN(w_.output, Matrix(f, "output.weight", hp.n_vocab, hp.n_embd));
+    STET_ASSIGN_OR_RETURN(w_.output,
+                          Matrix(f, "output.weight", hp.n_vocab, hp.n_embd, sh.my_vocab()));
   } else {
     w_.output = w_.token_embd;
     w_.tied_output = true;
@@ -208,12 +232,15 @@ Status Model::LoadWeights(bool progress) {
     LayerWeights& L = w_.layers[l];
     const std::string b = "blk." + std::to_string(l) + ".";
     STET_ASSIGN_OR_RETURN(L.attn_norm, Vector(f, b + "attn_norm.weight", hp.n_embd));
-    STET_RETURN_IF_ERROR(LoadQkv(f, hp, b, L));
-    STET_ASSIGN_OR_RETURN(L.wo, Matrix(f, b + "attn_output.weight", hp.n_embd, hp.q_dim()));
+    STET_RETURN_IF_ERROR(LoadQkv(f, hp, sh, b, L));
+    STET_ASSIGN_OR_RETURN(L.wo,
+                          Matrix(f, b + "attn_output.weight", hp.n_embd, hp.q_dim(), sh.my_embd()));
     if (hp.arch->qkv_bias) {
-      STET_ASSIGN_OR_RETURN(L.bq, Vector(f, b + "attn_q.bias", hp.q_dim()));
-      STET_ASSIGN_OR_RETURN(L.bk, Vector(f, b + "attn_k.bias", hp.kv_dim()));
-      STET_ASSIGN_OR_RETURN(L.bv, Vector(f, b + "attn_v.bias", hp.kv_dim()));
+      const RowSpan q = HeadRows(sh.my_q_heads(), hp.head_dim);
+      const RowSpan kv = HeadRows(sh.my_kv_heads(), hp.head_dim);
+      STET_ASSIGN_OR_RETURN(L.bq, Vector(f, b + "attn_q.bias", hp.q_dim(), true, q));
+      STET_ASSIGN_OR_RETURN(L.bk, Vector(f, b + "attn_k.bias", hp.kv_dim(), true, kv));
+      STET_ASSIGN_OR_RETURN(L.bv, Vector(f, b + "attn_v.bias", hp.kv_dim(), true, kv));
     }
     if (hp.arch->qk_norm) {
       STET_ASSIGN_OR_RETURN(L.q_norm, Vector(f, b + "attn_q_norm.weight", hp.head_dim));
@@ -225,7 +252,7 @@ Status Model::LoadWeights(bool progress) {
                             Vector(f, b + "post_attention_norm.weight", hp.n_embd));
       STET_ASSIGN_OR_RETURN(L.ffn_post_norm, Vector(f, b + "post_ffw_norm.weight", hp.n_embd));
     }
-    STET_RETURN_IF_ERROR(LoadFfn(f, hp, b, L));
+    STET_RETURN_IF_ERROR(LoadFfn(f, hp, sh, b, L));
     // Per decoded token a MoE layer reads its router and expert_used_count experts.
     const std::vector<kernels::WeightView*> mats = LayerMatrices(L);
     for (const auto* w : mats) {

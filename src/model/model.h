@@ -11,6 +11,7 @@
 #include "format/gguf.h"
 #include "kernels/kernels.h"
 #include "model/hparams.h"
+#include "model/tensor_parallel.h"
 
 namespace stet {
 
@@ -44,14 +45,25 @@ class Model {
  public:
   // Maps the file and validates it; `progress` draws a bar on a terminal.
   static Result<std::unique_ptr<Model>> Load(const std::string& path, bool progress = false);
+  // Rank `rank` of an n_ranks tensor-parallel group (model/tensor_parallel.h):
+  // validates the whole file as Load does, but maps and holds only the rows of
+  // its shard (the header alone is read for the rest). n_ranks 1 is Load.
+  // InvalidArgument when the model cannot be split n_ranks ways.
+  static Result<std::unique_ptr<Model>> LoadShard(const std::string& path, int rank, int n_ranks,
+                                                  bool progress = false);
   // For tests and tools that build a GgufFile in memory.
   static Result<std::unique_ptr<Model>> FromGguf(std::unique_ptr<gguf::GgufFile> file,
-                                                 bool progress = false);
+                                                 bool progress = false, int rank = 0,
+                                                 int n_ranks = 1);
 
   const HParams& hparams() const { return hp_; }
+  // The whole model (hparams) and this process's share of it: every matrix in
+  // weights() holds the shard's rows only (all of them when shard().whole()).
   const ModelWeights& weights() const { return w_; }
+  const Shard& shard() const { return shard_; }
   const gguf::GgufFile& file() const { return *file_; }
-  // Bytes of weights read per decoded token (for the bandwidth roofline).
+  // Bytes of weights read per decoded token (for the bandwidth roofline); this
+  // shard's share.
   int64_t weight_bytes() const { return weight_bytes_; }
   // Bytes of AVX-512 decode-layout copies held besides the mapped file (0 when
   // the CPU lacks AVX-512 or STET_NO_PACK is set).
@@ -59,7 +71,7 @@ class Model {
 
  private:
   Model() = default;
-  Status LoadWeights(bool progress);
+  Status LoadWeights(bool progress, int rank, int n_ranks);
 
   // Gives every q8_0/q4_0/q4_1/q4_k matrix a copy in the AVX-512 decode layout
   // (kernels::PackWeights), on CPUs that can use it.
@@ -70,6 +82,7 @@ class Model {
   };
   std::unique_ptr<gguf::GgufFile> file_;
   HParams hp_;
+  Shard shard_;
   ModelWeights w_;
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> packed_;
   int64_t weight_bytes_ = 0;

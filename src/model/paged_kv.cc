@@ -3,10 +3,20 @@
 namespace stet {
 
 PagedKvCache::PagedKvCache(const HParams& hp, int n_blocks, int block_size, int n_slots, DType type)
-    : type_(type), n_layer_(hp.n_layer), n_blocks_(n_blocks), block_size_(block_size) {
+    : PagedKvCache(hp.n_layer, hp.kv_dim(), n_blocks, block_size, n_slots, type) {}
+
+PagedKvCache::PagedKvCache(const Model& model, int n_blocks, int block_size, int n_slots,
+                           DType type)
+    : PagedKvCache(model.hparams().n_layer,
+                   model.shard().my_kv_heads().size() * model.hparams().head_dim, n_blocks,
+                   block_size, n_slots, type) {}
+
+PagedKvCache::PagedKvCache(int n_layer, int64_t kv_dim, int n_blocks, int block_size, int n_slots,
+                           DType type)
+    : type_(type), n_layer_(n_layer), n_blocks_(n_blocks), block_size_(block_size) {
   STET_CHECK(type == DType::kF32 || type == DType::kF16);
   STET_CHECK(n_blocks > 0 && block_size > 0 && n_slots > 0);
-  row_bytes_ = static_cast<int64_t>(hp.kv_dim()) * (type == DType::kF32 ? 4 : 2);
+  row_bytes_ = kv_dim * (type == DType::kF32 ? 4 : 2);
   const size_t total = static_cast<size_t>(n_layer_) * n_blocks_ * block_size_ * row_bytes_;
   k_.assign(total, 0);
   v_.assign(total, 0);

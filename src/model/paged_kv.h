@@ -9,12 +9,15 @@
 #include <vector>
 
 #include "model/kv_cache.h"
+#include "model/model.h"
 
 namespace stet {
 
 class PagedKvCache : public KvStore {
  public:
   PagedKvCache(const HParams& hp, int n_blocks, int block_size, int n_slots, DType type);
+  // For a model shard: rows of its own KV heads only (Forward::KvRowBytes).
+  PagedKvCache(const Model& model, int n_blocks, int block_size, int n_slots, DType type);
   // n_seq slots that each own ceil(n_ctx / block_size) blocks, slot by slot
   // (for callers without a block manager: tests, benchmarks).
   static PagedKvCache Contiguous(const HParams& hp, int n_seq, int n_ctx, DType type,
@@ -30,6 +33,10 @@ class PagedKvCache : public KvStore {
   kernels::KvRows VRows(int layer, int seq) override { return Rows(v_, layer, seq); }
 
   int n_slots() const { return static_cast<int>(tables_.size()); }
+  int n_blocks() const { return n_blocks_; }
+  int block_size() const { return block_size_; }
+  // The blocks backing slot `seq`, in position order.
+  const std::vector<int32_t>& BlockTable(int seq) const { return tables_[seq]; }
 
   // The blocks backing slot `seq`, in position order.
   void SetBlockTable(int seq, std::vector<int32_t> blocks);
@@ -48,6 +55,8 @@ class PagedKvCache : public KvStore {
     return {pool.data() + static_cast<int64_t>(layer) * n_blocks_ * block_size_ * row_bytes_,
             row_bytes_, tables_[seq].data(), block_size_};
   }
+
+  PagedKvCache(int n_layer, int64_t kv_dim, int n_blocks, int block_size, int n_slots, DType type);
 
   DType type_;
   int n_layer_, n_blocks_, block_size_;

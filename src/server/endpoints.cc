@@ -301,6 +301,14 @@ void Server::Impl::HandleModels(const Request& req, Response& res) {
 
 void Server::Impl::HandleHealth(const Request&, Response& res) {
   Json j = Json::object();
+  // A broken tensor-parallel group: nothing can be computed any more.
+  if (ready) {
+    if (Status h = engine->health(); !h.ok()) {
+      j["status"] = "failed";
+      j["error"] = h.message();
+      return SendJson(res, 503, j);
+    }
+  }
   if (draining) {
     j["status"] = "draining";
     return SendJson(res, 503, j);
@@ -311,6 +319,7 @@ void Server::Impl::HandleHealth(const Request&, Response& res) {
     return SendJson(res, 503, j);
   }
   j["status"] = "ok";
+  if (engine->tp_ranks() > 1) j["tensor_parallel_ranks"] = engine->tp_ranks();
   SendJson(res, 200, j);
 }
 

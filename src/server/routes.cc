@@ -40,7 +40,8 @@ const std::vector<Route>& RouteTable() {
       {"GET", "/v1/models/{id}", A::kKeyed, false, "req-", &Impl::HandleModels,
        "the served model by its id; another id is 404 `model_not_found`"},
       {"GET", "/health", A::kOpen, false, "req-", &Impl::HandleHealth,
-       "200 ready, 503 loading or draining; never needs a key"},
+       "200 ready, 503 loading, draining or failed (a tensor-parallel rank lost); never needs a "
+       "key"},
       {"GET", "/metrics", A::kMetrics, false, "req-", &Impl::HandleMetrics,
        "Prometheus text format 0.0.4; needs the key when the server has one, unless "
        "`--metrics-public`"},

@@ -17,8 +17,11 @@
 #include <memory>
 #include <thread>
 
+#include "base/hash.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "dist/leader.h"
+#include "dist/mpi_world.h"
 #include "engine/speculative.h"
 #include "kernels/adaptive.h"
 #include "model/forward.h"
@@ -67,6 +70,7 @@ struct TestResult {
   std::vector<double> seconds;  // per rep
   std::vector<double> tok_s;    // per rep
   double median_tok_s = 0;
+  double wire_bytes_per_token = 0;  // tensor parallelism: payload all ranks sent, per token
 };
 
 double Median(std::vector<double> v) {
@@ -82,16 +86,30 @@ int32_t TokenAt(uint32_t rep, uint32_t seq, uint32_t pos, int n_vocab) {
   return static_cast<int32_t>(r[0] % static_cast<uint32_t>(n_vocab));
 }
 
+// Under mpirun -np N the model is rank 0's shard and `leader` sends every
+// forward step to the other ranks first (they run it on theirs).
 class Bench {
  public:
   Bench(const Model& model, ThreadPool* pool, Isa isa, NumericsMode mode, DType kv_type,
-        int max_ctx)
-      : model_(model), kv_type_(kv_type), forward_(model, pool, isa, max_ctx, mode) {}
+        int max_ctx, dist::Leader* leader)
+      : model_(model),
+        kv_type_(kv_type),
+        leader_(leader),
+        forward_(model, pool, isa, max_ctx, mode, leader ? &leader->comm() : nullptr) {}
+
+  // Payload bytes all ranks have sent so far (0 in one process).
+  Result<int64_t> WireBytes() {
+    if (!leader_) return int64_t{0};
+    STET_ASSIGN_OR_RETURN(auto stats, leader_->Stats());
+    int64_t sum = 0;
+    for (const dist::RankStats& r : stats) sum += r.bytes_sent;
+    return sum;
+  }
 
   // Untimed context: positions [0, d) of b sequences, in forward calls of at
   // most 512 tokens (the same tokens for every rep; later reps overwrite only
   // what follows them).
-  Status Fill(KvStore& kv, int b, int d) {
+  Status Fill(PagedKvCache& kv, int b, int d) {
     constexpr int kChunk = 512;
     for (int s = 0; s < b; ++s) {
       for (int i0 = 0; i0 < d; i0 += kChunk) {
@@ -99,7 +117,7 @@ class Bench {
         for (int i = i0; i < std::min(d, i0 + kChunk); ++i) {
           batch_.push_back({TokenAt(999, s, i, n_vocab()), i, s, false});
         }
-        STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+        STET_RETURN_IF_ERROR(Run(kv));
       }
     }
     return Status::Ok();
@@ -107,27 +125,25 @@ class Bench {
 
   // One pp rep: n tokens at positions [d, d + n) of sequence 0 in one batch
   // (every row it reads past d is written first).
-  Result<double> Prefill(KvStore& kv, int d, int n, uint32_t rep) {
+  Result<double> Prefill(PagedKvCache& kv, int d, int n, uint32_t rep) {
     batch_.clear();
     for (int i = 0; i < n; ++i) {
       batch_.push_back({TokenAt(rep, 0, d + i, n_vocab()), d + i, 0, i + 1 == n});
     }
-    logits_.clear();
     const double t0 = Now();
-    STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+    STET_RETURN_IF_ERROR(Run(kv));
     return Now() - t0;
   }
 
   // One tg rep for b sequences: n timed single-token steps at positions [p, p + n).
-  Result<double> Decode(KvStore& kv, int b, int p, int n, uint32_t rep) {
+  Result<double> Decode(PagedKvCache& kv, int b, int p, int n, uint32_t rep) {
     const double t0 = Now();
     for (int step = 0; step < n; ++step) {
       batch_.clear();
       for (int s = 0; s < b; ++s) {
         batch_.push_back({TokenAt(rep, s, p + step, n_vocab()), p + step, s, true});
       }
-      logits_.clear();
-      STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+      STET_RETURN_IF_ERROR(Run(kv));
     }
     return Now() - t0;
   }
@@ -136,7 +152,7 @@ class Bench {
   // consecutive positions with logits for every row (what the engine runs to
   // verify k draft tokens); the window advances one position per step, as when
   // every draft is rejected.
-  Result<double> Verify(KvStore& kv, int p, int n, int k, uint32_t rep) {
+  Result<double> Verify(PagedKvCache& kv, int p, int n, int k, uint32_t rep) {
     const double t0 = Now();
     for (int step = 0; step < n; ++step) {
       batch_.clear();
@@ -144,19 +160,25 @@ class Bench {
         const int pos = p + step + i;
         batch_.push_back({TokenAt(rep, 0, pos, n_vocab()), pos, 0, true});
       }
-      logits_.clear();
-      STET_RETURN_IF_ERROR(forward_.Run(batch_, kv, &logits_));
+      STET_RETURN_IF_ERROR(Run(kv));
     }
     return Now() - t0;
   }
 
-  const HParams& hp() const { return model_.hparams(); }
+  const Model& model() const { return model_; }
   DType kv_type() const { return kv_type_; }
 
  private:
+  Status Run(PagedKvCache& kv) {
+    logits_.clear();
+    if (leader_) STET_RETURN_IF_ERROR(leader_->Step(batch_, kv));
+    return forward_.Run(batch_, kv, &logits_);
+  }
+
   int n_vocab() const { return model_.hparams().n_vocab; }
   const Model& model_;
   DType kv_type_;
+  dist::Leader* leader_;
   Forward forward_;
   std::vector<BatchToken> batch_;
   std::vector<float> logits_;
@@ -165,10 +187,10 @@ class Bench {
 // The serving engine's KV layout: a paged cache whose blocks interleave across
 // the sequences, as a free list hands them out under load (attention reads the
 // block table in place).
-PagedKvCache PagedFor(const HParams& hp, int n_seq, int n_ctx, DType type) {
+PagedKvCache PagedFor(const Model& model, int n_seq, int n_ctx, DType type) {
   constexpr int kBlock = 16;
   const int per_seq = (n_ctx + kBlock - 1) / kBlock;
-  PagedKvCache kv(hp, n_seq * per_seq, kBlock, n_seq, type);
+  PagedKvCache kv(model, n_seq * per_seq, kBlock, n_seq, type);
   for (int s = 0; s < n_seq; ++s) {
     std::vector<int32_t> table(per_seq);
     for (int b = 0; b < per_seq; ++b) table[b] = b * n_seq + s;
@@ -193,7 +215,7 @@ Status RunVerifyTests(const BenchArgs& a, Bench& bench, int n, int d,
     r.depth = d;
     r.spec_k = k;
     const int p = d + a.tg_prompt;
-    PagedKvCache kv = PagedFor(bench.hp(), 1, p + n + k, bench.kv_type());
+    PagedKvCache kv = PagedFor(bench.model(), 1, p + n + k, bench.kv_type());
     STET_RETURN_IF_ERROR(bench.Fill(kv, 1, p));
     if (auto warm_up = bench.Verify(kv, p, 1, k, 1000); !warm_up.ok()) return warm_up.status();
     for (int rep = 0; rep < a.reps; ++rep) {
@@ -215,14 +237,17 @@ Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) 
       r.kind = "pp";
       r.n_prompt = p;
       r.depth = d;
-      PagedKvCache kv = PagedFor(bench.hp(), 1, d + p, bench.kv_type());
+      PagedKvCache kv = PagedFor(bench.model(), 1, d + p, bench.kv_type());
       STET_RETURN_IF_ERROR(bench.Fill(kv, 1, d));
       if (auto warm_up = bench.Prefill(kv, d, p, 1000); !warm_up.ok()) return warm_up.status();
+      STET_ASSIGN_OR_RETURN(const int64_t wire0, bench.WireBytes());
       for (int rep = 0; rep < a.reps; ++rep) {
         STET_ASSIGN_OR_RETURN(double s, bench.Prefill(kv, d, p, rep));
         r.seconds.push_back(s);
         r.tok_s.push_back(p / s);
       }
+      STET_ASSIGN_OR_RETURN(const int64_t wire1, bench.WireBytes());
+      r.wire_bytes_per_token = static_cast<double>(wire1 - wire0) / (double{1} * a.reps * p);
       out->push_back(std::move(r));
     }
     for (int n : a.n_gen) {
@@ -236,16 +261,19 @@ Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) 
         r.batch = b;
         r.depth = d;
         const int p = d + a.tg_prompt;
-        PagedKvCache kv = PagedFor(bench.hp(), b, p + n, bench.kv_type());
+        PagedKvCache kv = PagedFor(bench.model(), b, p + n, bench.kv_type());
         STET_RETURN_IF_ERROR(bench.Fill(kv, b, p));
         if (auto warm_up = bench.Decode(kv, b, p, 1, 1000); !warm_up.ok()) {
           return warm_up.status();
         }
+        STET_ASSIGN_OR_RETURN(const int64_t wire0, bench.WireBytes());
         for (int rep = 0; rep < a.reps; ++rep) {
           STET_ASSIGN_OR_RETURN(double s, bench.Decode(kv, b, p, n, rep));
           r.seconds.push_back(s);
           r.tok_s.push_back(static_cast<double>(b) * n / s);
         }
+        STET_ASSIGN_OR_RETURN(const int64_t wire1, bench.WireBytes());
+        r.wire_bytes_per_token = static_cast<double>(wire1 - wire0) / (double{1} * a.reps * b * n);
         out->push_back(std::move(r));
       }
       STET_RETURN_IF_ERROR(RunVerifyTests(a, bench, n, d, out));
@@ -341,7 +369,7 @@ ModelFacts Facts(const Model& m) {
 }
 
 void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const char* numerics,
-               const std::vector<TestResult>& tests) {
+               const std::vector<TestResult>& tests, const std::vector<dist::RankStats>& ranks) {
   const ModelFacts f = Facts(m);
   auto ints = [](int v) { return std::to_string(v); };
   const char* commit = std::getenv("STET_GIT_COMMIT");
@@ -374,6 +402,10 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
   field("file_bytes", std::to_string(m.file().file_size()));
   field("packed_bytes", std::to_string(m.packed_bytes()));
   field("threads", ints(threads));
+  field("ranks", ints(static_cast<int>(ranks.size())));
+  field("peak_rss_bytes", JsonArray(ranks, [](const dist::RankStats& r) {
+          return std::to_string(r.peak_rss_bytes);
+        }));
   field("isa", JsonString(IsaName(isa)));
   field("numerics", JsonString(numerics));
   field("kv_type", JsonString(a.kv_type));
@@ -396,6 +428,7 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
          ", \"n_gen\": " + ints(t.n_gen) + ", \"batch\": " + ints(t.batch) +
          ", \"spec_k\": " + ints(t.spec_k) + ", \"depth\": " + ints(t.depth) +
          ", \"median_tok_s\": " + JsonNumber(t.median_tok_s) +
+         ", \"wire_bytes_per_token\": " + JsonNumber(t.wire_bytes_per_token) +
          ", \"tok_s\": " + JsonArray(t.tok_s, JsonNumber) +
          ", \"seconds\": " + JsonArray(t.seconds, JsonNumber) + "}";
   }
@@ -404,7 +437,7 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
 }
 
 void PrintTable(const BenchArgs& a, const Model& m, Isa isa, int threads, const char* numerics,
-                const std::vector<TestResult>& tests) {
+                const std::vector<TestResult>& tests, const std::vector<dist::RankStats>& ranks) {
   const ModelFacts f = Facts(m);
   std::printf("model: %s (%s%s%s, %s, %d layers, %.2f M params)\n", a.model.c_str(), f.name.c_str(),
               f.name.empty() ? "" : ", ", f.arch.c_str(), f.type.c_str(), m.hparams().n_layer,
@@ -413,6 +446,18 @@ void PrintTable(const BenchArgs& a, const Model& m, Isa isa, int threads, const 
       "weights read per token: %.1f MiB; isa %s, %d threads, numerics %s, kv %s; cpu %s\n\n",
       m.weight_bytes() / 1048576.0, IsaName(isa), threads, numerics, a.kv_type.c_str(),
       CpuModel().c_str());
+  if (ranks.size() > 1) {  // tensor parallelism: weights per token above are rank 0's
+    std::printf("tensor parallelism: %zu ranks; peak RSS per rank:", ranks.size());
+    for (const dist::RankStats& r : ranks) std::printf(" %.1f MiB", r.peak_rss_bytes / 1048576.0);
+    std::printf("\n");
+    for (const TestResult& t : tests) {
+      if (t.kind != "spec") {
+        std::printf("  %s: %.0f bytes sent between ranks per token\n", t.name.c_str(),
+                    t.wire_bytes_per_token);
+      }
+    }
+    std::printf("\n");
+  }
   std::printf("| %-10s | %5s | %4s | %12s | %10s | %10s |\n", "test", "batch", "reps",
               "t/s (median)", "min", "max");
   std::printf("|%s|%s|%s|%s|%s|%s|\n", "------------",
@@ -422,6 +467,21 @@ void PrintTable(const BenchArgs& a, const Model& m, Isa isa, int threads, const 
     std::printf("| %-10s | %5d | %4zu | %12.2f | %10.2f | %10.2f |\n", t.name.c_str(), t.batch,
                 t.tok_s.size(), t.median_tok_s, *lo, *hi);
   }
+}
+
+// The other ranks load their shards of the same file (rank 0 checks its hash).
+Status StartGroup(dist::Leader& leader, const std::string& path, int max_ctx, NumericsMode mode,
+                  Isa isa, int threads) {
+  dist::GroupConfig gc;
+  gc.model_path = path;
+  gc.max_ctx = max_ctx;
+  gc.numerics = mode;
+  gc.isa = isa;
+  gc.n_threads = std::max(1, threads);
+  STET_RETURN_IF_ERROR(leader.Start(gc));
+  Result<std::string> sha = Sha256File(path);
+  Status loaded = leader.AwaitLoaded(sha.ok() ? *sha : std::string());  // ends the collective
+  return sha.ok() ? loaded : sha.status();
 }
 
 int RunBench(const BenchArgs& a) {
@@ -453,7 +513,8 @@ int RunBench(const BenchArgs& a) {
   for (int v : a.spec_k)
     if (v < 1 || v > kMaxSpecK) return usage("--spec-k values must be in [1, 32]");
 
-  auto model = Model::Load(a.model, /*progress=*/!a.json);
+  TpComm* world = dist::World();  // under mpirun -np N: rank 0 of the group
+  auto model = Model::LoadShard(a.model, 0, world ? world->size() : 1, /*progress=*/!a.json);
   if (!model.ok()) return ReportError(model.status());
   const Model& m = **model;
   int max_ctx = 1;
@@ -471,14 +532,26 @@ int RunBench(const BenchArgs& a) {
   const int threads =
       a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   ThreadPool pool(std::max(1, threads));
-  Bench bench(m, &pool, *isa, *numerics, kv_type, max_ctx);
+  std::unique_ptr<dist::Leader> leader;
+  if (world) {
+    leader = std::make_unique<dist::Leader>(*world);
+    Status st = StartGroup(*leader, a.model, max_ctx, *numerics, *isa, threads);
+    if (!st.ok()) return ReportError(st);
+  }
+  Bench bench(m, &pool, *isa, *numerics, kv_type, max_ctx, leader.get());
   std::vector<TestResult> tests;
   Status st = RunTests(a, bench, &tests);
   if (!st.ok()) return ReportError(st);
+  std::vector<dist::RankStats> ranks = {{0, dist::PeakRssBytes()}};
+  if (leader) {
+    auto all = leader->Stats();
+    if (!all.ok()) return ReportError(all.status());
+    ranks = *all;
+  }
   if (a.json) {
-    PrintJson(a, m, *isa, threads, NumericsModeName(*numerics), tests);
+    PrintJson(a, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
   } else {
-    PrintTable(a, m, *isa, threads, NumericsModeName(*numerics), tests);
+    PrintTable(a, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
   }
   return kExitOk;
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/mpi_world.h"
 #include "engine/engine.h"
 #include "tools/common.h"
 #include "tools/model_catalog.h"
@@ -79,6 +80,7 @@ int RunRun(const RunArgs& a) {
   eo.spec.k = a.spec_k;
   eo.spec.draft_model = a.draft_model;
   if (Status st = ValidateSpecOptions(eo.spec); !st.ok()) return ReportError(st);
+  eo.tp = dist::World();  // under mpirun -np N: rank 0 of the group
   auto opened = Engine::Open(a.model, eo, !a.quiet);
   if (!opened.ok()) return ReportError(opened.status());
   Engine& engine = **opened;

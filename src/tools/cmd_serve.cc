@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/mpi_world.h"
 #include "engine/engine.h"
 #include "server/openai/chat_prompt.h"
 #include "server/server.h"
@@ -32,6 +33,9 @@ namespace stet::tools {
 namespace {
 
 constexpr int kShutdownGraceS = 5;  // past --drain-timeout, before the process exits regardless
+// After a shutdown signal, the longest a tensor-parallel collective waits for
+// the other ranks (mpirun kills the job a second after its own signal).
+constexpr double kTpDrainWaitS = 0.5;
 
 struct ServeArgs {
   std::string model;
@@ -203,6 +207,10 @@ int RunServe(const ServeArgs& a) {
         count = ++sig->count;
       }
       sig->cv.notify_all();
+      // Tensor parallelism: a rank that is gone (mpirun signals rank 0 a second
+      // after one dies, and kills it a second later) fails the drain's
+      // collectives at once, so the requests in flight get its error.
+      if (TpComm* world = dist::World()) world->Hurry(kTpDrainWaitS);
       if (count >= 2 || !sig->serving) {  // nothing to drain yet, or asked twice
         std::fprintf(stderr, "stet: %s, exiting now\n",
                      count >= 2 ? "second signal" : "signal during load");
@@ -228,6 +236,7 @@ int RunServe(const ServeArgs& a) {
   eo.spec.k = a.spec_k;
   eo.spec.draft_model = a.draft_model;
   if (Status vs = ValidateSpecOptions(eo.spec); !vs.ok()) return ReportError(vs);
+  eo.tp = dist::World();  // under mpirun -np N: rank 0 of the group
   auto engine = Engine::Open(a.model, eo, /*progress=*/true);
   if (!engine.ok()) return ReportError(engine.status());
   server::ModelInfo info = server::ModelInfoOf(a.model, **engine);
@@ -236,6 +245,8 @@ int RunServe(const ServeArgs& a) {
   info.chat_template_kwargs = template_kwargs;
   const std::string fingerprint = (*engine)->fingerprint();
   const int n_ctx = (*engine)->n_ctx();
+  const int tp_ranks = (*engine)->tp_ranks();
+  const Engine* eng = engine->get();  // the server owns it from Attach until Wait returns
   Status st = server.Attach(std::move(*engine), info);
   if (!st.ok()) {
     ReportError(st);
@@ -263,12 +274,31 @@ int RunServe(const ServeArgs& a) {
                  "stet: the model file has no chat template: using stet's built-in '%s' (%s)\n",
                  server.chat_template_builtin().c_str(), server.chat_template_reason().c_str());
   }
+  if (tp_ranks > 1) {
+    std::fprintf(stderr, "stet: tensor parallelism: the model is split across %d ranks\n",
+                 tp_ranks);
+  }
   std::fprintf(stderr, "listening on %s\n", url.c_str());
   std::fflush(stderr);
 
+  // Until a signal; or, with tensor parallelism, until the group breaks (a
+  // rank died: the engine has failed what was in flight and /health says why).
+  Status engine_health;
   {
     std::unique_lock<std::mutex> lock(sig->mu);
-    sig->cv.wait(lock, [&] { return sig->count > 0; });
+    while (
+        !sig->cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return sig->count > 0; })) {
+      engine_health = eng->health();
+      if (!engine_health.ok()) break;
+    }
+  }
+  if (!engine_health.ok()) {
+    // A second of /health saying why (and new requests refused with it), then out.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::fprintf(stderr, "stet: exiting: %s\n", engine_health.message().c_str());
+    server.Shutdown();
+    server.Wait();
+    return kExitError;
   }
   std::fprintf(stderr, "stet: shutting down: no new connections, draining requests in flight\n");
   // Last resort, should a handler not return once its socket is shut (the
@@ -276,6 +306,10 @@ int RunServe(const ServeArgs& a) {
   watchdog.Arm();
   const bool drained = server.Shutdown();
   server.Wait();
+  if (Status h = eng->health(); !h.ok()) {  // a rank died during the drain
+    std::fprintf(stderr, "stet: %s\n", h.message().c_str());
+    return kExitError;
+  }
   if (!drained) {
     std::fprintf(stderr,
                  "stet: --drain-timeout (%d s) passed: requests still running were cancelled\n",

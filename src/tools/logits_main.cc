@@ -14,6 +14,7 @@
 
 #include "base/cpu_features.h"
 #include "base/hash.h"
+#include "dist/mpi_world.h"
 #include "engine/engine.h"
 
 namespace stet {
@@ -101,7 +102,8 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  auto loaded = LoadModelAndTokenizer(path);
+  TpComm* tp = dist::World();
+  auto loaded = LoadModelAndTokenizer(path, false, tp);
   if (!loaded.ok()) {
     std::fprintf(stderr, "stet-logits: %s\n", loaded.status().ToString().c_str());
     return 1;
@@ -147,7 +149,7 @@ int Main(int argc, char** argv) {
       {"alone", 1, 256, &alone}, {"chunked", 1, 3, &alone}, {"batched", 4, 5, &batch}};
   std::string fingerprint;
   for (const Group& g : groups) {
-    auto again = LoadModelAndTokenizer(path);
+    auto again = LoadModelAndTokenizer(path, false, tp);
     if (!again.ok()) {
       std::fprintf(stderr, "stet-logits: %s\n", again.status().ToString().c_str());
       return 1;
@@ -155,6 +157,7 @@ int Main(int argc, char** argv) {
     EngineOptions o = base;
     o.max_seqs = g.max_seqs;
     o.chunk_size = g.chunk_size;
+    o.tp = tp;
     auto engine = Engine::Create(std::move(again->model), std::move(again->tokenizer), o);
     if (!engine.ok()) {
       std::fprintf(stderr, "stet-logits: %s\n", engine.status().ToString().c_str());
@@ -187,4 +190,14 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace stet
 
-int main(int argc, char** argv) { return stet::Main(argc, argv); }
+// Under mpirun -np N (tensor parallelism): rank 0 prints, the others serve its
+// forward passes; the output must equal one process's, byte for byte.
+int main(int argc, char** argv) {
+  auto world = stet::dist::JoinWorld(&argc, &argv);
+  if (!world.ok()) {
+    std::fprintf(stderr, "stet-logits: %s\n", world.status().message().c_str());
+    return 1;
+  }
+  if (*world != nullptr && (*world)->rank() > 0) return stet::dist::WorkerMain();
+  return stet::dist::LeaveWorld(stet::Main(argc, argv));
+}

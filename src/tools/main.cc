@@ -1,7 +1,10 @@
 // The `stet` command: thin subcommands over the engine. Exit codes: 0 ok,
 // 1 the work failed (message on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
 
+#include "dist/mpi_world.h"
 #include "tools/cmd_bench.h"
 #include "tools/cmd_fingerprint.h"
 #include "tools/cmd_gguf_random.h"
@@ -18,7 +21,43 @@
 #include "tools/forensics/cmd_record.h"
 #include "tools/forensics/cmd_replay.h"
 
+namespace {
+
+// The subcommands that split a model across the ranks of mpirun -np N.
+bool SplitsAcrossRanks(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string cmd = argv[1];
+  return cmd == "run" || cmd == "serve" || cmd == "bench";
+}
+
+int Main(int argc, char** argv);
+
+}  // namespace
+
+// Under mpirun -np N > 1 (tensor parallelism, src/dist): rank 0 runs the
+// command, every other rank serves rank 0's forward passes until it quits.
 int main(int argc, char** argv) {
+  auto world = stet::dist::JoinWorld(&argc, &argv);
+  if (!world.ok()) {
+    std::fprintf(stderr, "stet: error: %s\n", world.status().message().c_str());
+    return stet::tools::kExitError;
+  }
+  // A rank's address space: ~1/N of the weights and little else (prlimit --as).
+  if (*world != nullptr) stet::tools::BoundMallocArenas();
+  if (*world != nullptr && (*world)->rank() > 0) return stet::dist::WorkerMain();
+  if (*world != nullptr && !SplitsAcrossRanks(argc, argv)) {
+    std::fprintf(stderr,
+                 "stet: error: under mpirun with %d ranks only run, serve and bench run (they "
+                 "split the model across the ranks); start other commands as one process\n",
+                 (*world)->size());
+    return stet::dist::LeaveWorld(stet::tools::kExitUsage);
+  }
+  return stet::dist::LeaveWorld(Main(argc, argv));
+}
+
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{
       "stet — an LLM inference engine whose answers stand: the same request gives "
       "the same bytes, whatever else the machine is doing."};
@@ -51,3 +90,5 @@ int main(int argc, char** argv) {
   }
   return exit_code;
 }
+
+}  // namespace

@@ -749,5 +749,70 @@ TEST_F(GgufBroken, EverySingleByteCorruptionIsSafe) {
   EXPECT_GT(errors, 100);
 }
 
+// ---------------------------------------------------------------------------
+// OpenHeader: the header alone, tensor bytes mapped on demand (tensor parallelism)
+
+// Same metadata and tensor infos as Open; every tensor's bytes equal through
+// TensorBytes (whole, and a range inside); data null where the read window
+// ended (Gemma 3's 262k-token vocabulary makes a header past the first 4 MiB
+// window, so the window grows too).
+void ExpectHeaderEqualsOpen(const std::string& path, bool expect_unmapped) {
+  STET_REQUIRE_FILE(path);
+  auto full = GgufFile::Open(path);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  auto head = GgufFile::OpenHeader(path);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  ASSERT_EQ((*head)->metadata().size(), (*full)->metadata().size());
+  for (size_t i = 0; i < (*full)->metadata().size(); ++i) {
+    EXPECT_EQ((*head)->metadata()[i].first, (*full)->metadata()[i].first);
+  }
+  ASSERT_EQ((*head)->tensors().size(), (*full)->tensors().size());
+  int unmapped = 0;
+  for (size_t i = 0; i < (*full)->tensors().size(); ++i) {
+    const TensorInfo& a = (*full)->tensors()[i];
+    const TensorInfo& b = (*head)->tensors()[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.dims, b.dims);
+    EXPECT_EQ(a.offset, b.offset);
+    unmapped += b.data == nullptr;
+    auto whole = (*head)->TensorBytes(b, 0, b.size_bytes);
+    ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+    ASSERT_EQ(0, std::memcmp(*whole, a.data, a.size_bytes)) << a.name;
+    if (a.size_bytes > 5000) {
+      auto part = (*head)->TensorBytes(b, 4099, 777);  // not page-aligned
+      ASSERT_TRUE(part.ok());
+      ASSERT_EQ(0, std::memcmp(*part, a.data + 4099, 777)) << a.name;
+    }
+  }
+  EXPECT_EQ(unmapped > 0, expect_unmapped) << unmapped << " tensors unmapped";
+  EXPECT_EQ(*(*head)->GetString("general.architecture"),
+            *(*full)->GetString("general.architecture"));
+}
+
+TEST(GgufOpenHeader, Gemma3LargeHeaderEqualsOpen) {
+  ExpectHeaderEqualsOpen(::stet::testing::ModelCacheDir() + "/gemma-3-270m-q4_k_m.gguf", true);
+}
+
+TEST(GgufOpenHeader, SmallFileIsReadWhole) {
+  ExpectHeaderEqualsOpen(SharedDir() + "/models/stories260K/stories260K.gguf", false);
+}
+
+TEST_F(GgufOpen, OpenHeaderErrorsAreOpens) {
+  std::string path = Tmp("header.gguf");
+  std::string bad = SmallWriter().Serialize();
+  bad.resize(bad.size() - 3);  // the last tensor ends past the file
+  std::FILE* fp = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(fp, nullptr);
+  std::fwrite(bad.data(), 1, bad.size(), fp);
+  std::fclose(fp);
+  auto a = GgufFile::Open(path);
+  auto b = GgufFile::OpenHeader(path);
+  ::unlink(path.c_str());
+  ASSERT_FALSE(a.ok());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(a.status().ToString(), b.status().ToString());
+  EXPECT_EQ(GgufFile::OpenHeader("/nonexistent/x.gguf").status().code(), StatusCode::kIoError);
+}
+
 }  // namespace
 }  // namespace stet::gguf

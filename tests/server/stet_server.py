@@ -80,13 +80,16 @@ def gemma3_path():
 class StetServer:
     """A `stet serve` process on 127.0.0.1 with an OS-chosen port."""
 
-    def __init__(self, model, *args, wait=True, host="127.0.0.1"):
+    def __init__(self, model, *args, wait=True, host="127.0.0.1", launcher=(), env=None):
+        """launcher: a command the server runs under (["mpirun", "-np", "2"])."""
         self.host = host
-        self.cmd = [stet_binary(), "serve", "-m", model, "--host", host, "--port", "0", *args]
+        self.cmd = [*launcher, stet_binary(), "serve", "-m", model, "--host", host, "--port", "0",
+                    *args]
         # /metrics needs the key when the server has one (unless --metrics-public).
         self.api_key = args[args.index("--api-key") + 1] if "--api-key" in args else None
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+                                     stderr=subprocess.PIPE,
+                                     env=None if env is None else {**os.environ, **env})
         self._lines = []
         self._cv = threading.Condition()
         self.port = None
