@@ -89,6 +89,7 @@ struct Engine::Impl {
   void ReleaseParked(RequestState& r, const RequestEvent& scored);
   void SampleOne(Sequence* s, size_t row);
   const uint8_t* GrammarMask(Sequence* s);
+  const uint8_t* MinTokensMask(Sequence* s, const uint8_t* allowed);
   void SampleSpeculative(const StepPlan& pl);
 };
 
@@ -566,6 +567,10 @@ void Engine::Impl::SampleOne(Sequence* s, size_t row) {
     allowed = GrammarMask(s);
     if (!allowed) return;  // finished with kError
   }
+  if (s->n_generated < p.min_tokens) {
+    allowed = MinTokensMask(s, allowed);
+    if (!allowed) return;  // finished with kError
+  }
   TokenPick pick = sampler.Pick(raw, n_vocab, p.sampling, {&s->tokens, &s->out_counts},
                                 p.top_logprobs, static_cast<uint32_t>(s->choice), pos, allowed);
   TokenOut t;
@@ -629,6 +634,26 @@ const uint8_t* Engine::Impl::GrammarMask(Sequence* s) {
   }
   if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) {
     Finish(s, FinishReason::kError, "grammar: no token of the vocabulary can continue the output");
+    return nullptr;
+  }
+  return mask.data();
+}
+
+// Before min_tokens tokens, the choice may not end: end-of-generation ids
+// (unless ignore_eos, where they do not end it) and stop ids are taken out of
+// `allowed` (the grammar's mask, or null: every token). A mask is a function
+// of the choice's own state, so batching still cannot change a bit. Null, the
+// choice finished with kError, when nothing is left.
+const uint8_t* Engine::Impl::MinTokensMask(Sequence* s, const uint8_t* allowed) {
+  const RequestParams& p = s->req->params;
+  if (allowed == nullptr) mask.assign(n_vocab, 1);  // else `allowed` is mask.data()
+  if (!p.ignore_eos) {
+    for (int32_t id : engine.tokenizer().eog_ids()) mask[id] = 0;
+  }
+  for (int32_t id : p.stop_ids) mask[id] = 0;
+  if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) {
+    Finish(s, FinishReason::kError,
+           "min_tokens: no token of the vocabulary may continue the output");
     return nullptr;
   }
   return mask.data();
