@@ -139,6 +139,7 @@ void BindOptions(nb::module_& m) {
       .def_rw("chunk_size", &LlmOptions::chunk_size)
       .def_rw("enable_prefix_caching", &LlmOptions::enable_prefix_caching)
       .def_rw("chat_template", &LlmOptions::chat_template)
+      .def_rw("chat_template_kwargs", &LlmOptions::chat_template_kwargs)
       .def_rw("progress", &LlmOptions::progress);
 }
 
@@ -252,8 +253,8 @@ void BindEngine(nb::module_& m) {
       .def_prop_ro("eos", [](const Offline& o) { return o.tokenizer().eos(); })
       .def_prop_ro("eog_ids", [](const Offline& o) { return o.tokenizer().eog_ids(); })
       .def_prop_ro("chat_template", &Offline::chat_template_source)
-      .def_prop_ro("chat_template_is_fallback",
-                   [](const Offline& o) { return o.chat().is_fallback(); })
+      .def_prop_ro("chat_template_builtin",
+                   [](const Offline& o) { return o.chat().builtin_name(); })
       .def_prop_ro("chat_extra_stops", [](const Offline& o) { return o.chat().extra_stops(); })
       .def(
           "encode",
@@ -278,13 +279,14 @@ void BindEngine(nb::module_& m) {
       .def(
           "render_chat",
           [](const Offline& o, const std::string& messages, const std::string& tools, bool agp,
-             const std::string& kwargs) {
-            auto text = o.RenderChat(messages, tools, agp, kwargs);
+             bool cont, const std::string& kwargs, std::optional<int64_t> clock) {
+            auto text = o.RenderChat(messages, tools, agp, cont, kwargs, clock);
             if (auto* r = std::get_if<Refusal>(&text)) Raise(*r);
             return Bytes(std::get<0>(text));
           },
           "messages_json"_a, "tools_json"_a = "", "add_generation_prompt"_a = true,
-          "kwargs_json"_a = "")
+          "continue_final_message"_a = false, "kwargs_json"_a = "",
+          "clock"_a = std::optional<int64_t>())
       .def("chat_tokenize",
            [](const Offline& o, const std::string& text) { return Ids(o.chat().Tokenize(text)); })
       .def("prepare",

@@ -10,7 +10,6 @@
 
 #include "server/openai/request_parse.h"
 #include "server/server.h"
-#include "template/chat_template.h"
 #include "tools/common.h"
 #include "tools/model_catalog.h"
 
@@ -88,11 +87,19 @@ Result<std::shared_ptr<Offline>> Offline::Open(const LlmOptions& o) {
   llm->path_ = path;
   server::ModelInfo info = server::ModelInfoOf(path, *engine);
   llm->model_id_ = info.names.id;
-  const std::string& source = o.chat_template.empty() ? info.chat_template : o.chat_template;
+  server::ChatPromptSetup setup;  // as Server::Attach makes it
+  setup.source = o.chat_template.empty() ? info.chat_template : o.chat_template;
+  setup.architecture = info.architecture;
+  setup.model_name = info.model_name;
+  setup.limits = info.template_limits;
+  if (!o.chat_template_kwargs.empty()) {
+    setup.default_kwargs = Json::parse(o.chat_template_kwargs, nullptr, false);
+    if (!setup.default_kwargs.is_object())
+      return InvalidArgument("chat_template_kwargs must be a JSON object");
+  }
   llm->engine_ = std::move(engine);
-  STET_ASSIGN_OR_RETURN(
-      server::ChatPrompt chat,
-      server::ChatPrompt::Create(source, llm->engine_->tokenizer(), info.template_limits));
+  STET_ASSIGN_OR_RETURN(server::ChatPrompt chat,
+                        server::ChatPrompt::Create(setup, llm->engine_->tokenizer()));
   llm->chat_ = std::make_unique<server::ChatPrompt>(std::move(chat));
   return llm;
 }
@@ -151,41 +158,27 @@ std::optional<Refusal> CheckSpec(const RequestSpec& spec) {
 std::variant<std::string, Refusal> Offline::RenderChat(const std::string& messages_json,
                                                        const std::string& tools_json,
                                                        bool add_generation_prompt,
-                                                       const std::string& kwargs_json) const {
+                                                       bool continue_final_message,
+                                                       const std::string& kwargs_json,
+                                                       std::optional<int64_t> clock) const {
   Json body = Json::object();
+  server::ChatPromptOptions options;
   try {
     body["messages"] = Json::parse(messages_json);
     if (!tools_json.empty()) body["tools"] = Json::parse(tools_json);
+    if (!kwargs_json.empty()) options.chat_template_kwargs = Json::parse(kwargs_json);
   } catch (const std::exception& e) {
-    return Refusal{"messages", std::string("messages are not JSON: ") + e.what()};
+    return Refusal{"messages", std::string("messages: not JSON (") + e.what() + ")"};
   }
   Json messages, tools;
   if (auto e = server::ParseMessages(body, &messages)) return Refusal{e->param, e->message};
   if (auto e = server::ParseTools(body, &tools)) return Refusal{e->param, e->message};
-  if (kwargs_json.empty()) {
-    auto text = chat_->Render(messages, tools, std::nullopt, add_generation_prompt);
-    if (!text.ok()) return Refusal{text.error().param, text.error().message};
-    return std::move(*text);
-  }
-  // chat_template_kwargs: the template's extra variables, as transformers'
-  // apply_chat_template(**kwargs) passes them (server/openai/chat_prompt has no
-  // such option yet; this renders the same template with the same context plus them).
-  Json extra;
-  try {
-    extra = Json::parse(kwargs_json);
-  } catch (const std::exception& e) {
-    return Refusal{"chat_template_kwargs", std::string("not JSON: ") + e.what()};
-  }
-  if (!extra.is_object())
-    return Refusal{"chat_template_kwargs", "chat_template_kwargs must be a dict"};
-  const Tokenizer& tok = engine_->tokenizer();
-  const std::string bos = tok.bos() >= 0 ? std::string(tok.TokenText(tok.bos())) : "";
-  const std::string eos = tok.eos() >= 0 ? std::string(tok.TokenText(tok.eos())) : "";
-  auto text = ApplyChatTemplate(chat_->source(), messages, tools, add_generation_prompt, bos, eos,
-                                extra, ChatTemplateOptions{});
-  if (!text.ok())
-    return Refusal{"messages",
-                   "The chat template rejected the messages: " + text.status().message()};
+  options.add_generation_prompt = add_generation_prompt;
+  options.continue_final_message = continue_final_message;
+  options.now_unix = server::TemplateClock(clock);
+  if (auto e = server::CheckChatPromptOptions(options)) return Refusal{e->param, e->message};
+  auto text = chat_->Render(messages, tools, options);
+  if (!text.ok()) return Refusal{text.error().param, text.error().message};
   return std::move(*text);
 }
 

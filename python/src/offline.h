@@ -39,6 +39,7 @@ struct LlmOptions {
   int chunk_size = 256;
   bool enable_prefix_caching = true;
   std::string chat_template;  // replaces the GGUF's tokenizer.chat_template (text)
+  std::string chat_template_kwargs;  // JSON object: every chat's template variables ("": none)
   bool progress = false;      // load progress on stderr
 };
 
@@ -98,14 +99,16 @@ class Offline {
   // Validated engine parameters, or the refusal naming the field.
   std::variant<RequestParams, Refusal> Build(const RequestSpec& spec) const;
 
-  // The conversation rendered as `stet serve` renders it (messages and tools
-  // normalized by the server's parser; its refusals name the field, e.g.
-  // "messages[1].role"), or with `kwargs_json` (a JSON object, "" for none)
-  // added to the template's variables.
+  // The conversation rendered as `stet serve` renders it: messages and tools
+  // normalized by the server's parser, the options (ChatPromptOptions:
+  // `kwargs_json` a JSON object or "", the clock absent: now) checked by its
+  // CheckChatPromptOptions; refusals name the field (e.g. "messages[1].role").
   std::variant<std::string, Refusal> RenderChat(const std::string& messages_json,
                                                 const std::string& tools_json,
                                                 bool add_generation_prompt,
-                                                const std::string& kwargs_json) const;
+                                                bool continue_final_message,
+                                                const std::string& kwargs_json,
+                                                std::optional<int64_t> clock) const;
 
  private:
   std::string path_, model_id_;

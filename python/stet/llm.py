@@ -49,7 +49,8 @@ class LLM:
     batching and speculation never change a bit. ``seed``: the seed of
     requests whose SamplingParams name none (else each draws its own, reported
     in RequestOutput.seed). ``chat_template``: a template text or file
-    replacing the model's.
+    replacing the model's; ``chat_template_kwargs``: template variables every
+    chat gets (as `stet serve --chat-template-kwargs`).
     """
 
     def __init__(self, model: str, *, threads: Optional[int] = None,
@@ -59,6 +60,7 @@ class LLM:
                  draft_model: Optional[str] = None, num_speculative_tokens: int = 4,
                  isa: str = "auto", max_num_seqs: int = 64, max_num_batched_tokens: int = 512,
                  enable_prefix_caching: bool = True, chat_template: Optional[str] = None,
+                 chat_template_kwargs: Optional[Dict[str, Any]] = None,
                  tokenizer: Optional[str] = None, seed: Optional[int] = None,
                  progress: bool = False, **kwargs):
         for k, v in kwargs.items():
@@ -88,6 +90,8 @@ class LLM:
                 with open(chat_template, encoding="utf-8") as f:
                     chat_template = f.read()
             o.chat_template = chat_template
+        if chat_template_kwargs:
+            o.chat_template_kwargs = _json.dumps(chat_template_kwargs, ensure_ascii=False)
         o.progress = bool(progress)
         self._engine = _core.Engine.open(o)
         self._seed = None if seed is None else int(seed)
@@ -137,10 +141,12 @@ class LLM:
              chat_template: Optional[str] = None, add_generation_prompt: bool = True,
              continue_final_message: bool = False, tools: Optional[List[Dict[str, Any]]] = None,
              chat_template_kwargs: Optional[Dict[str, Any]] = None,
-             lora_request: None = None) -> List[RequestOutput]:
+             lora_request: None = None, clock: Optional[int] = None) -> List[RequestOutput]:
         """Chat completions: a conversation (a list of {"role", "content"}
         messages) or a list of conversations, each rendered by the model's
-        chat template exactly as `stet serve`'s /v1/chat/completions renders it."""
+        chat template exactly as `stet serve`'s /v1/chat/completions renders it
+        (``clock``: the Unix time the template's strftime_now/date_string see,
+        as the server's metadata.stet_clock; None: now)."""
         if lora_request is not None:
             raise ValueError("LoRA adapters are not supported by stet")
         if chat_template is not None:
@@ -154,7 +160,7 @@ class LLM:
         items, prepared = [], []
         for conv, sp in zip(conversations, params):
             text = render_chat(self._engine, conv, tools, add_generation_prompt,
-                               continue_final_message, chat_template_kwargs)
+                               continue_final_message, chat_template_kwargs, clock)
             ids = self._engine.chat_tokenize(text)
             items.append((text, ids))
             prepared.append(self._prepare(ids, sp, "messages", self._engine.chat_extra_stops))

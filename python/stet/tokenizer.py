@@ -69,44 +69,29 @@ class Tokenizer:
                             add_generation_prompt: bool = False, tokenize: bool = True,
                             continue_final_message: bool = False,
                             chat_template_kwargs: Optional[Dict[str, Any]] = None,
-                            **kwargs):
+                            clock: Optional[int] = None, **kwargs):
         """The conversation rendered by the model's chat template as `stet serve`
         renders it (ids as its chat endpoint tokenizes them with tokenize=True).
-        Extra keyword arguments become template variables, as in transformers."""
+        Extra keyword arguments become template variables, as in transformers;
+        ``clock`` (Unix seconds) is the instant strftime_now() and date_string
+        see (None: now, as the server without metadata.stet_clock)."""
         text = render_chat(self._engine, conversation, tools, add_generation_prompt,
-                           continue_final_message, {**(chat_template_kwargs or {}), **kwargs})
+                           continue_final_message, {**(chat_template_kwargs or {}), **kwargs},
+                           clock)
         return self._engine.chat_tokenize(text) if tokenize else text
 
 
 def render_chat(engine, conversation, tools, add_generation_prompt, continue_final_message,
-                kwargs) -> str:
-    """The rendered conversation (RequestError naming the field when refused)."""
+                kwargs, clock=None) -> str:
+    """The rendered conversation, by the server's ChatPrompt with these options
+    (RequestError naming the field when refused)."""
     from .errors import RequestError
-    if continue_final_message:
-        if add_generation_prompt:
-            raise RequestError("continue_final_message and add_generation_prompt cannot both "
-                               "be true", "continue_final_message")
-        if not conversation or conversation[-1].get("role") != "assistant":
-            raise RequestError("continue_final_message needs a final assistant message",
-                               "continue_final_message")
     try:
         messages_json = _json.dumps(conversation, ensure_ascii=False)
         tools_json = "" if not tools else _json.dumps(tools, ensure_ascii=False)
         kwargs_json = "" if not kwargs else _json.dumps(kwargs, ensure_ascii=False)
     except (TypeError, ValueError) as e:
         raise RequestError(f"messages: not JSON-serializable ({e})", "messages") from None
-    text = _text(engine.render_chat(messages_json, tools_json, add_generation_prompt,
-                                    kwargs_json))
-    if continue_final_message:
-        # As transformers: cut the text right after the final message's content,
-        # so the model continues it instead of starting a new turn.
-        final = conversation[-1].get("content") or ""
-        if isinstance(final, list):
-            final = "\n".join(p.get("text", "") for p in final if isinstance(p, dict))
-        final = final.strip()
-        at = text.rfind(final) if final else -1
-        if at < 0:
-            raise RequestError("continue_final_message: the final message's content does not "
-                               "appear in the rendered conversation", "continue_final_message")
-        text = text[:at + len(final)]
-    return text
+    return _text(engine.render_chat(messages_json, tools_json, add_generation_prompt,
+                                    continue_final_message, kwargs_json,
+                                    None if clock is None else int(clock)))

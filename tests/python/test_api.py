@@ -199,3 +199,21 @@ def test_structured_outputs(smollm2):
         temperature=0, max_tokens=10, structured_outputs=StructuredOutputsParams(
             grammar='root ::= "A" [0-9] [0-9]')), use_tqdm=False)[0].outputs[0]
     assert re.fullmatch(r"A[0-9]{2}", gram.text)
+
+
+def test_chat_template_override_clock_and_default_kwargs():
+    from conftest import stories_path
+    tmpl = ("{{ strftime_now('%Y-%m-%d') }} {{ greeting }}|{% for m in messages %}"
+            "{{ m['role'] }}:{{ m['content'] }};{% endfor %}")
+    llm = stet.LLM(stories_path(), chat_template=tmpl, chat_template_kwargs={"greeting": "hi"})
+    tok = llm.get_tokenizer()
+    conv = [{"role": "user", "content": "x"}]
+    assert tok.apply_chat_template(conv, tokenize=False, clock=86400) == "1970-01-02 hi|user:x;"
+    assert tok.apply_chat_template(conv, tokenize=False, clock=0,
+                                   chat_template_kwargs={"greeting": "yo"}) == \
+        "1970-01-01 yo|user:x;"
+    out = llm.chat(conv, SamplingParams(temperature=0, max_tokens=3), clock=86400,
+                   use_tqdm=False)[0]
+    assert out.prompt == "1970-01-02 hi|user:x;"
+    assert out.prompt_token_ids == tok.apply_chat_template(conv, clock=86400,
+                                                           add_generation_prompt=True)

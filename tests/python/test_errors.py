@@ -91,10 +91,12 @@ def test_chat_refusals_name_the_field(smollm2):
     with pytest.raises(RequestError) as e:
         smollm2.chat([{"role": "user"}])
     assert e.value.param == "messages[0].content"
-    with pytest.raises(RequestError) as e:
-        smollm2.chat([{"role": "user", "content": "hi"}], continue_final_message=True,
-                     add_generation_prompt=False)
+    with pytest.raises(RequestError) as e:  # add_generation_prompt is True by default
+        smollm2.chat([{"role": "assistant", "content": "hi"}], continue_final_message=True)
     assert e.value.param == "continue_final_message"
+    with pytest.raises(RequestError) as e:
+        smollm2.chat([{"role": "user", "content": "hi"}], chat_template_kwargs={"messages": []})
+    assert e.value.param == "chat_template_kwargs"
 
 
 def test_bad_options_and_files_are_exceptions(tmp_path):
