@@ -38,9 +38,9 @@ struct LlmOptions {
   int max_num_batched_tokens = 512;
   int chunk_size = 256;
   bool enable_prefix_caching = true;
-  std::string chat_template;  // replaces the GGUF's tokenizer.chat_template (text)
+  std::string chat_template;         // replaces the GGUF's tokenizer.chat_template (text)
   std::string chat_template_kwargs;  // JSON object: every chat's template variables ("": none)
-  bool progress = false;      // load progress on stderr
+  bool progress = false;             // load progress on stderr
 };
 
 // A refusal of a request or a chat: the field at fault (as the server's `param`) and why.
