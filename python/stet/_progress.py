@@ -12,7 +12,7 @@ class Progress:
         self.what = what
         self.tty = self.enabled and sys.stderr.isatty()
         self.start = time.monotonic()
-        self.last_line = 0.0
+        self.last_line = self.start  # no line in the first two seconds
         self.last_tenth = 0
         self.last_draw = 0.0
 

@@ -217,3 +217,25 @@ def test_chat_template_override_clock_and_default_kwargs():
     assert out.prompt == "1970-01-02 hi|user:x;"
     assert out.prompt_token_ids == tok.apply_chat_template(conv, clock=86400,
                                                            add_generation_prompt=True)
+
+
+def test_the_interpreter_runs_while_the_engine_works(smollm2):
+    """generate releases the GIL: another Python thread keeps running meanwhile."""
+    import threading
+    import time
+    done = threading.Event()
+
+    def work():
+        smollm2.generate([f"Prompt {i}" for i in range(16)],
+                         SamplingParams(temperature=0, max_tokens=100, ignore_eos=True),
+                         use_tqdm=False)
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    time.sleep(0.05)  # the batch is in the engine
+    spins, t0 = 0, time.monotonic()
+    while not done.is_set() and time.monotonic() - t0 < 1.0:
+        spins += 1
+    t.join()
+    assert spins > 10000, spins
