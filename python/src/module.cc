@@ -6,10 +6,12 @@
 // refusal becomes stet.RequestError (a ValueError carrying the field), any
 // other failure a Python exception — never an abort of the interpreter.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "base/cpu_features.h"
@@ -238,6 +240,54 @@ std::shared_ptr<Offline> OpenLlm(const LlmOptions& o) {
   return *llm;
 }
 
+using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+// The element type of an array handed to load_weights: its dtype, or `hint`
+// ("bf16", "f16") for 16-bit integers carrying raw half-precision bits.
+DType ArrayType(const Array& a, const std::string& name, const std::string& hint) {
+  const nb::dlpack::dtype t = a.dtype();
+  const auto code = static_cast<nb::dlpack::dtype_code>(t.code);
+  if (t.lanes == 1 && t.bits == 32 && code == nb::dlpack::dtype_code::Float) return DType::kF32;
+  if (t.lanes == 1 && t.bits == 16 && code == nb::dlpack::dtype_code::Float) return DType::kF16;
+  if (t.lanes == 1 && t.bits == 16 && code == nb::dlpack::dtype_code::Bfloat) return DType::kBF16;
+  if (t.lanes == 1 && t.bits == 16 && code != nb::dlpack::dtype_code::Float) {
+    if (hint == "bf16") return DType::kBF16;
+    if (hint == "f16") return DType::kF16;
+  }
+  throw nb::type_error(("weights for '" + name +
+                        "' must be float32, float16 or bfloat16 values (16-bit integers with "
+                        "the hint \"bf16\" or \"f16\")")
+                           .c_str());
+}
+
+// (name, array, hint) triples -> Engine::LoadWeights, the GIL released while it runs.
+void LoadWeights(Offline& o,
+                 const std::vector<std::tuple<std::string, Array, std::string>>& items) {
+  std::vector<TensorValues> values;
+  for (const auto& [name, a, hint] : items)
+    values.push_back({name, ArrayType(a, name, hint), a.data(), static_cast<int64_t>(a.size())});
+  Status st;
+  {
+    nb::gil_scoped_release release;
+    st = o.engine().LoadWeights(values);
+  }
+  if (!st.ok()) {
+    if (st.code() == StatusCode::kNotFound) throw nb::key_error(st.message().c_str());
+    Raise(st);
+  }
+}
+
+// Every tensor of the file: (name, type, shape as Python writes it: outermost first).
+nb::list Tensors(Offline& o) {
+  nb::list out;
+  for (const gguf::TensorInfo& t : o.engine().model().file().tensors()) {
+    nb::list shape;
+    for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d) shape.append(*d);
+    out.append(nb::make_tuple(t.name, DTypeName(t.type), nb::tuple(shape)));
+  }
+  return out;
+}
+
 void BindEngine(nb::module_& m) {
   nb::class_<Offline>(m, "Engine")
       .def_static("open", &OpenLlm, "options"_a)
@@ -246,6 +296,14 @@ void BindEngine(nb::module_& m) {
                    [](Offline& o) { return o.engine().fingerprint_descriptor(); })
       .def_prop_ro("model_sha256", [](Offline& o) { return o.engine().model_sha256(); })
       .def_prop_ro("model_path", &Offline::model_path)
+      .def_prop_ro("arch",
+                   [](Offline& o) { return std::string(o.engine().model().hparams().arch->name); })
+      .def_prop_ro("n_head", [](Offline& o) { return o.engine().model().hparams().n_head; })
+      .def_prop_ro("n_head_kv", [](Offline& o) { return o.engine().model().hparams().n_head_kv; })
+      .def_prop_ro("tied_output",
+                   [](Offline& o) { return o.engine().model().weights().tied_output; })
+      .def("tensors", &Tensors)
+      .def("load_weights", &LoadWeights, "items"_a)
       .def_prop_ro("model_id", &Offline::model_id)
       .def_prop_ro("n_ctx", &Offline::n_ctx)
       .def_prop_ro("n_vocab", [](const Offline& o) { return o.tokenizer().n_vocab(); })

@@ -119,8 +119,12 @@ RequestParams ParamsOf(const RequestSpec& spec, int n_ctx) {
   p.stop = spec.stop;
   p.stop_ids = spec.stop_token_ids;
   p.ignore_eos = spec.ignore_eos;
-  // One top-k serves both lists; each is trimmed to what it asked for.
-  p.top_logprobs = std::max(spec.logprobs.value_or(0), spec.prompt_logprobs.value_or(0));
+  // One top-k serves both lists; each is trimmed to what it asked for. At least
+  // one alternative when either list is asked for, so a most likely token's
+  // rank (1) is known even with logprobs=0 (the alternatives never change a draw).
+  const bool any = spec.logprobs.has_value() || spec.prompt_logprobs.has_value();
+  p.top_logprobs =
+      std::max({spec.logprobs.value_or(0), spec.prompt_logprobs.value_or(0), any ? 1 : 0});
   p.prompt_logprobs = spec.prompt_logprobs.has_value();
   p.speculative = spec.speculative;
   p.grammar = spec.grammar;
@@ -130,12 +134,15 @@ RequestParams ParamsOf(const RequestSpec& spec, int n_ctx) {
 
 std::optional<Refusal> Check(const RequestParams& p, const RequestSpec& spec,
                              const RequestLimits& limits) {
+  for (const auto& [name, k] :
+       {std::pair{"logprobs", spec.logprobs}, std::pair{"prompt_logprobs", spec.prompt_logprobs}}) {
+    if (k && (*k < 0 || *k > kMaxTopLogprobs))
+      return Refusal{name, std::string(name) + " must be in [0, " +
+                               std::to_string(kMaxTopLogprobs) + "], not " + std::to_string(*k)};
+  }
   std::string field;
   const Status st = ValidateRequest(p, limits, &field);
   if (st.ok()) return std::nullopt;
-  if (field == "top_logprobs" && spec.logprobs.value_or(0) < p.top_logprobs)
-    return RefusalOf(Status(st.code(), "prompt_logprobs" + st.message().substr(field.size())),
-                     "prompt_logprobs");
   return RefusalOf(st, field);
 }
 

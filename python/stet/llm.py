@@ -117,6 +117,26 @@ class LLM:
     def get_tokenizer(self) -> Tokenizer:
         return self._tokenizer
 
+    # --- weights that change (RL: the sampler follows the trainer) ---
+    def load_weights(self, weights) -> None:
+        """Replaces float weights in place, between engine steps: ``weights`` is
+        a dict or an iterable of (name, tensor) pairs — GGUF names
+        ("blk.0.attn_q.weight") or the architecture's Hugging Face names
+        ("model.layers.0.self_attn.q_proj.weight", permuted as llama.cpp's
+        converter does) — with numpy arrays or torch tensors (float32, float16,
+        bfloat16; any device) in the Hugging Face shape. All or none; no file,
+        no reload. Requests already submitted finish with the weights they
+        started with. Afterwards ``fingerprint`` names the current weights
+        (the file's again when they equal it). Only f32/f16/bf16 tensors can
+        change (quantized ones are refused: stet does not re-quantize), and
+        values are never rounded."""
+        from .weights import prepare
+        self._engine.load_weights(prepare(self._engine, weights))
+
+    def weight_names(self) -> List[str]:
+        """The GGUF names of the model's tensors (what load_weights takes)."""
+        return [name for name, _, _ in self._engine.tensors()]
+
     # --- generation ---
     def generate(self, prompts: Union[PromptType, Sequence[PromptType], None] = None,
                  sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None,
@@ -274,6 +294,8 @@ class LLM:
             prompt_logprobs = [None] + [self._logprobs(t, lp, top, sp.prompt_logprobs)
                                         for t, lp, top in zip(p_ids[1:], p_lps[1:], p_tops[1:])]
         outs = [self._choice(i, c, sp) for i, c in enumerate(choices)]
+        if sp.truncate_prompt_tokens is not None:
+            ids = ids[-sp.truncate_prompt_tokens:]
         return RequestOutput(request_id=str(next(self._counter)), prompt=text,
                              prompt_token_ids=list(p_ids) if p_ids else list(ids),
                              prompt_logprobs=prompt_logprobs, outputs=outs,

@@ -104,7 +104,8 @@ def test_logprobs_shaped_as_vllm(stories):
     for t, d in zip(out.prompt_token_ids[1:], out.prompt_logprobs[1:]):
         assert next(iter(d)) == t and 2 <= len(d) <= 3
     greedy = stories.generate("The little dog", SamplingParams(temperature=0, max_tokens=8,
-                                                               logprobs=1), use_tqdm=False)[0]
+                                                               logprobs=0), use_tqdm=False)[0]
+    assert all(len(d) == 1 for d in greedy.outputs[0].logprobs)  # logprobs=0: the token only
     assert all(d[t].rank == 1 for t, d in zip(greedy.outputs[0].token_ids,
                                                greedy.outputs[0].logprobs))
     assert stories.generate("x", SamplingParams(max_tokens=2),

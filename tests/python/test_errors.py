@@ -30,6 +30,7 @@ from stet import RequestError, SamplingParams, StructuredOutputsParams
     (dict(repetition_penalty=0), "repetition_penalty"),
     (dict(logit_bias={5: 200}), "logit_bias"),
     (dict(logprobs=21), "logprobs"),
+    (dict(logprobs=-1), "logprobs"),
     (dict(prompt_logprobs=50), "prompt_logprobs"),
     (dict(temperature="hot"), "temperature"),
     (dict(stop=[1]), "stop"),
