@@ -31,7 +31,7 @@ using engine_internal::StepPlan;
 // → cancel → plan (the Scheduler's policy) → run the batch → consume the
 // logits (prompt scores, prefix-cache publish) → sample and emit → collect.
 struct Engine::Impl {
-  Impl(const Engine& e, const EngineOptions& o, int n_ctx, int n_blocks,
+  Impl(Engine& e, const EngineOptions& o, int n_ctx, int n_blocks,
        std::unique_ptr<dist::Leader> group)
       : engine(e),
         n_ctx(n_ctx),
@@ -55,9 +55,21 @@ struct Engine::Impl {
   EngineStats stats;
   uint64_t next_id = 1;
   Status group_error;  // set once, when the tensor-parallel group breaks
+  // LoadWeights' hand-over: the new values, applied once every request that
+  // arrived before it (id < barrier) has finished; the caller waits for done.
+  struct WeightsTask {
+    const std::vector<TensorValues>* values = nullptr;
+    uint64_t barrier = 0;
+    bool done = false;
+    Status status;
+  };
+  WeightsTask* weights_task = nullptr;
+  // How many times the weights changed: mixed into every later request's
+  // prefix-cache root, so no block the old weights computed is hit again.
+  uint64_t weights_epoch = 0;
 
   // Engine thread only.
-  const Engine& engine;
+  Engine& engine;  // its model changes only in ApplyWeights, between steps
   const int n_ctx;
   const SpecOptions spec;
   const int n_vocab;
@@ -82,6 +94,10 @@ struct Engine::Impl {
   std::thread thread;  // runs Engine::Loop; joined by ~Engine
 
   bool Intake(std::vector<uint64_t>* cancels_out);
+  bool BehindWeights(const RequestState& r) const {  // with mu held
+    return weights_task != nullptr && r.id >= weights_task->barrier;
+  }
+  void ApplyWeights();  // with mu held
   void ApplyCancellations(const std::vector<uint64_t>& ids);
   void ProposeDrafts();
   void PrefillDrafts();
@@ -99,6 +115,7 @@ struct Engine::Impl {
   void ReleaseParked(RequestState& r, const RequestEvent& scored);
   void SampleOne(Sequence* s, size_t row);
   const uint8_t* GrammarMask(Sequence* s);
+  const uint8_t* MinTokensMask(Sequence* s, const uint8_t* allowed);
   void SampleSpeculative(const StepPlan& pl);
 };
 
@@ -157,10 +174,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   }
   if (!sha.ok()) return sha.status();
   e->model_sha256_ = std::move(*sha);
-  FingerprintInputs fi{e->model_sha256_, opts.kv_type, opts.numerics};
-  e->fingerprint_ = Fingerprint(fi);
-  e->fingerprint_descriptor_ = FingerprintDescriptor(fi);
+  e->kv_type_ = opts.kv_type;
+  e->numerics_ = opts.numerics;
   e->model_ = std::move(model);
+  e->SetFingerprint();
   e->tokenizer_ = std::move(tokenizer);
   try {  // the KV pool is the engine's one large allocation: too large is an error, not a crash
     e->impl_ = std::make_unique<Impl>(*e, opts, e->n_ctx_, n_blocks, std::move(group));
@@ -344,16 +361,24 @@ void Engine::Loop() {
 bool Engine::Impl::Intake(std::vector<uint64_t>* cancels_out) {
   std::unique_lock<std::mutex> lock(mu);
   PublishStats();
-  auto work = [&] { return stop || !incoming.empty() || !cancels.empty() || !sched.idle(); };
+  auto work = [&] {
+    return stop || !incoming.empty() || !cancels.empty() || !sched.idle() || weights_task;
+  };
   if (leader && !broken) {  // wakes up to keep the idle group proven alive
     cv.wait_for(lock, std::chrono::duration<double>(dist::kHeartbeatS), work);
   } else {
     cv.wait(lock, work);
   }
   if (stop) return false;
-  while (!incoming.empty()) {
+  if (weights_task && sched.idle() && (incoming.empty() || BehindWeights(*incoming.front())))
+    ApplyWeights();
+  while (!incoming.empty() && !BehindWeights(*incoming.front())) {
     auto r = incoming.front();
     incoming.pop_front();
+    if (weights_epoch > 0) {  // a prefix-cache scope of these weights' own
+      const uint64_t key[2] = {r->params.cache_salt, weights_epoch};
+      r->params.cache_salt = Fnv1a64(key, sizeof key);
+    }
     for (int c = 0; c < r->params.n; ++c) {
       auto s = std::make_unique<Sequence>();
       s->req = r;
@@ -379,6 +404,53 @@ bool Engine::Impl::Intake(std::vector<uint64_t>* cancels_out) {
   cancels_out->clear();
   cancels_out->swap(cancels);
   return true;
+}
+
+// Every request that arrived before LoadWeights has finished and nothing
+// runs: the weights change here, between two steps.
+void Engine::Impl::ApplyWeights() {
+  weights_task->status = engine.model_->ReplaceTensors(*weights_task->values);
+  if (weights_task->status.ok()) {
+    ++weights_epoch;
+    engine.SetFingerprint();
+  }
+  weights_task->done = true;
+  weights_task = nullptr;
+  cv.notify_all();
+}
+
+Status Engine::LoadWeights(const std::vector<TensorValues>& values) {
+  std::lock_guard<std::mutex> one_at_a_time(load_mu_);
+  Impl::WeightsTask task;
+  task.values = &values;
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  if (impl_->stop) return Cancelled("the engine is shutting down");
+  task.barrier = impl_->next_id;
+  impl_->weights_task = &task;
+  impl_->cv.notify_all();
+  impl_->cv.wait(lock, [&] { return task.done || impl_->stop; });
+  if (!task.done) {
+    impl_->weights_task = nullptr;
+    return Cancelled("the engine is shutting down");
+  }
+  return task.status;
+}
+
+void Engine::SetFingerprint() {
+  FingerprintInputs fi{model_sha256_, model_->WeightsDigest(), kv_type_, numerics_};
+  std::lock_guard<std::mutex> lock(fp_mu_);
+  fingerprint_ = Fingerprint(fi);
+  fingerprint_descriptor_ = FingerprintDescriptor(fi);
+}
+
+std::string Engine::fingerprint() const {
+  std::lock_guard<std::mutex> lock(fp_mu_);
+  return fingerprint_;
+}
+
+std::string Engine::fingerprint_descriptor() const {
+  std::lock_guard<std::mutex> lock(fp_mu_);
+  return fingerprint_descriptor_;
 }
 
 void Engine::Impl::ApplyCancellations(const std::vector<uint64_t>& ids) {
@@ -651,6 +723,10 @@ void Engine::Impl::SampleOne(Sequence* s, size_t row) {
     allowed = GrammarMask(s);
     if (!allowed) return;  // finished with kError
   }
+  if (s->n_generated < p.min_tokens) {
+    allowed = MinTokensMask(s, allowed);
+    if (!allowed) return;  // finished with kError
+  }
   TokenPick pick = sampler.Pick(raw, n_vocab, p.sampling, {&s->tokens, &s->out_counts},
                                 p.top_logprobs, static_cast<uint32_t>(s->choice), pos, allowed);
   TokenOut t;
@@ -714,6 +790,26 @@ const uint8_t* Engine::Impl::GrammarMask(Sequence* s) {
   }
   if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) {
     Finish(s, FinishReason::kError, "grammar: no token of the vocabulary can continue the output");
+    return nullptr;
+  }
+  return mask.data();
+}
+
+// Before min_tokens tokens, the choice may not end: end-of-generation ids
+// (unless ignore_eos, where they do not end it) and stop ids are taken out of
+// `allowed` (the grammar's mask, or null: every token). A mask is a function
+// of the choice's own state, so batching still cannot change a bit. Null, the
+// choice finished with kError, when nothing is left.
+const uint8_t* Engine::Impl::MinTokensMask(Sequence* s, const uint8_t* allowed) {
+  const RequestParams& p = s->req->params;
+  if (allowed == nullptr) mask.assign(n_vocab, 1);  // else `allowed` is mask.data()
+  if (!p.ignore_eos) {
+    for (int32_t id : engine.tokenizer().eog_ids()) mask[id] = 0;
+  }
+  for (int32_t id : p.stop_ids) mask[id] = 0;
+  if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) {
+    Finish(s, FinishReason::kError,
+           "min_tokens: no token of the vocabulary may continue the output");
     return nullptr;
   }
   return mask.data();

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,15 @@ class Engine {
   };
   Result<Completion> Generate(RequestParams params);
 
+  // Replaces float weights in place (Model::ReplaceTensors: f32/f16/bf16
+  // tensors by their GGUF names, all or none) at a step boundary: requests
+  // submitted before the call finish with the weights they started with,
+  // those submitted after it run with the new ones. Blocks until done. The
+  // fingerprint then names the current weights (Model::WeightsDigest; equal
+  // to the file's again when they are), and nothing the old weights left in
+  // the prefix cache is hit again. Errors (nothing changed): ReplaceTensors'.
+  Status LoadWeights(const std::vector<TensorValues>& values);
+
   EngineStats stats() const;
   // Ok, or why the engine can no longer answer: its tensor-parallel group
   // broke (a rank died or stopped answering). Every request then fails with
@@ -123,9 +133,10 @@ class Engine {
   Status health() const;
   // The ranks this engine's model is split across (1: one process).
   int tp_ranks() const { return model_->shard().n_ranks; }
-  const std::string& fingerprint() const { return fingerprint_; }
-  const std::string& fingerprint_descriptor() const { return fingerprint_descriptor_; }
-  const std::string& model_sha256() const { return model_sha256_; }
+  // Copies: LoadWeights may change them while another thread reads.
+  std::string fingerprint() const;
+  std::string fingerprint_descriptor() const;
+  const std::string& model_sha256() const { return model_sha256_; }  // the file's
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   int n_ctx() const { return n_ctx_; }
@@ -142,10 +153,17 @@ class Engine {
   Engine() = default;
   void Loop();
 
+  void SetFingerprint();  // from the options and the model's current weights
+
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   int n_ctx_ = 0;
-  std::string model_sha256_, fingerprint_, fingerprint_descriptor_;
+  DType kv_type_ = DType::kF16;
+  NumericsMode numerics_ = NumericsMode::kInvariant;
+  std::string model_sha256_;
+  mutable std::mutex fp_mu_;  // guards the two below
+  std::string fingerprint_, fingerprint_descriptor_;
+  std::mutex load_mu_;          // one LoadWeights at a time
   std::unique_ptr<Impl> impl_;  // the engine thread and everything it owns
 };
 

@@ -6,7 +6,8 @@ namespace stet {
 
 std::string FingerprintDescriptor(const FingerprintInputs& in) {
   return "stet-v1:model=" + in.model_sha256 + ";numerics=" + std::to_string(kNumericsVersion) +
-         ";kv=" + DTypeName(in.kv_type) + ";mode=" + NumericsModeName(in.mode);
+         ";kv=" + DTypeName(in.kv_type) + ";mode=" + NumericsModeName(in.mode) +
+         (in.weights_sha256.empty() ? "" : ";weights=" + in.weights_sha256);
 }
 
 std::string Fingerprint(const FingerprintInputs& in) {

@@ -16,11 +16,15 @@ constexpr int kNumericsVersion = 1;
 
 struct FingerprintInputs {
   std::string model_sha256;
+  // Model::WeightsDigest: "" while the weights are the file's; after
+  // Engine::LoadWeights, the SHA-256 of what they are now.
+  std::string weights_sha256;
   DType kv_type = DType::kF16;
   NumericsMode mode = NumericsMode::kInvariant;
 };
 
-// "stet-v1:model=<sha256>;numerics=1;kv=f16;mode=invariant"
+// "stet-v1:model=<sha256>;numerics=1;kv=f16;mode=invariant", and ";weights=<sha256>" after
+// Engine::LoadWeights changed them
 std::string FingerprintDescriptor(const FingerprintInputs& in);
 // "fp_" + 12 hex digits of SHA-256(descriptor); adaptive mode ends in "-adaptive".
 std::string Fingerprint(const FingerprintInputs& in);

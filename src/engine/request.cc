@@ -106,6 +106,8 @@ Status ValidateRequest(const RequestParams& p, const RequestLimits& limits, std:
   STET_RETURN_IF_ERROR(ValidatePrompt(p, limits, refuse));
   if (p.max_tokens < 0)
     return refuse("max_tokens", "must be >= 0, not " + std::to_string(p.max_tokens));
+  if (p.min_tokens < 0)
+    return refuse("min_tokens", "must be >= 0, not " + std::to_string(p.min_tokens));
   if (p.n < 1 || p.n > kMaxChoices) {
     return refuse(
         "n", "must be in [1, " + std::to_string(kMaxChoices) + "], not " + std::to_string(p.n));

@@ -23,8 +23,11 @@ constexpr int kMaxChoices = 128;     // RequestParams::n
 constexpr int kMaxTopLogprobs = 20;  // RequestParams::top_logprobs
 
 struct RequestParams {
-  std::vector<int32_t> prompt;    // token ids (the caller tokenizes, chat templates included)
-  int max_tokens = 16;            // 0: score the prompt only (needs prompt_logprobs)
+  std::vector<int32_t> prompt;  // token ids (the caller tokenizes, chat templates included)
+  int max_tokens = 16;          // 0: score the prompt only (needs prompt_logprobs)
+  // vLLM's min_tokens: end-of-generation tokens (unless ignore_eos) and stop_ids are masked out
+  // until a choice has this many tokens (stop strings still end it). Above max_tokens: no effect.
+  int min_tokens = 0;
   int n = 1;                      // independent choices, each its own RNG stream
   SamplingParams sampling;        // how each token is drawn, seed included (engine/sampler.h)
   std::vector<std::string> stop;  // stop strings (matched across token boundaries)
@@ -69,7 +72,7 @@ struct RequestLimits {
 // it before admitting a request so that its 400 can name the field. Errors:
 // InvalidArgument, or ResourceExhausted for a prompt that leaves no room for a
 // generated token. On failure `*field` (when given) is the field at fault,
-// named as in RequestParams and SamplingParams ("prompt", "n", "max_tokens",
+// named as in RequestParams and SamplingParams ("prompt", "n", "max_tokens", "min_tokens",
 // "temperature", "top_k", "top_p", "min_p", "logit_bias",
 // "repetition_penalty", "presence_penalty", "frequency_penalty", "stop_ids",
 // "top_logprobs", "grammar") — the OpenAI API's names too — and the message starts with it.

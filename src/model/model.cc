@@ -1,10 +1,13 @@
 #include "model/model.h"
 
 #include <cstdlib>
+#include <cstring>
 
 #include "base/cpu_features.h"
+#include "base/hash.h"
 #include "base/progress.h"
 #include "numerics/dequant.h"
+#include "numerics/half.h"
 #include "numerics/rope_table.h"
 
 namespace stet {
@@ -194,7 +197,7 @@ Status Model::LoadWeights(bool progress, int rank, int n_ranks) {
   const Shard& sh = shard_;
   STET_ASSIGN_OR_RETURN(w_.token_embd,
                         Matrix(f, "token_embd.weight", hp.n_vocab, hp.n_embd, sh.my_vocab()));
-  STET_ASSIGN_OR_RETURN(w_.output_norm, Vector(f, "output_norm.weight", hp.n_embd));
+  STET_RETURN_IF_ERROR(LoadVector("output_norm.weight", hp.n_embd, &w_.output_norm));
   if (f.FindTensor("output.weight")) {
     STET_ASSIGN_OR_RETURN(w_.output,
                           Matrix(f, "output.weight", hp.n_vocab, hp.n_embd, sh.my_vocab()));
@@ -207,8 +210,8 @@ Status Model::LoadWeights(bool progress, int rank, int n_ranks) {
         "LongRoPE (rope_factors_long/short tensors, e.g. Phi-3 128k) is not supported; "
         "the 4k-context variants run");
   }
-  STET_ASSIGN_OR_RETURN(w_.rope_freq_factors,
-                        Vector(f, "rope_freqs.weight", hp.rot_dim / 2, /*required=*/false));
+  STET_RETURN_IF_ERROR(
+      LoadVector("rope_freqs.weight", hp.rot_dim / 2, &w_.rope_freq_factors, /*required=*/false));
 
   {
     RopeScaling scaling;
@@ -231,26 +234,26 @@ Status Model::LoadWeights(bool progress, int rank, int n_ranks) {
     if (progress) bar.Update(l);
     LayerWeights& L = w_.layers[l];
     const std::string b = "blk." + std::to_string(l) + ".";
-    STET_ASSIGN_OR_RETURN(L.attn_norm, Vector(f, b + "attn_norm.weight", hp.n_embd));
+    STET_RETURN_IF_ERROR(LoadVector(b + "attn_norm.weight", hp.n_embd, &L.attn_norm));
     STET_RETURN_IF_ERROR(LoadQkv(f, hp, sh, b, L));
     STET_ASSIGN_OR_RETURN(L.wo,
                           Matrix(f, b + "attn_output.weight", hp.n_embd, hp.q_dim(), sh.my_embd()));
     if (hp.arch->qkv_bias) {
       const RowSpan q = HeadRows(sh.my_q_heads(), hp.head_dim);
       const RowSpan kv = HeadRows(sh.my_kv_heads(), hp.head_dim);
-      STET_ASSIGN_OR_RETURN(L.bq, Vector(f, b + "attn_q.bias", hp.q_dim(), true, q));
-      STET_ASSIGN_OR_RETURN(L.bk, Vector(f, b + "attn_k.bias", hp.kv_dim(), true, kv));
-      STET_ASSIGN_OR_RETURN(L.bv, Vector(f, b + "attn_v.bias", hp.kv_dim(), true, kv));
+      STET_RETURN_IF_ERROR(LoadVector(b + "attn_q.bias", hp.q_dim(), &L.bq, true, q));
+      STET_RETURN_IF_ERROR(LoadVector(b + "attn_k.bias", hp.kv_dim(), &L.bk, true, kv));
+      STET_RETURN_IF_ERROR(LoadVector(b + "attn_v.bias", hp.kv_dim(), &L.bv, true, kv));
     }
     if (hp.arch->qk_norm) {
-      STET_ASSIGN_OR_RETURN(L.q_norm, Vector(f, b + "attn_q_norm.weight", hp.head_dim));
-      STET_ASSIGN_OR_RETURN(L.k_norm, Vector(f, b + "attn_k_norm.weight", hp.head_dim));
+      STET_RETURN_IF_ERROR(LoadVector(b + "attn_q_norm.weight", hp.head_dim, &L.q_norm));
+      STET_RETURN_IF_ERROR(LoadVector(b + "attn_k_norm.weight", hp.head_dim, &L.k_norm));
     }
-    STET_ASSIGN_OR_RETURN(L.ffn_norm, Vector(f, b + "ffn_norm.weight", hp.n_embd));
+    STET_RETURN_IF_ERROR(LoadVector(b + "ffn_norm.weight", hp.n_embd, &L.ffn_norm));
     if (hp.arch->post_norms) {
-      STET_ASSIGN_OR_RETURN(L.attn_post_norm,
-                            Vector(f, b + "post_attention_norm.weight", hp.n_embd));
-      STET_ASSIGN_OR_RETURN(L.ffn_post_norm, Vector(f, b + "post_ffw_norm.weight", hp.n_embd));
+      STET_RETURN_IF_ERROR(
+          LoadVector(b + "post_attention_norm.weight", hp.n_embd, &L.attn_post_norm));
+      STET_RETURN_IF_ERROR(LoadVector(b + "post_ffw_norm.weight", hp.n_embd, &L.ffn_post_norm));
     }
     STET_RETURN_IF_ERROR(LoadFfn(f, hp, sh, b, L));
     // Per decoded token a MoE layer reads its router and expert_used_count experts.
@@ -277,6 +280,125 @@ Status Model::LoadWeights(bool progress, int rank, int n_ranks) {
 }
 
 void Model::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+Status Model::LoadVector(const std::string& name, int64_t n, std::vector<float>* dst,
+                         bool required, RowSpan part) {
+  STET_ASSIGN_OR_RETURN(*dst, Vector(*file_, name, n, required, part));
+  if (!dst->empty() && part.size() == 0) vectors_[name] = dst;
+  return Status::Ok();
+}
+
+namespace {
+
+// `n` values of `in` as `out` bytes: a copy when the types agree; f32 values
+// into f16/bf16 only when each converts back to itself (nothing is rounded).
+Status ConvertExactly(const std::string& name, DType in, const void* src, DType out, int64_t n,
+                      uint8_t* dst) {
+  if (in == out) {
+    std::memcpy(dst, src, static_cast<size_t>(RowBytes(out, n)));
+    return Status::Ok();
+  }
+  if (in != DType::kF32 || (out != DType::kF16 && out != DType::kBF16)) {
+    return InvalidArgument("tensor '" + name + "' is " + DTypeName(out) + ": give " +
+                           DTypeName(out) + " values (or f32 values it holds exactly), not " +
+                           DTypeName(in));
+  }
+  const float* x = static_cast<const float*>(src);
+  auto* h = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    h[i] = out == DType::kF16 ? F32ToF16(x[i]) : F32ToBF16(x[i]);
+    const float back = out == DType::kF16 ? F16ToF32(h[i]) : BF16ToF32(h[i]);
+    if (FloatBits(back) != FloatBits(x[i])) {
+      return InvalidArgument("tensor '" + name + "' is " + DTypeName(out) + " and value " +
+                             std::to_string(i) + " (" + std::to_string(x[i]) +
+                             ") is not one: stet does not round weights; convert them first");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<uint8_t, Model::FreeDeleter>> Model::NewValues(const TensorValues& v) const {
+  const gguf::TensorInfo* t = file_->FindTensor(v.name);
+  if (t == nullptr) return NotFound("the model has no tensor '" + v.name + "'");
+  if (v.name == "rope_freqs.weight")
+    return InvalidArgument(
+        "'rope_freqs.weight' sets the positions' rotation, not a trained weight");
+  if (t->type != DType::kF32 && t->type != DType::kF16 && t->type != DType::kBF16) {
+    return InvalidArgument("tensor '" + v.name + "' is " + DTypeName(t->type) +
+                           ": only f32, f16 and bf16 weights can be replaced (stet does not "
+                           "re-quantize)");
+  }
+  if (v.count != t->n_elements) {
+    return InvalidArgument("tensor '" + v.name + "' has " + std::to_string(t->n_elements) +
+                           " values (shape " + DimsString(t->dims) + "), not " +
+                           std::to_string(v.count));
+  }
+  std::unique_ptr<uint8_t, FreeDeleter> buf(static_cast<uint8_t*>(
+      std::aligned_alloc(64, static_cast<size_t>((t->size_bytes + 63) / 64 * 64))));
+  if (!buf) return ResourceExhausted("no memory for tensor '" + v.name + "'");
+  STET_RETURN_IF_ERROR(ConvertExactly(v.name, v.type, v.data, t->type, t->n_elements, buf.get()));
+  return buf;
+}
+
+Status Model::ReplaceTensors(const std::vector<TensorValues>& values) {
+  if (shard_.n_ranks > 1)  // each rank maps only its rows, and the workers would need them too
+    return Unimplemented("weights cannot be replaced in a tensor-parallel group (" +
+                              std::to_string(shard_.n_ranks) + " ranks); run one process");
+  // All converted first: a refusal leaves every weight as it was.
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> bufs;
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (values[j].name == values[i].name)
+        return InvalidArgument("tensor '" + values[i].name + "' is given twice");
+    }
+    STET_ASSIGN_OR_RETURN(auto buf, NewValues(values[i]));
+    bufs.push_back(std::move(buf));
+  }
+  std::vector<kernels::WeightView*> views = {&w_.token_embd, &w_.output};
+  for (LayerWeights& L : w_.layers) {
+    for (kernels::WeightView* w : LayerMatrices(L)) views.push_back(w);
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string& name = values[i].name;
+    const gguf::TensorInfo& t = *file_->FindTensor(name);
+    // Every view into the tensor's current bytes (fused q/k/v, experts, a tied
+    // output) moves to the new ones; packed copies are made again in place.
+    auto it = replaced_.find(name);
+    const uint8_t* old = it != replaced_.end() ? it->second.get() : t.data;
+    const auto size = static_cast<ptrdiff_t>(t.size_bytes);
+    for (kernels::WeightView* w : views) {
+      const auto* d = static_cast<const uint8_t*>(w->data);
+      if (d < old || d >= old + size) continue;
+      w->data = bufs[i].get() + (d - old);
+      if (w->packed) kernels::PackWeights(*w, const_cast<void*>(w->packed));
+    }
+    if (auto v = vectors_.find(name); v != vectors_.end())
+      STET_RETURN_IF_ERROR(DequantizeRow(t.type, bufs[i].get(), t.n_elements, v->second->data()));
+    replaced_[name] = std::move(bufs[i]);
+  }
+  UpdateDigest(values);
+  return Status::Ok();
+}
+
+void Model::UpdateDigest(const std::vector<TensorValues>& replaced) {
+  if (file_sha_.empty()) {  // once: what the file holds
+    for (const gguf::TensorInfo& t : file_->tensors())
+      file_sha_[t.name] = current_sha_[t.name] = Sha256Hex(t.data, t.size_bytes);
+  }
+  for (const TensorValues& v : replaced)
+    current_sha_[v.name] =
+        Sha256Hex(replaced_.at(v.name).get(), file_->FindTensor(v.name)->size_bytes);
+  if (current_sha_ == file_sha_) {
+    digest_.clear();
+    return;
+  }
+  std::string all;
+  for (const gguf::TensorInfo& t : file_->tensors())
+    all += t.name + ":" + current_sha_[t.name] + "\n";
+  digest_ = Sha256Hex(all.data(), all.size());
+}
 
 void Model::PackWeights() {
   // Only types whose packed copy this CPU's fast path reads; elsewhere it would

@@ -1,8 +1,12 @@
 // A loaded decoder-only transformer: hyper-parameters and weight views into
 // the mapped GGUF file (no copies of the big matrices). Loading validates
 // every tensor's presence, type and shape so the forward pass can trust them.
+// Float tensors can be replaced in place (ReplaceTensor: new values in memory
+// the model owns, the file never written), and WeightsDigest names what the
+// weights are now, for the fingerprint.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +45,14 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
+// New values for one tensor of the file (Model::ReplaceTensors).
+struct TensorValues {
+  std::string name;  // as in the GGUF: "blk.0.attn_q.weight"
+  DType type = DType::kF32;
+  const void* data = nullptr;  // `count` values of `type`, in the file's element order
+  int64_t count = 0;
+};
+
 class Model {
  public:
   // Maps the file and validates it; `progress` draws a bar on a terminal.
@@ -69,17 +81,35 @@ class Model {
   // the CPU lacks AVX-512 or STET_NO_PACK is set).
   int64_t packed_bytes() const { return packed_bytes_; }
 
+  // Replaces the values of the file's tensors — float matrices, norms or
+  // biases (f32, f16 or bf16; a quantized tensor is refused: there is no
+  // re-quantization) — by `count` values of `type`: the tensor's own type, or
+  // f32 values it represents exactly (else InvalidArgument naming the first
+  // that would round). All or none: any refusal leaves every weight as it
+  // was. The views into a tensor (fused q/k/v, experts, a tied output) and
+  // its packed copies follow. Not while a Forward runs (Engine::LoadWeights
+  // calls it between steps).
+  Status ReplaceTensors(const std::vector<TensorValues>& values);
+  // "" while every tensor holds the file's bytes; else the SHA-256 of every
+  // tensor's name and current bytes, in file order (equal weights, equal digest).
+  const std::string& WeightsDigest() const { return digest_; }
+
  private:
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
   Model() = default;
   Status LoadWeights(bool progress, int rank, int n_ranks);
+  // Records `dst` as the float copy of tensor `name` (ReplaceTensor updates it).
+  Status LoadVector(const std::string& name, int64_t n, std::vector<float>* dst,
+                    bool required = true, RowSpan part = {});
+  Result<std::unique_ptr<uint8_t, FreeDeleter>> NewValues(const TensorValues& v) const;
+  void UpdateDigest(const std::vector<TensorValues>& replaced);
 
   // Gives every q8_0/q4_0/q4_1/q4_k matrix a copy in the AVX-512 decode layout
   // (kernels::PackWeights), on CPUs that can use it.
   void PackWeights();
 
-  struct FreeDeleter {
-    void operator()(void* p) const;
-  };
   std::unique_ptr<gguf::GgufFile> file_;
   HParams hp_;
   Shard shard_;
@@ -87,6 +117,13 @@ class Model {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> packed_;
   int64_t weight_bytes_ = 0;
   int64_t packed_bytes_ = 0;
+  // ReplaceTensor's state: the float copies of small tensors, the replaced
+  // tensors' bytes, every tensor's SHA-256 (file and current; filled on the
+  // first replacement) and the digest of the current weights.
+  std::map<std::string, std::vector<float>*> vectors_;
+  std::map<std::string, std::unique_ptr<uint8_t, FreeDeleter>> replaced_;
+  std::map<std::string, std::string> file_sha_, current_sha_;
+  std::string digest_;
 };
 
 }  // namespace stet

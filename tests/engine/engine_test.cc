@@ -106,6 +106,60 @@ TEST(Engine, StopStringsAcrossTokensAndStopIds) {
   EXPECT_EQ(t->tokens[0].size(), 6u);
 }
 
+// min_tokens (vLLM's): a stop id (or end of generation) drawn before it is
+// masked out; up to that point the tokens and every logprob bit are those of
+// the unconstrained run, and the choice then goes on.
+TEST(Engine, MinTokensMasksStopIdsAndEndOfGeneration) {
+  STET_REQUIRE_FILE(Stories());
+  auto e = MakeEngine(Stories());
+  ASSERT_TRUE(e);
+  auto full = e->Generate(Greedy({1}, 20));
+  ASSERT_TRUE(full.ok());
+  RequestParams q = Greedy({1}, 20);
+  q.stop_ids = {full->tokens[0][5].id};
+  q.min_tokens = 10;
+  auto t = e->Generate(q);
+  ASSERT_TRUE(t.ok());
+  ASSERT_GE(t->tokens[0].size(), 10u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(t->tokens[0][i].id, full->tokens[0][i].id) << i;
+    EXPECT_EQ(std::memcmp(&t->tokens[0][i].logprob, &full->tokens[0][i].logprob, sizeof(float)), 0)
+        << i;
+  }
+  EXPECT_NE(t->tokens[0][5].id, q.stop_ids[0]);  // the masked token is not drawn
+  for (size_t i = 0; i < 10; ++i) EXPECT_NE(t->tokens[0][i].id, q.stop_ids[0]) << i;
+}
+
+// SmolLM2 ends its chat turn with <|im_end|> (end of generation): min_tokens
+// takes it out until then; the tokens before it keep their bits.
+TEST(Engine, MinTokensGoesPastEndOfGeneration) {
+  const std::string path = testing::ModelCacheDir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  STET_REQUIRE_FILE(path);
+  auto e = MakeEngine(path);
+  ASSERT_TRUE(e);
+  RequestParams g = Greedy(
+      e->tokenizer().Encode(
+          "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+          true, true),
+      200);
+  auto ends = e->Generate(g);
+  ASSERT_TRUE(ends.ok());
+  ASSERT_EQ(ends->finish[0], FinishReason::kStop) << ends->text[0];
+  const size_t k = ends->tokens[0].size();
+  ASSERT_TRUE(e->tokenizer().IsEog(ends->tokens[0][k - 1].id));
+  g.min_tokens = static_cast<int>(k) + 3;
+  g.max_tokens = static_cast<int>(k) + 3;
+  auto longer = e->Generate(g);
+  ASSERT_TRUE(longer.ok());
+  ASSERT_EQ(longer->tokens[0].size(), k + 3);
+  EXPECT_EQ(longer->finish[0], FinishReason::kLength);
+  for (size_t i = 0; i + 1 < k; ++i) {
+    EXPECT_EQ(longer->tokens[0][i].id, ends->tokens[0][i].id) << i;
+    EXPECT_EQ(std::memcmp(&longer->tokens[0][i].logprob, &ends->tokens[0][i].logprob, 4), 0) << i;
+  }
+  EXPECT_FALSE(e->tokenizer().IsEog(longer->tokens[0][k - 1].id));
+}
+
 // The engine says which token ended a choice (clients need not re-derive it):
 // a stop id's token is marked and adds no text; no other token is marked.
 TEST(Engine, MarksTheTokenThatEndedTheChoice) {

@@ -58,6 +58,7 @@ TEST(ValidateRequest, EveryRefusalNamesItsField) {
       {"prompt", [](RequestParams& p) { p.prompt.push_back(100); }},
       {"prompt", [](RequestParams& p) { p.prompt.push_back(-1); }},
       {"max_tokens", [](RequestParams& p) { p.max_tokens = -1; }},
+      {"min_tokens", [](RequestParams& p) { p.min_tokens = -1; }},
       {"n", [](RequestParams& p) { p.n = 0; }},
       {"n", [](RequestParams& p) { p.n = kMaxChoices + 1; }},
       {"temperature", [](RequestParams& p) { p.sampling.temperature = -0.5f; }},

@@ -522,5 +522,51 @@ TEST(JsonSchemaPattern, TypicalPydanticPatternsStaySmall) {
   EXPECT_FALSE(Matches(email, "no-at-sign.example"));
 }
 
+// PatternTarget::kRawText (a regex as a whole output): raw bytes, quotes,
+// backslashes and control characters included, match exactly when
+// std::regex_match (ECMAScript, whole text) does.
+bool MatchesRaw(const std::string& pattern, const std::string& text) {
+  auto sg = PatternToGbnf(pattern, PatternTarget::kRawText);
+  EXPECT_TRUE(sg.ok()) << pattern << ": " << sg.status().ToString();
+  if (!sg.ok()) return false;
+  auto g = ParseGbnf("root ::= " + sg->body);
+  EXPECT_TRUE(g.ok()) << pattern << ": " << g.status().ToString() << "\n" << sg->body;
+  if (!g.ok()) return false;
+  GrammarMatcher m(*g);
+  EXPECT_TRUE(m.Init().ok());
+  auto r = m.Accept(text);
+  return r.ok() && *r && m.CanEnd();
+}
+
+TEST(JsonSchemaPattern, RawTextIsMatchedWhole) {
+  const std::pair<const char*, const char*> table[] = {
+      {"abc", "abc"},
+      {"a|b", "ab"},
+      {"^a", "ab"},
+      {"b$", "ab"},
+      {"(ab)+", "ab"},
+      {"a{2,3}", "ab"},
+      {"[^a]*", "ab\""},
+      {"\"[a\\\\]*\"", "a\"\\"},
+      {"a\\nb?", "a\nb"},
+      {"\\d+\\.\\d", "1."},
+      {"(yes|no)!?", "yeno!"},
+      {"[\\t ]x", "\t x"},
+  };
+  int compared = 0;
+  for (const auto& [pattern, alphabet] : table) {
+    const std::regex re(pattern, std::regex::ECMAScript);
+    for (const std::string& s : Strings(alphabet, 4)) {
+      if (s.empty()) continue;  // a whole output is never empty
+      EXPECT_EQ(MatchesRaw(pattern, s), std::regex_match(s, re))
+          << "pattern " << pattern << " on \"" << s << "\"";
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  EXPECT_NE(PatternToGbnf("", PatternTarget::kRawText).status().message().find("empty"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace stet::server

@@ -6,6 +6,9 @@
 // a byte budget, and checked by ParseGbnf. A repetition of something that can
 // match the empty string repeats its non-empty part instead (the grammar
 // refuses ("a"?)*). Every step is linear in the pattern or bounded by a limit.
+// PatternTarget::kRawText (a whole output as a regex, vLLM's structured
+// outputs) emits raw characters instead of JSON-string encodings and anchors
+// every alternative at both ends.
 #include "server/structured/json_schema_pattern.h"
 
 #include <algorithm>
@@ -566,7 +569,7 @@ bool HasKind(const Node& n, Node::Kind k) {
 
 // The search language: each top-level alternative's anchors split off, its
 // unanchored ends given any-character runs; alternatives anchored alike share them.
-Result<NodeP> Assemble(const NodeP& root) {
+Result<NodeP> Assemble(const NodeP& root, bool full_match) {
   std::vector<NodeP> alts = root->kind == Node::kAlt ? root->kids : std::vector<NodeP>{root};
   std::vector<NodeP> middles[2][2];
   for (const NodeP& a : alts) {
@@ -575,6 +578,8 @@ Result<NodeP> Assemble(const NodeP& root) {
     bool start = false, end = false;
     for (; b < e && items[b]->kind == Node::kStart; ++b) start = true;
     for (; e > b && items[e - 1]->kind == Node::kEnd; --e) end = true;
+    start = start || full_match;
+    end = end || full_match;
     NodeP mid = Seq(std::vector<NodeP>(items.begin() + static_cast<ptrdiff_t>(b),
                                        items.begin() + static_cast<ptrdiff_t>(e)));
     if (mid->anchors) {
@@ -641,6 +646,8 @@ std::pair<int64_t, int64_t> Lengths(const Node& n) {
 
 class Emitter {
  public:
+  explicit Emitter(bool raw) : raw_(raw) {}
+
   Result<Expr> Full(const Node& n) {
     if (!n.full) {
       STET_ASSIGN_OR_RETURN(Expr e, Compute(n));
@@ -673,6 +680,10 @@ class Emitter {
                            std::to_string(kMaxPatternGbnfBytes) + " bytes");
   }
   static std::string Wrap(const Expr& e) { return e.atomic ? e.text : "( " + e.text + " )"; }
+  std::string Lit(const std::string& text) const { return raw_ ? RawLiteral(text) : Literal(text); }
+  std::string CharSet(const CodeRanges& r) const {
+    return raw_ ? ClassText(NoSurrogates(r)) : JsonCharSetGbnf(r);
+  }
   static bool SingleChar(const Node& n) {
     return n.kind == Node::kChars && n.chars.size() == 1 && n.chars[0].first == n.chars[0].second;
   }
@@ -701,16 +712,20 @@ class Emitter {
     };
     for (size_t i = from; i < items.size(); ++i) {
       if (SingleChar(*items[i])) {
-        run += JsonEncode(items[i]->chars[0].first);
+        if (raw_) {
+          AppendUtf8(items[i]->chars[0].first, &run);
+        } else {
+          run += JsonEncode(items[i]->chars[0].first);
+        }
         continue;
       }
-      if (!run.empty()) add({Literal(run), true});
+      if (!run.empty()) add({Lit(run), true});
       run.clear();
       STET_ASSIGN_OR_RETURN(Expr e, Full(*items[i]));
       add(e);
       STET_RETURN_IF_ERROR(Check(out));
     }
-    if (!run.empty()) add({Literal(run), true});
+    if (!run.empty()) add({Lit(run), true});
     return out;
   }
 
@@ -733,7 +748,7 @@ class Emitter {
     StarPieces(x, &pieces, &chars);
     std::vector<Expr> parts;
     size_t total = 0;
-    if (!chars.empty()) parts.push_back({JsonCharSetGbnf(Normalize(chars)), true});
+    if (!chars.empty()) parts.push_back({CharSet(Normalize(chars)), true});
     for (const Node* p : pieces) {
       STET_ASSIGN_OR_RETURN(Expr e, Full(*p));
       bool seen = false;
@@ -752,7 +767,7 @@ class Emitter {
       case Node::kEmpty:
         return Expr{"", true};
       case Node::kChars:
-        return Expr{JsonCharSetGbnf(n.chars), true};
+        return Expr{CharSet(n.chars), true};
       case Node::kSeq:
         return Sequence(n.kids, 0);
       case Node::kAlt: {
@@ -821,11 +836,14 @@ class Emitter {
     if (parts.empty()) return std::optional<Expr>();
     return std::optional<Expr>(Choice(parts));
   }
+
+  bool raw_;  // PatternTarget::kRawText
 };
 
 }  // namespace
 
-Result<StringGrammar> PatternToGbnf(const std::string& pattern) {
+Result<StringGrammar> PatternToGbnf(const std::string& pattern, PatternTarget target) {
+  const bool raw = target == PatternTarget::kRawText;
   if (pattern.size() > kMaxPatternBytes) {
     return InvalidArgument("the pattern is " + std::to_string(pattern.size()) +
                            " bytes, more than the " + std::to_string(kMaxPatternBytes) +
@@ -834,17 +852,19 @@ Result<StringGrammar> PatternToGbnf(const std::string& pattern) {
   STET_ASSIGN_OR_RETURN(std::vector<uint32_t> cps, DecodeUtf8(pattern));
   STET_ASSIGN_OR_RETURN(NodeP tree, PatternParser(std::move(cps)).Run());
   if (tree->kind == Node::kNever) return InvalidArgument("the pattern matches no string");
-  STET_ASSIGN_OR_RETURN(NodeP search, Assemble(tree));
-  Emitter emitter;
+  STET_ASSIGN_OR_RETURN(NodeP search, Assemble(tree, raw));
+  Emitter emitter(raw);
   STET_ASSIGN_OR_RETURN(Expr body, emitter.Full(*search));
   StringGrammar out;
   out.body = std::move(body.text);
+  if (raw && out.body.empty()) return InvalidArgument("the pattern matches only the empty text");
   std::tie(out.min_len, out.max_len) = Lengths(*search);
   GrammarLimits limits;
   limits.max_depth = kMaxPatternGbnfDepth;
   limits.max_rules = limits.max_rules / 2;
   limits.max_elements = limits.max_elements / 2;
-  auto check = ParseGbnf("root ::= \"\\\"\" " + out.body + " \"\\\"\"", limits);
+  auto check = ParseGbnf(
+      raw ? "root ::= " + out.body : "root ::= \"\\\"\" " + out.body + " \"\\\"\"", limits);
   if (!check.ok()) {
     return InvalidArgument("the pattern's grammar is too large or deep (" +
                            check.status().message() + ")");

@@ -56,6 +56,14 @@ struct StringGrammar {
 // the limits above — the produced grammar is also checked with ParseGbnf
 // under half of GrammarLimits' rules and elements and kMaxPatternGbnfDepth,
 // leaving room for the rest of a schema's grammar.
-Result<StringGrammar> PatternToGbnf(const std::string& pattern);
+//
+// PatternTarget::kRawText: the expression matches the raw UTF-8 text itself
+// (no JSON escaping) and the whole text must match the pattern (every
+// alternative anchored at both ends): a regular expression as a whole
+// output, as vLLM's structured outputs take it. An empty match is allowed
+// only where the pattern allows it.
+enum class PatternTarget { kJsonString, kRawText };
+Result<StringGrammar> PatternToGbnf(const std::string& pattern,
+                                    PatternTarget target = PatternTarget::kJsonString);
 
 }  // namespace stet::server

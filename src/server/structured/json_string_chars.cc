@@ -103,6 +103,22 @@ std::string Literal(const std::string& bytes) {
   return out + "\"";
 }
 
+std::string RawLiteral(const std::string& bytes) {
+  std::string out = "\"";
+  for (char c : bytes) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7F) {
+      out += "\\x" + Hex(u, 2);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 // One code point inside a GBNF class: alphanumerics as themselves, the rest escaped.
 static std::string ClassChar(uint32_t c) {
   if ((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {

@@ -45,7 +45,9 @@ std::string Hex(uint32_t v, int digits);  // lowercase, zero-padded
 void AppendUtf8(uint32_t cp, std::string* out);
 std::string JsonEncode(uint32_t cp);            // the canonical JSON-string content
 std::string Literal(const std::string& bytes);  // a GBNF literal (no control characters)
-std::string ClassText(const CodeRanges& r);     // a GBNF [class]
+// A GBNF literal of any text: quote, backslash and control characters escaped.
+std::string RawLiteral(const std::string& bytes);
+std::string ClassText(const CodeRanges& r);  // a GBNF [class]
 
 }  // namespace chars
 }  // namespace stet::server
