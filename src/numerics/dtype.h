@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "base/status.h"
+
 namespace stet {
 
 enum class DType : uint32_t {
@@ -124,11 +126,27 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// What MatMul makes of the activation rows for weights of a type (kernels/internal.h):
+// plain floats, 32-block int8 (ActQ8) or 256-superblock int8 (ActQ8K).
+enum class ActFormat : uint8_t { kFloat, kQ8, kQ8K };
+
+// One row of the type table (dtype.cc). The fields after llama_ftype are set for
+// the computable types only: they are what tools, tests and kernels read, so a
+// type is covered wherever they iterate the table (docs/recipes.md, "A weight type").
 struct DTypeTraits {
   const char* name;     // "q4_k" — the name users see in errors
   int64_t block_elems;  // elements per block (1 for plain types)
   int64_t block_bytes;  // bytes per block
   int llama_ftype;      // llama.cpp's general.file_type for a file all of this type; -1: none
+  ActFormat act = ActFormat::kFloat;
+  // What llama.cpp's quantizer stores where a row's length is not a multiple of
+  // block_elems (q4_k -> q5_0, ...); the type itself where every row fits.
+  DType fallback = DType::kF32;
+  // The scalar definitions (numerics/codecs.h): nb blocks (plain types: elements).
+  void (*dequantize)(const void* blocks, int64_t nb, float* out) = nullptr;
+  Status (*quantize)(const float* x, int64_t nb, void* blocks) = nullptr;
+  // Byte offsets in a block of its f16 scale fields (d, then m or dmin); -1: none.
+  int16_t f16_fields[2] = {-1, -1};
 };
 
 // Traits of a known type id, or nullopt for an id stet does not know at all.

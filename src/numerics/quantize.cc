@@ -1,12 +1,14 @@
 // Reference quantizers (see quantize.h). q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl reproduce
 // ggml's quantize_row_*_ref; the K-quants and iq4_xs choose scales by min/max or absmax
 // with every stored scale rounded up, so no element is clipped and the error bound is
-// closed-form. Packing of the scales and high bits follows ggml's layouts exactly.
+// closed-form. Packing of the scales and high bits follows ggml's layouts exactly. Each
+// type's entry point (codecs.h) is named in its row of dtype.cc's table.
 #include "numerics/quantize.h"
 
 #include <cstring>
 #include <string>
 
+#include "numerics/codecs.h"
 #include "numerics/half.h"
 
 namespace stet {
@@ -70,7 +72,7 @@ Status ScaleOverflow(const char* type, int64_t block) {
                          ": scale does not fit in f16 (inputs too large)");
 }
 
-Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ8_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = amax > AbsF(x[j]) ? amax : AbsF(x[j]);
@@ -83,7 +85,7 @@ Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -8 d.
     const float d = SignedAbsMax(x, kQK) / -8.0f;
@@ -100,7 +102,7 @@ Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ4_1(const float* x, int64_t nb, BlockQ4_1* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_1* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     float min, max;
     MinMax(x, kQK, &min, &max);
@@ -132,7 +134,7 @@ void PackQ5(const int* q, uint8_t qs[kQK / 2], uint8_t qh_out[4]) {
   std::memcpy(qh_out, &qh, 4);
 }
 
-Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     // As q4_0: the element of largest magnitude (first on ties) maps to q = 0, i.e. -16 d.
     const float d = SignedAbsMax(x, kQK) / -16.0f;
@@ -147,7 +149,7 @@ Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ5_1(const float* x, int64_t nb, BlockQ5_1* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_1* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     float min, max;
     MinMax(x, kQK, &min, &max);
@@ -204,7 +206,7 @@ void IQ4Sums(const float* x, float id, float* sumqx, float* sumq2) {
 // importance weights, ntry = 7): start from the scale that maps the largest magnitude to
 // -127, refine by weighted least squares, try 15 nearby starting scales and keep the best
 // sum(w q x)^2 / sum(w q^2). Evaluated without FMA contraction, in ggml's order.
-Status QuantizeIQ4_NL(const float* x, int64_t nb, BlockIQ4_NL* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockIQ4_NL* y) {
   constexpr int kTry = 7;
   constexpr float kGroupMaxEps = 1e-15f;
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
@@ -313,7 +315,7 @@ bool QuantizeK4(const float* x, int levels, uint16_t* d, uint16_t* dmin,
   return true;
 }
 
-Status QuantizeQ4_K(const float* x, int64_t nb, BlockQ4_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_K* y) {
   uint8_t L[kQKK];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     if (!QuantizeK4(x, 15, &y[i].d, &y[i].dmin, y[i].scales, L)) {
@@ -329,7 +331,7 @@ Status QuantizeQ4_K(const float* x, int64_t nb, BlockQ4_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ5_K(const float* x, int64_t nb, BlockQ5_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_K* y) {
   uint8_t L[kQKK];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     if (!QuantizeK4(x, 31, &y[i].d, &y[i].dmin, y[i].scales, L)) {
@@ -378,7 +380,7 @@ void Codes16(const float* x, float scale, int lo, int hi, uint8_t* L) {
   }
 }
 
-Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ6_K* y) {
   uint8_t L[kQKK];
   int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
@@ -408,7 +410,7 @@ Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ2_K(const float* x, int64_t nb, BlockQ2_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ2_K* y) {
   uint8_t L[kQKK];
   int ls[16], lm[16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
@@ -428,7 +430,7 @@ Status QuantizeQ2_K(const float* x, int64_t nb, BlockQ2_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ3_K(const float* x, int64_t nb, BlockQ3_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ3_K* y) {
   uint8_t L[kQKK];
   int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
@@ -466,7 +468,7 @@ Status QuantizeQ3_K(const float* x, int64_t nb, BlockQ3_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeIQ4_XS(const float* x, int64_t nb, BlockIQ4_XS* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockIQ4_XS* y) {
   constexpr int kSub = kQKK / 32;
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     // Sub-block j's scale d*ls_j maps its largest magnitude to -127, the far end of the
@@ -511,6 +513,45 @@ Status QuantizeIQ4_XS(const float* x, int64_t nb, BlockIQ4_XS* y) {
 
 }  // namespace
 
+namespace codecs {
+
+Status QuantizeF32(const float* x, int64_t n, void* y) {
+  if (n > 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+  return Status::Ok();
+}
+
+Status QuantizeF16(const float* x, int64_t n, void* y) {
+  auto* out = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) out[i] = F32ToF16(x[i]);
+  return Status::Ok();
+}
+
+Status QuantizeBF16(const float* x, int64_t n, void* y) {
+  auto* out = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) out[i] = F32ToBF16(x[i]);
+  return Status::Ok();
+}
+
+#define STET_QUANTIZER(T)                                    \
+  Status Quantize##T(const float* x, int64_t nb, void* y) {  \
+    return QuantizeBlocks(x, nb, static_cast<Block##T*>(y)); \
+  }
+STET_QUANTIZER(Q8_0)
+STET_QUANTIZER(Q4_0)
+STET_QUANTIZER(Q4_1)
+STET_QUANTIZER(Q5_0)
+STET_QUANTIZER(Q5_1)
+STET_QUANTIZER(IQ4_NL)
+STET_QUANTIZER(Q2_K)
+STET_QUANTIZER(Q3_K)
+STET_QUANTIZER(Q4_K)
+STET_QUANTIZER(Q5_K)
+STET_QUANTIZER(Q6_K)
+STET_QUANTIZER(IQ4_XS)
+#undef STET_QUANTIZER
+
+}  // namespace codecs
+
 Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
   const auto traits = GetDTypeTraits(static_cast<uint32_t>(type));
   if (!traits) {
@@ -521,63 +562,19 @@ Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
                            traits->name + ": must be a multiple of " +
                            std::to_string(traits->block_elems));
   }
-  switch (type) {
-    case DType::kF32:
-      if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return Status::Ok();
-    case DType::kF16: {
-      auto* out = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) out[i] = F32ToF16(src[i]);
-      return Status::Ok();
-    }
-    case DType::kBF16: {
-      auto* out = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) out[i] = F32ToBF16(src[i]);
-      return Status::Ok();
-    }
-    default:
-      break;
-  }
-  if (!DTypeSupported(type)) {
+  if (traits->quantize == nullptr) {
     return Unimplemented(std::string("no quantizer for ") + traits->name +
                          " (supported: " + SupportedDTypeList() + ")");
   }
-  for (int64_t i = 0; i < n; ++i) {
-    if (!Finite(src[i])) {
-      return InvalidArgument(std::string("cannot quantize a non-finite value to ") + traits->name +
-                             " (element " + std::to_string(i) + ")");
+  if (traits->block_elems > 1) {  // plain types round inf and nan like any other value
+    for (int64_t i = 0; i < n; ++i) {
+      if (!Finite(src[i])) {
+        return InvalidArgument(std::string("cannot quantize a non-finite value to ") +
+                               traits->name + " (element " + std::to_string(i) + ")");
+      }
     }
   }
-  const int64_t nb = n / traits->block_elems;
-  switch (type) {
-    case DType::kQ8_0:
-      return QuantizeQ8_0(src, nb, static_cast<BlockQ8_0*>(dst));
-    case DType::kQ4_0:
-      return QuantizeQ4_0(src, nb, static_cast<BlockQ4_0*>(dst));
-    case DType::kQ4_1:
-      return QuantizeQ4_1(src, nb, static_cast<BlockQ4_1*>(dst));
-    case DType::kQ5_0:
-      return QuantizeQ5_0(src, nb, static_cast<BlockQ5_0*>(dst));
-    case DType::kQ5_1:
-      return QuantizeQ5_1(src, nb, static_cast<BlockQ5_1*>(dst));
-    case DType::kIQ4_NL:
-      return QuantizeIQ4_NL(src, nb, static_cast<BlockIQ4_NL*>(dst));
-    case DType::kQ2_K:
-      return QuantizeQ2_K(src, nb, static_cast<BlockQ2_K*>(dst));
-    case DType::kQ3_K:
-      return QuantizeQ3_K(src, nb, static_cast<BlockQ3_K*>(dst));
-    case DType::kQ4_K:
-      return QuantizeQ4_K(src, nb, static_cast<BlockQ4_K*>(dst));
-    case DType::kQ5_K:
-      return QuantizeQ5_K(src, nb, static_cast<BlockQ5_K*>(dst));
-    case DType::kQ6_K:
-      return QuantizeQ6_K(src, nb, static_cast<BlockQ6_K*>(dst));
-    case DType::kIQ4_XS:
-      return QuantizeIQ4_XS(src, nb, static_cast<BlockIQ4_XS*>(dst));
-    default:
-      return Unimplemented(std::string("no quantizer for ") + traits->name +
-                           " (supported: " + SupportedDTypeList() + ")");
-  }
+  return traits->quantize(src, n / traits->block_elems, dst);
 }
 
 }  // namespace stet
