@@ -267,17 +267,23 @@ std::string CpuModel() {
   return "unknown";
 }
 
-// general.file_type as llama.cpp names it (enum llama_ftype), for the mixes stet runs.
+// general.file_type as llama.cpp names it (enum llama_ftype): the K-quant mixes, else
+// the type whose row in the type table (numerics/dtype.cc) has that file type.
 std::string FileTypeName(const gguf::GgufFile& f) {
   const gguf::MetaValue* v = f.Find("general.file_type");
   if (!v || !v->AsUInt()) return "";
-  static const std::map<uint64_t, const char*> kNames = {
-      {0, "f32"},     {1, "f16"},     {2, "q4_0"},    {3, "q4_1"},    {7, "q8_0"},
-      {8, "q5_0"},    {9, "q5_1"},    {10, "q2_k"},   {11, "q3_k_s"}, {12, "q3_k_m"},
-      {13, "q3_k_l"}, {14, "q4_k_s"}, {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"},
-      {18, "q6_k"},   {25, "iq4_nl"}, {30, "iq4_xs"}, {32, "bf16"}};
-  auto it = kNames.find(*v->AsUInt());
-  return it == kNames.end() ? "ftype" + std::to_string(*v->AsUInt()) : it->second;
+  static const std::map<uint64_t, const char*> kMixes = {
+      {11, "q3_k_s"}, {12, "q3_k_m"}, {13, "q3_k_l"}, {14, "q4_k_s"},
+      {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"}};
+  auto it = kMixes.find(*v->AsUInt());
+  if (it != kMixes.end()) return it->second;
+  for (DType t : ComputableDTypes()) {
+    if (static_cast<uint64_t>(GetDTypeTraits(static_cast<uint32_t>(t))->llama_ftype) ==
+        *v->AsUInt()) {
+      return DTypeName(t);
+    }
+  }
+  return "ftype" + std::to_string(*v->AsUInt());
 }
 
 std::string JsonString(const std::string& s) {
