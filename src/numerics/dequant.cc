@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "numerics/codecs.h"
 #include "numerics/half.h"
@@ -171,31 +172,13 @@ void DequantIQ4_XS(const void* blocks, int64_t nb, float* y) {
   }
 }
 
-// q4_k: four chunks of 64; byte l of chunk c holds element 64c+l (low nibble,
-// sub-block 2c) and 64c+32+l (high nibble, sub-block 2c+1).
-void DequantQ4_K(const void* blocks, int64_t nb, float* y) {
-  const auto* b = static_cast<const BlockQ4_K*>(blocks);
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = F16ToF32(b[i].d);
-    const float dmin = F16ToF32(b[i].dmin);
-    float* out = y + i * kQKK;
-    for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, m0, sc1, m1;
-      UnpackScaleMinK4(b[i].scales, 2 * c, &sc0, &m0);
-      UnpackScaleMinK4(b[i].scales, 2 * c + 1, &sc1, &m1);
-      const float d0 = d * static_cast<float>(sc0), min0 = dmin * static_cast<float>(m0);
-      const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
-      const uint8_t* q = b[i].qs + 32 * c;
-      for (int l = 0; l < 32; ++l) out[64 * c + l] = d0 * static_cast<float>(q[l] & 0x0f) - min0;
-      for (int l = 0; l < 32; ++l) out[64 * c + 32 + l] = d1 * static_cast<float>(q[l] >> 4) - min1;
-    }
-  }
-}
-
-// q5_k: q4_k's layout plus a fifth bit: qh[l] bit 2c is element 64c+l's, bit
-// 2c+1 is element 64c+32+l's.
-void DequantQ5_K(const void* blocks, int64_t nb, float* y) {
-  const auto* b = static_cast<const BlockQ5_K*>(blocks);
+namespace {
+// q4_k / q5_k: four chunks of 64; byte l of chunk c holds element 64c+l (low
+// nibble, sub-block 2c) and 64c+32+l (high nibble, sub-block 2c+1); q5_k's qh[l]
+// adds bit 2c (element 64c+l) and bit 2c+1 (element 64c+32+l) as a fifth bit.
+template <typename Block>
+void DequantK45(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const Block*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     const float dmin = F16ToF32(b[i].dmin);
@@ -208,14 +191,21 @@ void DequantQ5_K(const void* blocks, int64_t nb, float* y) {
       const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
       const uint8_t* q = b[i].qs + 32 * c;
       for (int l = 0; l < 32; ++l) {
-        const int lo = (q[l] & 0x0f) | (((b[i].qh[l] >> (2 * c)) & 1) << 4);
-        const int hi = (q[l] >> 4) | (((b[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+        int lo = q[l] & 0x0f, hi = q[l] >> 4;
+        if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+          lo |= ((b[i].qh[l] >> (2 * c)) & 1) << 4;
+          hi |= ((b[i].qh[l] >> (2 * c + 1)) & 1) << 4;
+        }
         out[64 * c + l] = d0 * static_cast<float>(lo) - min0;
         out[64 * c + 32 + l] = d1 * static_cast<float>(hi) - min1;
       }
     }
   }
 }
+}  // namespace
+
+void DequantQ4_K(const void* blocks, int64_t nb, float* y) { DequantK45<BlockQ4_K>(blocks, nb, y); }
+void DequantQ5_K(const void* blocks, int64_t nb, float* y) { DequantK45<BlockQ5_K>(blocks, nb, y); }
 
 // q6_k: two halves of 128. In half h, element 128h + 32g + l (g = 0..3, l < 32)
 // takes its low nibble from ql[64h + l + 32*(g&1)] (low nibble for g < 2, high

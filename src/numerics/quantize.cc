@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "numerics/codecs.h"
 #include "numerics/half.h"
@@ -85,87 +86,75 @@ Status QuantizeBlocks(const float* x, int64_t nb, BlockQ8_0* y) {
   return Status::Ok();
 }
 
-Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_0* y) {
-  for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -8 d.
-    const float d = SignedAbsMax(x, kQK) / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    if (F16NotFinite(y[i].d)) return ScaleOverflow("q4_0", i);
-    for (int j = 0; j < kQK / 2; ++j) {
-      // Truncating casts as in ggml: x*id + 8.5 lies in [0, 16.5].
-      const int q0 = Clamp(static_cast<int8_t>(x[j] * id + 8.5f), 0, 15);
-      const int q1 = Clamp(static_cast<int8_t>(x[j + kQK / 2] * id + 8.5f), 0, 15);
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
-  return Status::Ok();
-}
+// q4_0 / q4_1 / q5_0 / q5_1, exactly as ggml's quantize_row_q{4,5}_{0,1}_ref: the
+// low nibbles packed as element j | element j + 16 << 4, q5's fifth bits into the qh
+// word (bit e for element e).
+template <typename Block>
+constexpr bool kWithMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+template <typename Block>
+constexpr bool kFiveBits = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
 
-Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_1* y) {
-  for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min, max;
-    MinMax(x, kQK, &min, &max);
-    const float d = (max - min) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    y[i].m = F32ToF16(min);
-    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
-      return ScaleOverflow("q4_1", i);
-    }
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int q0 = Clamp(static_cast<int8_t>((x[j] - min) * id + 0.5f), 0, 15);
-      const int q1 = Clamp(static_cast<int8_t>((x[j + kQK / 2] - min) * id + 0.5f), 0, 15);
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
-  return Status::Ok();
-}
-
-// q5_0 / q5_1: the low nibbles packed as q4_0's, the fifth bits into the qh word (bit e
-// for element e), exactly as ggml's quantize_row_q5_*_ref.
-void PackQ5(const int* q, uint8_t qs[kQK / 2], uint8_t qh_out[4]) {
+template <typename Block>
+void PackQuants(const int* q, Block* y) {
   uint32_t qh = 0;
   for (int j = 0; j < kQK / 2; ++j) {
-    qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kQK / 2] & 0x0F) << 4));
+    y->qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kQK / 2] & 0x0F) << 4));
     qh |= static_cast<uint32_t>((q[j] & 0x10) >> 4) << j;
     qh |= static_cast<uint32_t>((q[j + kQK / 2] & 0x10) >> 4) << (j + kQK / 2);
   }
-  std::memcpy(qh_out, &qh, 4);
+  if constexpr (kFiveBits<Block>) std::memcpy(y->qh, &qh, 4);
 }
 
-Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_0* y) {
+template <typename Block>
+Status QuantizeQ45(const float* x, int64_t nb, Block* y, const char* name) {
+  constexpr int kMaxQ = kFiveBits<Block> ? 31 : 15;
+  constexpr float kHalf = (kMaxQ + 1) / 2;  // q4_0: 8, q5_0: 16
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    // As q4_0: the element of largest magnitude (first on ties) maps to q = 0, i.e. -16 d.
-    const float d = SignedAbsMax(x, kQK) / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    if (F16NotFinite(y[i].d)) return ScaleOverflow("q5_0", i);
-    int q[kQK];
-    // Truncating casts as in ggml: x*id + 16.5 lies in [0, 32.5].
-    for (int j = 0; j < kQK; ++j) q[j] = Clamp(static_cast<int8_t>(x[j] * id + 16.5f), 0, 31);
-    PackQ5(q, y[i].qs, y[i].qh);
-  }
-  return Status::Ok();
-}
-
-Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_1* y) {
-  for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min, max;
-    MinMax(x, kQK, &min, &max);
-    const float d = (max - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    y[i].m = F32ToF16(min);
-    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
-      return ScaleOverflow("q5_1", i);
+    float min = 0.0f, d;
+    if constexpr (kWithMin<Block>) {
+      float max;
+      MinMax(x, kQK, &min, &max);
+      d = (max - min) / static_cast<float>(kMaxQ);
+    } else {
+      // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -kHalf d.
+      d = SignedAbsMax(x, kQK) / -kHalf;
     }
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = F32ToF16(d);
+    bool bad = F16NotFinite(y[i].d);
+    if constexpr (kWithMin<Block>) {
+      y[i].m = F32ToF16(min);
+      bad = bad || F16NotFinite(y[i].m);
+    }
+    if (bad) return ScaleOverflow(name, i);
     int q[kQK];
-    // ggml truncates without a clamp; (x - min) * id + 0.5 lies in [0.5, 31.5].
-    for (int j = 0; j < kQK; ++j) q[j] = static_cast<int>((x[j] - min) * id + 0.5f) & 31;
-    PackQ5(q, y[i].qs, y[i].qh);
+    for (int j = 0; j < kQK; ++j) {
+      if constexpr (!kWithMin<Block>) {
+        // Truncating casts as in ggml: x*id + kHalf + 0.5 lies in [0, 2 kHalf + 0.5].
+        q[j] = Clamp(static_cast<int8_t>(x[j] * id + (kHalf + 0.5f)), 0, kMaxQ);
+      } else if constexpr (!kFiveBits<Block>) {
+        q[j] = Clamp(static_cast<int8_t>((x[j] - min) * id + 0.5f), 0, kMaxQ);
+      } else {
+        // ggml truncates without a clamp; (x - min) * id + 0.5 lies in [0.5, 31.5].
+        q[j] = static_cast<int>((x[j] - min) * id + 0.5f) & 31;
+      }
+    }
+    PackQuants(q, &y[i]);
   }
   return Status::Ok();
+}
+
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_0* y) {
+  return QuantizeQ45(x, nb, y, "q4_0");
+}
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_1* y) {
+  return QuantizeQ45(x, nb, y, "q4_1");
+}
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_0* y) {
+  return QuantizeQ45(x, nb, y, "q5_0");
+}
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_1* y) {
+  return QuantizeQ45(x, nb, y, "q5_1");
 }
 
 // The index of the kIQ4NLValues entry nearest v (ggml's best_index_int8: binary search,
