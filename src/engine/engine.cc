@@ -122,6 +122,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                                             d.tokenizer->vocab(), opts.spec.draft_model));
     draft = std::move(d.model);
   }
+  // Isa::kAuto: MatMul rows chosen by measurement on this model (never a bit of output).
+  if (opts.isa == Isa::kAuto && model->kernel_plan() == nullptr) model->TuneKernels(opts.n_threads);
   STET_ASSIGN_OR_RETURN(e->model_sha256_, Sha256File(model->file().path()));
   FingerprintInputs fi{e->model_sha256_, opts.kv_type, opts.numerics};
   e->fingerprint_ = Fingerprint(fi);

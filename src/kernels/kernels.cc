@@ -32,6 +32,7 @@ constexpr bool kBuiltNeon = false;
 }  // namespace
 
 bool UseSimd(Isa isa) {
+  isa = ResolveIsa(isa);
   if (isa == Isa::kScalar) return false;
   if (isa == Isa::kNeon) {
     static const bool ok_neon = kBuiltNeon && CpuHasNeon();
@@ -50,7 +51,7 @@ bool UseSimd(Isa isa) {
 namespace {
 
 // True for Isa::kAvx512 (checked by UseSimd as above).
-bool UseAvx512(Isa isa) { return UseSimd(isa) && isa == Isa::kAvx512; }
+bool UseAvx512(Isa isa) { return UseSimd(isa) && ResolveIsa(isa) == Isa::kAvx512; }
 
 }  // namespace
 

@@ -80,8 +80,7 @@ void PrepareActPairs(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActPai
   a->x2 = reinterpret_cast<float*>(Carve(storage, &off, bytes));
 }
 
-void PrepareActQ8V(int64_t m, int64_t nb, uint8_t flags, std::vector<uint8_t>* storage,
-                   ActQ8V* a) {
+void PrepareActQ8V(int64_t m, int64_t nb, uint8_t flags, std::vector<uint8_t>* storage, ActQ8V* a) {
   a->m = m;
   a->nb = nb;
   a->groups = (m + 15) / 16;
@@ -203,9 +202,9 @@ MatMulArgs Prepare(const MatMulKernel& k, const WeightView& w, const float* x, i
     args.a8kv = &act->a8kv;
   }
 #else
-  STET_CHECK_MSG(k.act != ActLayout::kPairs && k.act != ActLayout::kQ8V &&
-                     k.act != ActLayout::kQ8KV,
-                 "MatMul: an AVX-512 activation layout in a build without AVX-512");
+  STET_CHECK_MSG(
+      k.act != ActLayout::kPairs && k.act != ActLayout::kQ8V && k.act != ActLayout::kQ8KV,
+      "MatMul: an AVX-512 activation layout in a build without AVX-512");
 #endif
   return args;
 }
@@ -283,7 +282,10 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
   }
   if (m == 0 || total_rows == 0) return;
   const bool simd = UseSimd(isa);  // checks that this CPU runs `isa`
-  const MatMulKernel* k = FindKernel(ws[0]->type, isa, RowClassOf(m), packed);
+  const RowClass c = RowClassOf(m);
+  const MatMulKernel* k = isa == Isa::kAuto && ws[0]->plan != nullptr
+                              ? ws[0]->plan->Pick(ws[0]->type, c, packed)
+                              : FindKernel(ws[0]->type, isa, c, packed);
   STET_CHECK_MSG(k != nullptr, "MatMul: unsupported weight type (the loader must reject it)");
   Activations act;
   const MatMulArgs args = Prepare(*k, *ws[0], x, m, pool, simd, &act);

@@ -62,6 +62,8 @@ bool IsaRunsHere(Isa isa) {
       return CpuHasAvx2Fma() && CpuHasAvx512();
     case Isa::kNeon:
       return CpuHasNeon();
+    case Isa::kAuto:
+      return true;
   }
   return false;
 }
@@ -81,9 +83,9 @@ const MatMulKernel* Search(DType t, Isa isa, RowClass c, bool packed) {
 // FindKernel's answers, resolved once: [type id][isa][class][packed].
 constexpr int kTypeIds = 32;
 constexpr int kIsas = 4;
-using Resolved = std::array<std::array<std::array<std::array<const MatMulKernel*, 2>, kRowClasses>,
-                                       kIsas>,
-                            kTypeIds>;
+using Resolved =
+    std::array<std::array<std::array<std::array<const MatMulKernel*, 2>, kRowClasses>, kIsas>,
+               kTypeIds>;
 
 const Resolved& Index() {
   static const Resolved index = [] {
@@ -126,18 +128,150 @@ bool KernelRunsHere(const MatMulKernel& k) {
 Isa FallbackIsa(Isa isa) { return isa == Isa::kAvx512 ? Isa::kAvx2 : Isa::kScalar; }
 
 const MatMulKernel* FindKernel(DType t, Isa isa, RowClass c, bool packed) {
-  const auto id = static_cast<uint32_t>(t), i = static_cast<uint32_t>(isa);
+  const auto id = static_cast<uint32_t>(t), i = static_cast<uint32_t>(ResolveIsa(isa));
   if (id >= kTypeIds || i >= kIsas) return nullptr;
   return Index()[id][i][static_cast<int>(c)][packed ? 1 : 0];
 }
 
-std::string DescribeKernelTable() {
+const MatMulKernel* MatMulPlan::Get(DType t, RowClass c) const {
+  const auto id = static_cast<uint32_t>(t);
+  return id < kTypeIds ? rows_[id][static_cast<int>(c)] : nullptr;
+}
+
+const MatMulKernel* MatMulPlan::Pick(DType t, RowClass c, bool packed) const {
+  const MatMulKernel* k = Get(t, c);
+  if (k == nullptr) return FindKernel(t, BestIsa(), c, packed);
+  if (!packed && k->packed == Packed::kNeeds) return FindKernel(t, k->isa, c, false);
+  return k;
+}
+
+void MatMulPlan::Set(DType t, RowClass c, const MatMulKernel* k) {
+  const auto id = static_cast<uint32_t>(t);
+  STET_CHECK(id < kTypeIds && (k == nullptr || (k->type == t && (k->classes & ClassBit(c)))));
+  rows_[id][static_cast<int>(c)] = k;
+}
+
+bool MatMulPlan::empty() const {
+  for (const auto& per_type : rows_) {
+    for (const MatMulKernel* k : per_type) {
+      if (k != nullptr) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+// The row that `target` (an ISA or a kernel name) names for (t, c), or null.
+const MatMulKernel* Target(const std::string& target, DType t, RowClass c) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (target == IsaName(isa)) return IsaRunsHere(isa) ? FindKernel(t, isa, c, true) : nullptr;
+  }
+  for (const MatMulKernel& k : Table()) {
+    if (k.name == target && k.type == t && (k.classes & ClassBit(c)) != 0 && KernelRunsHere(k)) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
+
+// One "[type.]class=target" item into *plan.
+Status ParseItem(const std::string& item, MatMulPlan* plan) {
+  const size_t eq = item.find('=');
+  if (eq == std::string::npos) return InvalidArgument("kernel plan item '" + item + "': no '='");
+  std::string key = Trim(item.substr(0, eq));
+  const std::string target = Trim(item.substr(eq + 1));
+  std::vector<DType> types = ComputableDTypes();
+  const size_t dot = key.find('.');
+  if (dot != std::string::npos) {
+    const std::string type = key.substr(0, dot);
+    key = key.substr(dot + 1);
+    types.clear();
+    for (DType t : ComputableDTypes()) {
+      if (type == DTypeName(t)) types.push_back(t);
+    }
+    if (types.empty()) return InvalidArgument("kernel plan item '" + item + "': no type " + type);
+  }
+  std::vector<RowClass> classes;
+  for (int c = 0; c < kRowClasses; ++c) {
+    if (key == "*" || key == RowClassName(RowClass(c))) classes.push_back(RowClass(c));
+  }
+  if (classes.empty()) {
+    return InvalidArgument("kernel plan item '" + item +
+                           "': the class is decode, small, prefill or *");
+  }
+  // A type named must be served; over all types, a kernel name sets those it serves.
+  int set = 0;
+  for (DType t : types) {
+    for (RowClass c : classes) {
+      const MatMulKernel* k = Target(target, t, c);
+      if (k == nullptr && dot != std::string::npos) {
+        return InvalidArgument("kernel plan item '" + item + "': '" + target + "' serves no " +
+                               DTypeName(t) + " " + RowClassName(c) + " rows on this CPU");
+      }
+      if (k != nullptr) {
+        plan->Set(t, c, k);
+        ++set;
+      }
+    }
+  }
+  if (set == 0) {
+    return InvalidArgument("kernel plan item '" + item + "': '" + target +
+                           "' is no ISA or kernel that runs on this CPU");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<MatMulPlan> MatMulPlan::Parse(const std::string& spec) {
+  MatMulPlan plan;
+  std::string item;
+  auto flush = [&]() -> Status {
+    const std::string t = Trim(item);
+    item.clear();
+    return t.empty() ? Status::Ok() : ParseItem(t, &plan);
+  };
+  bool comment = false;
+  for (char ch : spec) {
+    if (ch == '\n') comment = false;
+    if (ch == '#') comment = true;
+    if (ch == ',' || ch == '\n') {
+      STET_RETURN_IF_ERROR(flush());
+    } else if (!comment) {
+      item += ch;
+    }
+  }
+  STET_RETURN_IF_ERROR(flush());
+  return plan;
+}
+
+std::string MatMulPlan::ToString() const {
+  std::string out;
+  for (DType t : ComputableDTypes()) {
+    for (int c = 0; c < kRowClasses; ++c) {
+      const MatMulKernel* k = Get(t, RowClass(c));
+      if (k == nullptr) continue;
+      out += std::string(DTypeName(t)) + "." + RowClassName(RowClass(c)) + "=" + k->name + "\n";
+    }
+  }
+  return out;
+}
+
+std::string DescribeKernelTable(const MatMulPlan* plan) {
   std::vector<Isa> isas;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (IsaRunsHere(isa)) isas.push_back(isa);
   }
-  std::string out = "type    class   ";
   char buf[128];
+  std::string out = "type    class   ";
+  if (plan != nullptr) out += " auto (measured)       ";
   for (Isa isa : isas) {
     std::snprintf(buf, sizeof buf, " %-30s", IsaName(isa));
     out += buf;
@@ -147,6 +281,11 @@ std::string DescribeKernelTable() {
     for (int c = 0; c < kRowClasses; ++c) {
       std::snprintf(buf, sizeof buf, "%-7s %-8s", DTypeName(t), RowClassName(RowClass(c)));
       out += buf;
+      if (plan != nullptr) {
+        const MatMulKernel* k = plan->Pick(t, RowClass(c), true);
+        std::snprintf(buf, sizeof buf, " %-22s", k ? k->name : "-");
+        out += buf;
+      }
       for (Isa isa : isas) {
         // "packed row | row without a packed copy" where they differ.
         const MatMulKernel* with = FindKernel(t, isa, RowClass(c), true);

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "base/cpu_features.h"
+#include "base/status.h"
 #include "kernels/kernels.h"
 #include "numerics/dtype.h"
 
@@ -61,8 +62,8 @@ struct MatMulKernel {
   uint8_t classes;  // ClassBit()s it serves
   Packed packed;
   ActLayout act;
-  uint8_t act_flags;        // ActFlag bits, for the vertical layouts
-  MatMulRowsFn rows;        // y rows [r0, r1) of every activation row (threads split r)
+  uint8_t act_flags;           // ActFlag bits, for the vertical layouts
+  MatMulRowsFn rows;           // y rows [r0, r1) of every activation row (threads split r)
   bool (*cpu_ok)() = nullptr;  // a CPU feature beyond the ISA's own (NEON dotprod); null: none
 };
 
@@ -85,8 +86,8 @@ template <size_t N>
 constexpr std::array<MatMulKernel, N> KernelRows(const KernelFamily& f, const TypeRows (&t)[N]) {
   std::array<MatMulKernel, N> out{};
   for (size_t i = 0; i < N; ++i) {
-    out[i] = {f.name, t[i].type, f.isa, f.classes, f.packed, f.act, t[i].act_flags, t[i].rows,
-              f.cpu_ok};
+    out[i] = {f.name, t[i].type,      f.isa,     f.classes, f.packed,
+              f.act,  t[i].act_flags, t[i].rows, f.cpu_ok};
   }
   return out;
 }
@@ -98,9 +99,9 @@ constexpr std::array<MatMulKernel, sizeof...(Tags)> KernelRowsOf(const KernelFam
   return KernelRows(f, t);
 }
 // KernelRowsOf's fn for a rows function template F over block types: F<B> serves B::kType.
-#define STET_ROWS_OF(F)                                         \
-  [](auto tag) {                                                \
-    using B_ = typename decltype(tag)::type;                    \
+#define STET_ROWS_OF(F)                                 \
+  [](auto tag) {                                        \
+    using B_ = typename decltype(tag)::type;            \
     return ::stet::kernels::TypeRows{B_::kType, F<B_>}; \
   }
 template <size_t A, size_t B>
@@ -123,6 +124,29 @@ const MatMulKernel* FindKernel(DType t, Isa isa, RowClass c, bool packed);
 // The ISA one step down the chain (kScalar for kScalar).
 Isa FallbackIsa(Isa isa);
 
+// Which row serves each (weight type, row class) under Isa::kAuto: chosen by
+// measurement (matmul_tune.h) or given (Parse). An empty entry is the best ISA's
+// row (FindKernel); an entry whose row needs a packed copy the matrices lack is its
+// ISA's row without one. Whatever the plan, the bits are those of every other.
+class MatMulPlan {
+ public:
+  const MatMulKernel* Pick(DType t, RowClass c, bool packed) const;
+  const MatMulKernel* Get(DType t, RowClass c) const;  // null: the default
+  void Set(DType t, RowClass c, const MatMulKernel* k);
+  bool empty() const;
+  // Comma- or newline-separated "[type.]class=target" (type: a weight type, all
+  // if left out; class: decode, small, prefill or *; target: an ISA — its row —
+  // or a kernel name, e.g. "decode=scalar,small=avx2,q4_k.prefill=avx512.vertical").
+  // '#' starts a comment. Errors name the item; targets must run on this CPU.
+  static Result<MatMulPlan> Parse(const std::string& spec);
+  // The set entries as Parse reads them, one "type.class=kernel" a line.
+  std::string ToString() const;
+
+ private:
+  static constexpr int kTypeIds = 32;
+  std::array<std::array<const MatMulKernel*, kRowClasses>, kTypeIds> rows_{};
+};
+
 // MatMulGroup (kernels.h) through row k, whatever the row count: for the tests
 // (every row against the scalar reference) and the tuner. The activations are
 // quantized with quant_isa's quantizer (any gives the same bits). k must run on
@@ -130,8 +154,8 @@ Isa FallbackIsa(Isa isa);
 void MatMulWith(const MatMulKernel& k, const WeightView* const* ws, int n, const float* x,
                 int64_t m, float* const* ys, ThreadPool* pool, Isa quant_isa);
 
-// The table, one line per (type, class): the row each ISA of this CPU uses, as
-// `stet bench --explain` prints it.
-std::string DescribeKernelTable();
+// The table, one line per (type, class): the row each ISA of this CPU uses, and
+// (with a plan) the row Isa::kAuto uses, as `stet bench --explain` prints it.
+std::string DescribeKernelTable(const MatMulPlan* plan = nullptr);
 
 }  // namespace stet::kernels

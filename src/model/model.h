@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "format/gguf.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_table.h"
 #include "model/hparams.h"
 
 namespace stet {
@@ -57,6 +58,19 @@ class Model {
   // the CPU lacks AVX-512 or STET_NO_PACK is set).
   int64_t packed_bytes() const { return packed_bytes_; }
 
+  // The MatMul rows Isa::kAuto uses for this model's matrices (kernel_plan.cc):
+  // measured on them with n_threads (well under a second), or read back from the
+  // cache of an earlier measurement on this CPU, binary, thread count and shapes
+  // ($STET_KERNEL_CACHE, else ~/.cache/stet/kernel-plans); STET_KERNEL_PLAN=spec
+  // (kernels::MatMulPlan::Parse) gives one instead, STET_KERNEL_TUNE=0 keeps the
+  // best ISA's rows. Never changes an output bit. Returns one line saying which.
+  std::string TuneKernels(int n_threads);
+  void SetKernelPlan(const kernels::MatMulPlan& plan);
+  const kernels::MatMulPlan* kernel_plan() const { return plan_.get(); }
+  const std::string& kernel_plan_note() const { return plan_note_; }  // TuneKernels' line
+  // Every matrix the forward pass multiplies by (layers, then the output).
+  std::vector<const kernels::WeightView*> MatMulViews() const;
+
  private:
   Model() = default;
   Status LoadWeights(bool progress);
@@ -64,6 +78,7 @@ class Model {
   // Gives every q8_0/q4_0/q4_1/q4_k matrix a copy in the AVX-512 decode layout
   // (kernels::PackWeights), on CPUs that can use it.
   void PackWeights();
+  std::string TuneKernelsOnce(int n_threads);
 
   struct FreeDeleter {
     void operator()(void* p) const;
@@ -74,6 +89,8 @@ class Model {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> packed_;
   int64_t weight_bytes_ = 0;
   int64_t packed_bytes_ = 0;
+  std::unique_ptr<kernels::MatMulPlan> plan_;
+  std::string plan_note_;
 };
 
 }  // namespace stet

@@ -217,6 +217,7 @@ int RunServe(const ServeArgs& a) {
   if (!chat_template_override.empty()) info.chat_template = chat_template_override;
   info.template_limits = a.template_limits;
   const std::string fingerprint = (*engine)->fingerprint();
+  const std::string plan_note = (*engine)->model().kernel_plan_note();
   const int n_ctx = (*engine)->n_ctx();
   Status st = server.Attach(std::move(*engine), info);
   if (!st.ok()) {
@@ -242,6 +243,7 @@ int RunServe(const ServeArgs& a) {
                info.chat_template.empty()        ? ", no chat template (ChatML fallback)"
                : !chat_template_override.empty() ? ", chat template from --chat-template-file"
                                                  : "");
+  if (!plan_note.empty()) std::fprintf(stderr, "stet: %s\n", plan_note.c_str());
   std::fprintf(stderr, "listening on %s\n", url.c_str());
   std::fflush(stderr);
 

@@ -124,6 +124,45 @@ TEST(KernelTable, DescribeListsEveryTypeAndClass) {
   EXPECT_NE(table.find("ref.q8"), std::string::npos);
 }
 
+// The plans Isa::kAuto dispatches from: given as text (STET_KERNEL_PLAN, the cache),
+// printed back the same, refused with a message naming the bad item.
+TEST(KernelPlan, ParsePrintAndPick) {
+  auto plan =
+      MatMulPlan::Parse("decode=scalar, # every type's decode: the oracle\nq4_k.small=scalar");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  for (DType t : ComputableDTypes()) {
+    ASSERT_NE(plan->Get(t, RowClass::kDecode), nullptr) << DTypeName(t);
+    EXPECT_EQ(plan->Get(t, RowClass::kDecode)->isa, Isa::kScalar);
+    EXPECT_EQ(plan->Get(t, RowClass::kPrefill), nullptr);
+  }
+  EXPECT_NE(plan->Get(DType::kQ4_K, RowClass::kSmall), nullptr);
+  EXPECT_EQ(plan->Get(DType::kQ4_1, RowClass::kSmall), nullptr);
+  // An empty entry is the best ISA's row.
+  EXPECT_EQ(plan->Pick(DType::kQ4_1, RowClass::kPrefill, true),
+            FindKernel(DType::kQ4_1, BestIsa(), RowClass::kPrefill, true));
+  auto again = MatMulPlan::Parse(plan->ToString());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->ToString(), plan->ToString());
+  EXPECT_NE(plan->ToString().find("q4_k.small=ref.qk\n"), std::string::npos) << plan->ToString();
+  for (const char* bad : {"decode", "sometimes=scalar", "q4_1.decode=nosuch", "q9_9.decode=scalar",
+                          "q4_1.decode=ref.qk", "*=sse9"}) {
+    auto r = MatMulPlan::Parse(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("kernel plan item"), std::string::npos) << bad;
+  }
+  if (!CpuHasAvx512()) {
+    EXPECT_FALSE(MatMulPlan::Parse("prefill=avx512").ok());
+  }
+  if (CpuHasAvx2Fma()) {
+    // A row that needs a packed copy, asked for matrices without one: its ISA's other row.
+    auto p = MatMulPlan::Parse("q4_1.decode=avx2.packed");
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_STREQ(p->Pick(DType::kQ4_1, RowClass::kDecode, true)->name, "avx2.packed");
+    EXPECT_STREQ(p->Pick(DType::kQ4_1, RowClass::kDecode, false)->name, "avx2.tiles");
+  }
+}
+
 TEST(KernelTable, RowClasses) {
   EXPECT_EQ(RowClassOf(1), RowClass::kDecode);
   EXPECT_EQ(RowClassOf(2), RowClass::kSmall);

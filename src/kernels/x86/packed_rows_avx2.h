@@ -17,8 +17,8 @@ namespace stet::kernels::avx2 {
 // group at p (NH = 1: the half at byte offset half0 of each 64-byte word; NH = 2:
 // both) for activation rows i0 .. i0 + RM - 1; n_out counts from the first row.
 template <typename T, int RM>
-void HalfTiles(const T& t, const uint8_t* p, int half, int64_t i0, int64_t m, float* y,
-               int64_t ldy, int64_t n_out) {
+void HalfTiles(const T& t, const uint8_t* p, int half, int64_t i0, int64_t m, float* y, int64_t ldy,
+               int64_t n_out) {
   if constexpr (RM > 1) {
     if (m < RM) return HalfTiles<T, RM - 1>(t, p, half, i0, m, y, ldy, n_out);
   }

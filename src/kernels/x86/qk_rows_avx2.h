@@ -13,7 +13,6 @@
 
 namespace stet::kernels::avx2 {
 
-
 template <typename Block, typename U, void (*kUnpack)(const Block&, U*),
           void (*kAccumulate)(const U&, const int8_t*, const int16_t*, float, float*), int RM>
 void UnpackedRowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0) {
@@ -36,8 +35,7 @@ void UnpackedRowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i
 // Weight rows [r0, r1), every activation row: kRM rows per unpacked superblock (prefill),
 // the rest one at a time.
 template <typename Block, typename U, void (*kUnpack)(const Block&, U*),
-          void (*kAccumulate)(const U&, const int8_t*, const int16_t*, float, float*),
-          int kRM = 4>
+          void (*kAccumulate)(const U&, const int8_t*, const int16_t*, float, float*), int kRM = 4>
 void UnpackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const WeightView& w = *a.w;
   for (int64_t r = r0; r < r1; ++r) {
