@@ -195,7 +195,7 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   const bool return_token_ids = in.return_token_ids;
   const bool seed_generated = in.seed_generated;
   const uint64_t seed = in.seed;
-  const int64_t now_unix = in.clock.value_or(ChatTemplateOptions{}.now_unix);
+  const int64_t now_unix = TemplateClock(in.clock);
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
   if (!r->forced_tool.empty()) {  // tool_choice "required" / named: calls in the template's format
@@ -214,7 +214,9 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   if (r->prompt_ids) {  // token in: the client rendered the prompt itself
     prompt = std::move(*r->prompt_ids);
   } else {
-    auto ids = chat->Build(r->messages, r->tools, opts.recorder ? &rendered : nullptr, now_unix,
+    auto how = ReadChatPromptOptions(*body, now_unix);  // chat_template_kwargs, the two flags
+    if (!how.ok()) return SendError(res, how.error());
+    auto ids = chat->Build(r->messages, r->tools, *how, opts.recorder ? &rendered : nullptr,
                            max_prompt_bytes);
     if (!ids.ok()) return SendError(res, ids.error());
     prompt = std::move(*ids);
@@ -281,6 +283,7 @@ Json Server::Impl::ModelJson() const {
   m["owned_by"] = "stet";
   m["max_model_len"] = engine->n_ctx();
   m["system_fingerprint"] = engine->fingerprint();
+  m["chat_template"] = chat->Describe();
   return m;
 }
 

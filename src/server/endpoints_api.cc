@@ -46,7 +46,7 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   const bool return_token_ids = in.return_token_ids;
   const bool seed_generated = in.seed_generated;
   const uint64_t seed = in.seed;
-  const int64_t now_unix = in.clock.value_or(ChatTemplateOptions{}.now_unix);
+  const int64_t now_unix = TemplateClock(in.clock);
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
   const ResponsesTools& tools = r->tools;
@@ -62,8 +62,10 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   rec.seed = seed;
 
   std::string rendered;
-  auto ids = chat->Build(r->messages, tools.chat_tools, opts.recorder ? &rendered : nullptr,
-                         now_unix, max_prompt_bytes);
+  auto how = ReadChatPromptOptions(*body, now_unix);  // chat_template_kwargs, the two flags
+  if (!how.ok()) return SendError(res, how.error());
+  auto ids = chat->Build(r->messages, tools.chat_tools, *how, opts.recorder ? &rendered : nullptr,
+                         max_prompt_bytes);
   if (!ids.ok()) {
     ApiError e = ids.error();
     if (e.param == "messages") e.param = "input";
