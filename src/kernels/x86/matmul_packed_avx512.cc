@@ -97,6 +97,13 @@ inline void OneBlock(const uint8_t* p, const ActQ8& act, const int64_t* blk, __m
   }
 }
 
+// Blocks (q4_k: superblocks) ahead of the one computed that the first pass over
+// a group prefetches: decode streams the packed matrix from DRAM, and the
+// hardware prefetcher alone leaves a core well below its bandwidth (as in the
+// AVX2 packed kernels, whose distances these are).
+constexpr int64_t kPrefetchBlocks = 16;
+constexpr int64_t kPrefetchSupers = 3;
+
 // The 16 outputs of one group (n of them valid) for activation row i: the
 // 8-block loop unrolled so the lane accumulators stay in registers.
 template <typename Block>
@@ -108,6 +115,7 @@ void GroupOneRow(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i, 
   for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + kLanes <= nb; b += kLanes) {
+    if (i == 0) avx2::PrefetchLines(p + (b + kPrefetchBlocks) * stride, kLanes * stride);
     STET_UNROLL
     for (int l = 0; l < kLanes; ++l) {
       const int64_t blk = i * act.nb_pad + b + l;
@@ -136,6 +144,7 @@ void GroupRows(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, f
   int64_t blk[RM];
   __m512* lane[RM];
   for (int64_t b = 0; b < act.nb; ++b) {
+    if (i0 == 0) avx2::PrefetchLines(p + (b + kPrefetchBlocks) * stride, stride);
     STET_UNROLL
     for (int r = 0; r < RM; ++r) {
       blk[r] = (i0 + r) * act.nb_pad + b;
@@ -283,6 +292,7 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
   STET_UNROLL
   for (int r = 0; r < RM; ++r) rows[r] = i0 + r;
   for (int64_t b = 0; b < act.nsb; ++b) {
+    if (i0 == 0) avx2::PrefetchLines(p + (b + kPrefetchSupers) * stride, stride);
     STET_UNROLL
     for (int r = 0; r < RM; ++r) lane[r] = &acc[r][b % kLanes];
     OneSuper<RM>(p + b * stride, act, rows, b, lane);
