@@ -59,6 +59,24 @@ CASES = [
          label="llama-3.2-1b Q4_K_M (random)", big=True,
          note="the type mix of the file people download: q4_k, with q6_k output and q6_k "
               "attn_v/ffn_down in 8 of 16 layers (stet quantize --type q4_k_m, llama.cpp's rule)"),
+    # Bigger shapes (issue 31): written by gguf-random directly in the mix (no f16 copy
+    # first); the writer holds the file in memory while it writes it.
+    dict(id="3b-q4_k_m", shape="llama-3.2-3b", type="q4_k_m",
+         label="llama-3.2-3b Q4_K_M (random)", big=True, note="~1.9 GiB"),
+    dict(id="3b-q8_0", shape="llama-3.2-3b", type="q8_0", label="llama-3.2-3b q8_0 (random)",
+         big=True, note="~3.2 GiB"),
+    dict(id="8b-q4_k_m", shape="llama-3.1-8b", type="q4_k_m",
+         label="llama-3.1-8b Q4_K_M (random)", big=True, note="~4.6 GiB"),
+    dict(id="8b-q8_0", shape="llama-3.1-8b", type="q8_0", label="llama-3.1-8b q8_0 (random)",
+         big=True, note="~8 GiB; 16 GiB of memory to write it"),
+    dict(id="olmoe-q4_k_m", shape="olmoe-1b-7b", type="q4_k_m",
+         label="OLMoE-1B-7B shape, qwen3moe, Q4_K_M (random)", big=True,
+         note="64 experts of 1024, 8 per token: ~1.3 B of 6.9 B parameters read per token; "
+              "~4 GiB"),
+    dict(id="qwen3moe-q4_k_m", shape="qwen3-30b-a3b", type="q4_k_m",
+         label="Qwen3-30B-A3B shape Q4_K_M (random)", big=True, optin=True,
+         note="128 experts of 768, 8 per token; ~17 GiB, and as much memory to write it: "
+              "only with --cases qwen3moe-q4_k_m on a machine that has it"),
 ]
 
 
@@ -521,7 +539,8 @@ def main():
     args.contended_cases = args.contended_cases.split(",")
     if args.depths and args.depth_tg not in args.tg:
         args.tg.append(args.depth_tg)  # depth 0 of the attention-cost column
-    want = [c["id"] for c in CASES] if args.cases == "all" else args.cases.split(",")
+    want = ([c["id"] for c in CASES if not c.get("optin")] if args.cases == "all"
+            else args.cases.split(","))
     unknown = set(want) - {c["id"] for c in CASES}
     if unknown:
         sys.exit(f"run.py: unknown case(s) {sorted(unknown)}")

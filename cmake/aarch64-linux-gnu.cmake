@@ -17,7 +17,12 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
+# The build directory's pkgconfig/ (scripts/cross-arm64 writes it) comes first: libpq,
+# whose arm64 -dev package cannot be installed beside the host's.
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
+if(EXISTS "${CMAKE_BINARY_DIR}/pkgconfig")
+  set(ENV{PKG_CONFIG_LIBDIR} "${CMAKE_BINARY_DIR}/pkgconfig:$ENV{PKG_CONFIG_LIBDIR}")
+endif()
 set(ENV{PKG_CONFIG_PATH} "")
 
 # ctest and gtest_discover_tests run the test binaries through qemu. `-L /`: the

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -85,6 +87,8 @@ const char* IsaName(Isa isa) {
       return "avx512";
     case Isa::kNeon:
       return "neon";
+    case Isa::kAuto:
+      return "auto";
   }
   return "unknown";
 }
@@ -95,15 +99,37 @@ Isa BestIsa() {
   return CpuHasAvx2Fma() ? Isa::kAvx2 : Isa::kScalar;
 }
 
+Isa ResolveIsa(Isa isa) { return isa == Isa::kAuto ? BestIsa() : isa; }
+
 Isa DefaultIsa() {
   static const Isa isa = [] {
     const char* env = std::getenv("STET_ISA");
     if (env && std::strcmp(env, "scalar") == 0) return Isa::kScalar;
     if (env && std::strcmp(env, "avx2") == 0 && CpuHasAvx2Fma()) return Isa::kAvx2;
+    if (env && std::strcmp(env, "avx512") == 0 && CpuHasAvx512()) return Isa::kAvx512;
     if (env && std::strcmp(env, "neon") == 0 && CpuHasNeon()) return Isa::kNeon;
+    if (env && std::strcmp(env, "auto") == 0) return Isa::kAuto;
     return BestIsa();
   }();
   return isa;
+}
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, arm;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const size_t v = line.find_first_not_of(" \t", colon + 1);
+    const std::string value = v == std::string::npos ? "" : line.substr(v);
+    if (line.rfind("model name", 0) == 0) return value;
+    // aarch64 Linux names the core by implementer and part numbers.
+    if (line.rfind("CPU implementer", 0) == 0 && arm.empty()) arm = "implementer " + value;
+    if (line.rfind("CPU part", 0) == 0 && arm.find("part") == std::string::npos) {
+      arm += " part " + value;
+    }
+  }
+  return arm.empty() ? "unknown" : arm;
 }
 
 }  // namespace stet

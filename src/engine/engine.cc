@@ -149,6 +149,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                                             d.tokenizer->vocab(), opts.spec.draft_model));
     draft = std::move(d.model);
   }
+  // Isa::kAuto: MatMul rows chosen by measurement on this model (never a bit of output).
+  if (opts.isa == Isa::kAuto && model->kernel_plan() == nullptr) model->TuneKernels(opts.n_threads);
   // Tensor parallelism: the workers load their shards while rank 0 hashes its file.
   std::unique_ptr<dist::Leader> group;
   if (opts.tp != nullptr && opts.tp->size() > 1) {

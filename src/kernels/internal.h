@@ -1,22 +1,31 @@
-// Shared between kernels.cc (dispatch), kernels/ref (the scalar oracle) and
-// kernels/cpu (AVX2, AVX-512): the quantized-activation layouts, the canonical 8-lane
-// combine, and each path's entry points. Tests include it to pin the
-// activation quantization (rule R6) and the per-type canonical orders.
+// Shared between the dispatch (kernels.cc, matmul.cc), kernels/ref (the scalar
+// oracle), kernels/x86 (AVX2, AVX-512) and kernels/neon: the quantized-activation
+// layouts, the canonical 8-lane combine, and each path's entry points (MatMul's as
+// rows of the kernel table, matmul_table.h). Tests include it to pin the activation
+// quantization (rule R6) and the per-type canonical orders.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <type_traits>
 #include <vector>
 
 #include "base/check.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_table.h"
 #include "numerics/half.h"
 #include "numerics/math.h"
 
 namespace stet::kernels {
 
 constexpr int kLanes = 8;  // the logical accumulator width on every path (rule R4)
+
+// True for the build's SIMD path: Isa::kAvx2 and kAvx512 (which uses the AVX2
+// path for the kernels it has no AVX-512 version of) on x86-64, kNeon on
+// aarch64; aborts if this CPU or build cannot run it (a caller asking for a path
+// it never checked is a programmer error). kernels.cc.
+bool UseSimd(Isa isa);
 
 // The fixed lane tree: s4[i] = l[i] + l[i+4]; s2[i] = s4[i] + s4[i+2]; s2[0] + s2[1].
 static inline float CombineLanes(const float* l) {
@@ -28,24 +37,22 @@ static inline float CombineLanes(const float* l) {
 // Attention-logit soft-capping (Gemma 2): s_t = cap * TanhF(s_t / cap), applied
 // to the scores before the softmax by every path's attention kernel through this
 // one scalar function (same bits everywhere). cap <= 0: scores unchanged.
-inline void SoftCap(float* s, int64_t n, float cap) {
+static inline void SoftCap(float* s, int64_t n, float cap) {
   if (!(cap > 0.0f)) return;
   for (int64_t t = 0; t < n; ++t) s[t] = cap * TanhF(s[t] / cap);
 }
 
-// Kernels that are templates on a storage type: calls
-// f(std::integral_constant<DType, T>{}) for the T among kTypes that t is; any
-// other type fails with `msg`.
-template <DType... kTypes, typename F>
-static inline void WithDType(DType t, const char* msg, F&& f) {
-  const bool found = ((t == kTypes && (f(std::integral_constant<DType, kTypes>{}), true)) || ...);
-  if (!found) STET_CHECK_MSG(false, msg);
-}
-
-// The KV cache stores f32 or f16: the SIMD attention kernels' two instances.
+// The KV cache stores f32 or f16: the SIMD attention kernels' two instances,
+// f(std::integral_constant<DType, T>{}) for T = kv_type.
 template <typename F>
 static inline void WithKvType(DType kv_type, const char* msg, F&& f) {
-  WithDType<DType::kF32, DType::kF16>(kv_type, msg, f);
+  if (kv_type == DType::kF32) {
+    f(std::integral_constant<DType, DType::kF32>{});
+  } else if (kv_type == DType::kF16) {
+    f(std::integral_constant<DType, DType::kF16>{});
+  } else {
+    STET_CHECK_MSG(false, msg);
+  }
 }
 
 // A run-time count as a template argument (how many vectors a kernel keeps in
@@ -61,35 +68,6 @@ static inline void WithCount(int n, F&& f) {
     }
   } else {
     if (n >= kMax) f(std::integral_constant<int, kMax>{});
-  }
-}
-
-// The 32-block weight types' matmul kernels are templates on the block: calls
-// f(std::type_identity<Block>{}) for t's block (q8_0, q4_0, q4_1, q5_0, q5_1,
-// iq4_nl); any other type fails with `msg`.
-template <typename F>
-static inline void WithBlock32(DType t, const char* msg, F&& f) {
-  switch (t) {
-    case DType::kQ8_0:
-      f(std::type_identity<BlockQ8_0>{});
-      break;
-    case DType::kQ4_0:
-      f(std::type_identity<BlockQ4_0>{});
-      break;
-    case DType::kQ4_1:
-      f(std::type_identity<BlockQ4_1>{});
-      break;
-    case DType::kQ5_0:
-      f(std::type_identity<BlockQ5_0>{});
-      break;
-    case DType::kQ5_1:
-      f(std::type_identity<BlockQ5_1>{});
-      break;
-    case DType::kIQ4_NL:
-      f(std::type_identity<BlockIQ4_NL>{});
-      break;
-    default:
-      STET_CHECK_MSG(false, msg);
   }
 }
 
@@ -123,7 +101,7 @@ static inline void StoreRowWith(const float* x, int64_t n, DType dst_type, void*
 // and where the bound would be subnormal. The sum only grows (every e >= 0), so
 // an e below the bound of an earlier s cannot change the sum either: the SIMD
 // paths leave out those adds and still give the serial sum's bits.
-inline float SumSkipBelow(float s) {
+static inline float SumSkipBelow(float s) {
   uint32_t b;
   std::memcpy(&b, &s, 4);
   const uint32_t e = b >> 23;  // the biased exponent; >= 256 for a negative s
@@ -139,7 +117,7 @@ inline float SumSkipBelow(float s) {
 // ExpF(y) < 2^k / e (1 + ExpF's ~1 ulp error), so below `below`: such an e
 // would be skipped anyway, and its exp need not be computed. -inf (nothing
 // passes) when below is 0. NaN arguments never compare below.
-inline float SumSkipArgBelow(float below) {
+static inline float SumSkipArgBelow(float below) {
   if (!(below > 0.0f)) return -INFINITY;
   uint32_t b;
   std::memcpy(&b, &below, 4);
@@ -246,9 +224,15 @@ struct ActQ8KV {
 // Bytes per (16-row group, 32-block) of the packed layout (kernels.h).
 int64_t PackedBlockBytes(DType t);
 
-// Lays out `act` for m rows of k in `storage` (grown as needed, never shrunk).
+// Lays out `act` for m rows of k in `storage` (grown as needed, never shrunk);
+// the vertical layouts carry what `flags` (ActFlag) ask for.
 void PrepareActQ8(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActQ8* act);
 void PrepareActQ8K(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActQ8K* act);
+void PrepareActPairs(int64_t m, int64_t k, std::vector<uint8_t>* storage, ActPairs* act);
+void PrepareActQ8V(int64_t m, int64_t nb, uint8_t flags, std::vector<uint8_t>* storage,
+                   ActQ8V* act);
+void PrepareActQ8KV(int64_t m, int64_t nsb, uint8_t flags, std::vector<uint8_t>* storage,
+                    ActQ8KV* act);
 
 // y[i * ldy + r] for activation rows i < m and weight rows r in [r0, r1).
 struct MatMulArgs {
@@ -263,51 +247,38 @@ struct MatMulArgs {
   const ActQ8KV* a8kv = nullptr;  // AVX-512 VNNI q4_k path
 };
 
+// The entry points every path has (ref: the scalar oracle; avx2; neon), declared
+// once for each: the activation quantizers, the MatMul kernel rows of its files
+// (matmul_table.h) and the element-wise and attention ops of kernels.h.
+#define STET_DECLARE_PATH_OPS()                                                                   \
+  void QuantizeActQ8(const float* x, ActQ8* act); /* all act->m rows */                           \
+  void QuantizeActQ8K(const float* x, ActQ8K* act);                                               \
+  std::span<const MatMulKernel> MatMulFloatKernels(); /* f32, f16, bf16 */                        \
+  std::span<const MatMulKernel> MatMulQ8Kernels();    /* the 32-block types */                    \
+  std::span<const MatMulKernel> MatMulQKKernels();    /* the superblock types (x86: not all) */   \
+  float Dot(const float* a, const float* b, int64_t n);                                           \
+  void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);        \
+  void SwiGlu(const float* gate, const float* up, int64_t n, float* out);                         \
+  void GeGlu(const float* gate, const float* up, int64_t n, float* out);                          \
+  void Add(const float* a, const float* b, int64_t n, float* out);                                \
+  void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin, \
+            RopeStyle style);                                                                     \
+  void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);                            \
+  void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,  \
+                  int head_dim, float scale, float softcap, float* out, float* scratch);          \
+  float SumExpShifted(const float* x, int64_t n, float shift);                                    \
+  int64_t Argmax(const float* x, int64_t n);
+
 namespace ref {
-void QuantizeActQ8(const float* x, ActQ8* act);  // all act->m rows
-void QuantizeActQ8K(const float* x, ActQ8K* act);
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-// q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);
-// q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-float Dot(const float* a, const float* b, int64_t n);
-void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
-void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
-void GeGlu(const float* gate, const float* up, int64_t n, float* out);
-void Add(const float* a, const float* b, int64_t n, float* out);
-void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
-          RopeStyle style);
-void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
-void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float softcap, float* out, float* scratch);
-float SumExpShifted(const float* x, int64_t n, float shift);
-int64_t Argmax(const float* x, int64_t n);
+STET_DECLARE_PATH_OPS()
 }  // namespace ref
 
 namespace avx2 {
-void QuantizeActQ8(const float* x, ActQ8* act);
-void QuantizeActQ8K(const float* x, ActQ8K* act);
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);        // as ref::
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);        // as ref::
-void MatMulQKLowBitRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q2_k, q3_k, iq4_xs
-float Dot(const float* a, const float* b, int64_t n);
-void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
-void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
-void GeGlu(const float* gate, const float* up, int64_t n, float* out);
-void Add(const float* a, const float* b, int64_t n, float* out);
-void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
-          RopeStyle style);
-void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
-void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float softcap, float* out, float* scratch);
-float SumExpShifted(const float* x, int64_t n, float shift);
-int64_t Argmax(const float* x, int64_t n);
-// q8_0/q4_0/q4_1 from w.packed (the 16-row layout) on ActQ8 rows; r0 a multiple
-// of 16. For decode: each activation row streams the packed matrix once.
-void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k on ActQ8K
+STET_DECLARE_PATH_OPS()
+std::span<const MatMulKernel> MatMulQKLowBitKernels();  // q2_k, q3_k, iq4_xs
+// The packed 16-row layout (pack.cc) on ActQ8 / ActQ8K rows; r0 a multiple of 16.
+std::span<const MatMulKernel> MatMulPackedKernels();
+std::span<const MatMulKernel> MatMulPackedQKKernels();
 // Two AttendHead calls over the same K/V in one pass (head_dim % 8 == 0);
 // scratch: 2 * max(n_kv) floats.
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
@@ -323,21 +294,19 @@ void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRo
 float Softmax(float* s, int64_t n);
 }  // namespace avx2
 
-// AVX-512 (F/BW/DQ/VL/VNNI): batched MatMul for float, the 32-block types and q4_k; every
-// other kernel and m == 1 use the AVX2 path. Same bits as ref (rule R4).
+// AVX-512 (F/BW/DQ/VL/VNNI): MatMul rows (packed small batches, paired and
+// vertical layouts for batches) and paired attention; every other kernel uses
+// the AVX2 path. Same bits as ref (rule R4).
 namespace avx512 {
 // Fill row pairs [p0, p1) / row groups [g0, g1) (threads split them).
 void PairActivations(const float* x, ActPairs* xp, int64_t p0, int64_t p1);
 void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1);  // a8 quantized already
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);       // needs a.xp
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);  // 32-block types, needs a.a8v
 void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1);
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k, needs a.a8kv
-// q2_k/q3_k/q5_k/q6_k/iq4_xs, needs a.a8kv (biased; sx16 for q2_k/q5_k).
-void MatMulQKUnpackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-// q8_0/q4_0/q4_1 from w.packed on ActQ8 rows; r0 a multiple of 16.
-void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);  // q4_k on ActQ8K
+std::span<const MatMulKernel> MatMulFloatKernels();       // on ActPairs
+std::span<const MatMulKernel> MatMulQ8Kernels();          // on ActQ8V
+std::span<const MatMulKernel> MatMulQKKernels();          // q4_k on ActQ8KV
+std::span<const MatMulKernel> MatMulQKUnpackedKernels();  // the other superblock types
+std::span<const MatMulKernel> MatMulPackedKernels();      // q8_0/q4_0/q4_1/q4_k, packed
 // Two AttendHead calls over the same K/V (n_kv0, n_kv1 positions), one pass;
 // head_dim % 8 == 0. scratch: 2 * max(n_kv) + 2 * head_dim floats.
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
@@ -345,31 +314,23 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
                     float softcap, float* out0, float* out1, float* scratch);
 }  // namespace avx512
 
-// NEON (aarch64; kernels/neon/): Isa::kNeon. The ops without a NEON kernel yet
-// run the scalar reference (same bits by definition).
+// NEON (aarch64; kernels/neon/): Isa::kNeon. Its MatMul rows use SDOT where the
+// CPU has dotprod (MatMulKernel::cpu_ok), SMULL + SADALP otherwise.
 namespace neon {
-void QuantizeActQ8(const float* x, ActQ8* act);
-void QuantizeActQ8K(const float* x, ActQ8K* act);
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-// Every 32-block type, SDOT where the CPU has dotprod, SMULL + SADALP otherwise.
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);
-// q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, likewise.
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1);
-// The same through the plain-NEON integer dots (for the tests on dotprod CPUs).
-void MatMulQ8RowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1);
-void MatMulQKRowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1);
-float Dot(const float* a, const float* b, int64_t n);
-void RmsNorm(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
-void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, const float* sin,
-          RopeStyle style);
-void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
-void GeGlu(const float* gate, const float* up, int64_t n, float* out);
-void Add(const float* a, const float* b, int64_t n, float* out);
-void StoreRow(const float* x, int64_t n, DType dst_type, void* dst);
-void AttendHead(const float* q, const KvRows& k, const KvRows& v, DType kv_type, int64_t n_kv,
-                int head_dim, float scale, float softcap, float* out, float* scratch);
-float SumExpShifted(const float* x, int64_t n, float shift);
-int64_t Argmax(const float* x, int64_t n);
+STET_DECLARE_PATH_OPS()
 }  // namespace neon
+
+#undef STET_DECLARE_PATH_OPS
+
+// The build's SIMD path's `fn` when `simd` (UseSimd), else the scalar one: a build
+// has one SIMD family, AVX2 (x86-64) or NEON (aarch64). Only in kernels/*.cc,
+// whose build defines STET_KERNELS_HAVE_*.
+#if defined(STET_KERNELS_HAVE_AVX2)
+#define STET_PATH(simd, fn) ((simd) ? avx2::fn : ref::fn)
+#elif defined(STET_KERNELS_HAVE_NEON)
+#define STET_PATH(simd, fn) ((simd) ? neon::fn : ref::fn)
+#else
+#define STET_PATH(simd, fn) ref::fn
+#endif
 
 }  // namespace stet::kernels

@@ -26,6 +26,8 @@ class ThreadPool;
 
 namespace stet::kernels {
 
+class MatMulPlan;  // matmul_table.h
+
 // A weight matrix of `rows` output features by `cols` inputs (K), row-major,
 // each row `row_bytes` long in `type`'s block format.
 struct WeightView {
@@ -38,6 +40,9 @@ struct WeightView {
   // kernels at every batch size and by the AVX-512 ones for small batches.
   // Same numbers, same results (R4).
   const void* packed = nullptr;
+  // Under Isa::kAuto, the rows that serve this matrix (its model's plan, chosen by
+  // measurement); null: the best ISA's rows. Never changes a bit.
+  const MatMulPlan* plan = nullptr;
 };
 
 // The row-interleaved layout for q8_0/q4_0/q4_1/q5_0/q5_1/q4_k/q6_k weights that
@@ -54,7 +59,9 @@ void PackWeights(const WeightView& w, void* dst);
 bool PackedLayoutUsed(DType t);
 
 // y[m, w.rows] = x[m, w.cols] · wᵀ. Per output the order depends on w.cols only.
-// pool may be null (single thread). Threads partition w.rows.
+// pool may be null (single thread). Threads partition w.rows. The kernel is the
+// row of the kernel table (matmul_table.h) for w's type, the row count's class and
+// `isa` (Isa::kAuto: w.plan's row).
 void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Isa isa);
 
 // Several MatMuls of the same input (q/k/v, gate/up) in one call: the

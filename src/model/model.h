@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "format/gguf.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_table.h"
 #include "model/hparams.h"
 #include "model/tensor_parallel.h"
 
@@ -93,6 +94,18 @@ class Model {
   // "" while every tensor holds the file's bytes; else the SHA-256 of every
   // tensor's name and current bytes, in file order (equal weights, equal digest).
   const std::string& WeightsDigest() const { return digest_; }
+  // The MatMul rows Isa::kAuto uses for this model's matrices (kernel_plan.cc):
+  // measured on them with n_threads (well under a second), or read back from the
+  // cache of an earlier measurement on this CPU, binary, thread count and shapes
+  // ($STET_KERNEL_CACHE, else ~/.cache/stet/kernel-plans); STET_KERNEL_PLAN=spec
+  // (kernels::MatMulPlan::Parse) gives one instead, STET_KERNEL_TUNE=0 keeps the
+  // best ISA's rows. Never changes an output bit. Returns one line saying which.
+  std::string TuneKernels(int n_threads);
+  void SetKernelPlan(const kernels::MatMulPlan& plan);
+  const kernels::MatMulPlan* kernel_plan() const { return plan_.get(); }
+  const std::string& kernel_plan_note() const { return plan_note_; }  // TuneKernels' line
+  // Every matrix the forward pass multiplies by (layers, then the output).
+  std::vector<const kernels::WeightView*> MatMulViews() const;
 
  private:
   struct FreeDeleter {
@@ -109,6 +122,7 @@ class Model {
   // Gives every q8_0/q4_0/q4_1/q4_k matrix a copy in the AVX-512 decode layout
   // (kernels::PackWeights), on CPUs that can use it.
   void PackWeights();
+  std::string TuneKernelsOnce(int n_threads);
 
   std::unique_ptr<gguf::GgufFile> file_;
   HParams hp_;
@@ -124,6 +138,8 @@ class Model {
   std::map<std::string, std::unique_ptr<uint8_t, FreeDeleter>> replaced_;
   std::map<std::string, std::string> file_sha_, current_sha_;
   std::string digest_;
+  std::unique_ptr<kernels::MatMulPlan> plan_;
+  std::string plan_note_;
 };
 
 }  // namespace stet

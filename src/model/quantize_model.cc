@@ -105,22 +105,6 @@ int LayerOf(const std::string& name) {
 
 bool UseMoreBits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-// llama.cpp's quantizer's choice when the row length does not fit `t`'s block.
-DType Fallback(DType t) {
-  switch (t) {
-    case DType::kQ4_K:
-      return DType::kQ5_0;
-    case DType::kQ5_K:
-      return DType::kQ5_1;
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kIQ4_XS:
-      return DType::kIQ4_NL;
-    default:
-      return DType::kQ8_0;
-  }
-}
-
 bool Fits(DType t, int64_t cols) {
   return cols % GetDTypeTraits(static_cast<uint32_t>(t))->block_elems == 0;
 }
@@ -152,7 +136,7 @@ DType RecipeType(const QuantRecipe& r, const TensorRole& t, DType current) {
     if (output || (per_layer && layer >= 0 && UseMoreBits(layer, t.n_layer))) want = r.more;
   }
   if (Fits(want, t.cols)) return want;
-  const DType fb = Fallback(want);
+  const DType fb = GetDTypeTraits(static_cast<uint32_t>(want))->fallback;
   return Fits(fb, t.cols) ? fb : current;
 }
 

@@ -16,6 +16,7 @@
 #include "base/hash.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "model/quantize_model.h"
 #include "numerics/math.h"
 #include "numerics/quantize.h"
 
@@ -36,6 +37,18 @@ const RandomModelShape kShapes[] = {
      false, RandomVocabStyle::kQwen2},
     {"llama-3.2-1b", "Llama-3.2-1B", "llama", 16, 2048, 32, 8, 8192, 128256, 131072, 500000.0,
      1e-5f, true, RandomVocabStyle::kLlama3},
+    {"llama-3.2-3b", "Llama-3.2-3B", "llama", 28, 3072, 24, 8, 8192, 128256, 131072, 500000.0,
+     1e-5f, true, RandomVocabStyle::kLlama3},
+    {"llama-3.1-8b", "Llama-3.1-8B", "llama", 32, 4096, 32, 8, 14336, 128256, 131072, 500000.0,
+     1e-5f, true, RandomVocabStyle::kLlama3, 0, 0, 0, 8.0},
+    // Mixtures of experts people run on CPUs: Qwen3-30B-A3B (48 layers of 128 experts of
+    // 768, 8 per token; 30.5 B parameters, ~17 GiB as q4_k) and OLMoE-1B-7B's dimensions
+    // (16 layers of 64 experts of 1024, 8 per token; 6.9 B, ~4 GiB) in the qwen3moe
+    // architecture, which differs from OLMoE's only in where the q/k norms apply.
+    {"qwen3-30b-a3b", "Qwen3-30B-A3B", "qwen3moe", 48, 2048, 32, 4, 768, 151936, 40960,
+     1000000.0, 1e-6f, false, RandomVocabStyle::kQwen2, 128, 8, 128},
+    {"olmoe-1b-7b", "OLMoE-1B-7B", "qwen3moe", 16, 2048, 16, 16, 1024, 50304, 4096, 10000.0,
+     1e-5f, false, RandomVocabStyle::kQwen2, 64, 8},
     // Small enough for unit tests; K = 256 / 512 so K-quants need no fallback.
     {"tiny", "tiny", "llama", 2, 256, 4, 2, 512, 1024, 2048, 10000.0, 1e-5f, false,
      RandomVocabStyle::kSmolLm},
@@ -172,7 +185,11 @@ struct Builder {
   // A weight matrix (or expert stack) of --type, or q8_0 where a K-quant cannot hold K.
   void Weight(const std::string& name, int64_t rows, int64_t cols, int64_t n_expert = 0) {
     DType type = opts.type;
-    if (IsKQuant(type) && cols % kQKK != 0) {
+    if (opts.more) {  // a mix: llama.cpp's rule and fallbacks (the output is the tied embedding)
+      const QuantRecipe recipe{"", opts.type, *opts.more};
+      type = RecipeType(recipe, TensorRole{name, cols, summary->n_layer, true}, DType::kQ8_0);
+      if (type != opts.type && type != *opts.more) summary->n_fallback += 1;
+    } else if (IsKQuant(type) && cols % kQKK != 0) {
       type = DType::kQ8_0;
       summary->n_fallback += 1;
     }
@@ -195,8 +212,8 @@ struct Builder {
 
 // Llama 3.1+ rope scaling as convert_hf_to_gguf.py writes it into rope_freqs.weight:
 // factor 32, low_freq_factor 1, high_freq_factor 4, original context 8192.
-std::vector<float> Llama3RopeFactors(int rot_dim, double base) {
-  const double factor = 32.0, low = 1.0, high = 4.0, old_ctx = 8192.0;
+std::vector<float> Llama3RopeFactors(int rot_dim, double base, double factor) {
+  const double low = 1.0, high = 4.0, old_ctx = 8192.0;
   const double low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
   std::vector<float> out;
   for (int i = 0; i < rot_dim; i += 2) {
@@ -380,11 +397,7 @@ std::string RandomModelShapeList() {
   return out;
 }
 
-std::string RandomModelTypeList() {
-  std::string out;
-  for (DType t : ComputableDTypes()) out += (out.empty() ? "" : ", ") + std::string(DTypeName(t));
-  return out;
-}
+std::string RandomModelTypeList() { return QuantRecipeList(); }
 
 Result<DType> ParseRandomModelType(std::string_view name) {
   for (DType t : ComputableDTypes()) {
@@ -392,6 +405,18 @@ Result<DType> ParseRandomModelType(std::string_view name) {
   }
   return InvalidArgument("unknown weight type '" + std::string(name) +
                          "' (expected one of: " + RandomModelTypeList() + ")");
+}
+
+Status SetRandomModelType(std::string_view name, RandomModelOptions* opts) {
+  auto recipe = ParseQuantRecipe(std::string(name));
+  if (!recipe.ok()) {
+    return InvalidArgument("unknown weight type '" + std::string(name) +
+                           "' (expected one of: " + RandomModelTypeList() + ")");
+  }
+  opts->type = recipe->base;
+  opts->more.reset();
+  if (recipe->more != recipe->base) opts->more = recipe->more;
+  return Status::Ok();
 }
 
 Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
@@ -412,7 +437,7 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   const int n_layer = opts.n_layers > 0 ? opts.n_layers : shape->n_layer;
   summary->n_layer = n_layer;
   const int64_t d = shape->n_embd;
-  const int64_t head_dim = d / shape->n_head;
+  const int64_t head_dim = shape->head_dim > 0 ? shape->head_dim : d / shape->n_head;
   const int64_t q_dim = shape->n_head * head_dim;
   const int64_t kv_dim = shape->n_head_kv * head_dim;
   const bool qkv_bias = std::string_view(shape->arch) == "qwen2";
@@ -436,8 +461,10 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   w.SetString("general.architecture", a);
   w.SetString("general.type", "model");
   w.SetString("general.name", "");
-  w.SetU32("general.file_type",
-           static_cast<uint32_t>(GetDTypeTraits(static_cast<uint32_t>(opts.type))->llama_ftype));
+  // llama_ftype: the type's own, or the mix's (MOSTLY_Q4_K_M 15, MOSTLY_Q5_K_M 17).
+  int ftype = GetDTypeTraits(static_cast<uint32_t>(opts.type))->llama_ftype;
+  if (opts.more) ftype = opts.type == DType::kQ5_K ? 17 : 15;
+  w.SetU32("general.file_type", static_cast<uint32_t>(ftype));
   if (!IsFloat(opts.type)) w.SetU32("general.quantization_version", 2);
   w.SetString("stet.random.shape", shape->name);
   w.SetU64("stet.random.seed", opts.seed);
@@ -455,6 +482,10 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   w.SetF32(a + ".rope.freq_base", static_cast<float>(shape->rope_base));
   w.SetF32(a + ".attention.layer_norm_rms_epsilon", shape->rms_eps);
   w.SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+  if (head_dim != d / shape->n_head) {
+    w.SetU32(a + ".attention.key_length", static_cast<uint32_t>(head_dim));
+    w.SetU32(a + ".attention.value_length", static_cast<uint32_t>(head_dim));
+  }
   w.SetU32(a + ".vocab_size", static_cast<uint32_t>(shape->n_vocab));
 
   Vocab vocab = MakeVocab(*shape);
@@ -473,7 +504,8 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   b.Matrix("token_embd.weight", out_type, shape->n_vocab, d);
   if (shape->llama3_rope) {
     b.VectorValues("rope_freqs.weight",
-                   Llama3RopeFactors(static_cast<int>(head_dim), shape->rope_base));
+                   Llama3RopeFactors(static_cast<int>(head_dim), shape->rope_base,
+                                     shape->rope_factor));
   }
   for (int l = 0; l < n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -504,6 +536,7 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
   b.Vector("output_norm.weight", d, 1.0, kWeightStd);
 
   std::string name = std::string("stet-random ") + shape->real_name + " " + DTypeName(opts.type);
+  if (opts.more) name += std::string("_m (") + DTypeName(*opts.more) + " mix)";
   if (n_layer != shape->n_layer) {
     name += " " + std::to_string(n_layer) + "/" + std::to_string(shape->n_layer) + " layers";
   }

@@ -1,5 +1,6 @@
 // Random-weight GGUF models with the exact shapes of real ones (SmolLM2-135M/360M,
-// Qwen2.5-0.5B, Llama-3.2-1B, a tiny test shape and a tiny qwen3moe one), for speed tests: speed
+// Qwen2.5-0.5B, Llama-3.2-1B/3B, Llama-3.1-8B, Qwen3-30B-A3B, OLMoE-1B-7B's dimensions as a
+// qwen3moe, a tiny test shape and a tiny qwen3moe one), for speed tests: speed
 // does not depend on trained weights. Owns two invariants: the bytes are a pure function of (shape,
 // type, seed, layers) on every machine (counter-based Philox draws, Box-Muller from basic IEEE
 // operations, reference quantizers), and the file is a model stet and llama.cpp load, with a
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,14 +42,17 @@ struct RandomModelShape {
   RandomVocabStyle vocab;
   int n_expert = 0;       // qwen3moe: experts per layer (n_ff is each expert's width)
   int n_expert_used = 0;  // qwen3moe: experts per token
+  int head_dim = 0;       // 0: n_embd / n_head (else attention.key_length, as Qwen3's 128)
+  double rope_factor = 32.0;  // llama3_rope's scaling factor (Llama 3.1: 8, 3.2: 32)
 };
 
 // The shape named `name`, or nullptr.
 const RandomModelShape* FindRandomModelShape(std::string_view name);
-// "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b, tiny, moe-tiny"
+// "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b,
+// qwen3-30b-a3b, olmoe-1b-7b, tiny, moe-tiny"
 std::string RandomModelShapeList();
 // The --type values: "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k,
-// q5_k, q6_k, iq4_xs"
+// q5_k, q6_k, iq4_xs, q4_k_m, q5_k_m"
 std::string RandomModelTypeList();
 // InvalidArgument (listing the valid names) for anything else.
 Result<DType> ParseRandomModelType(std::string_view name);
@@ -55,10 +60,17 @@ Result<DType> ParseRandomModelType(std::string_view name);
 struct RandomModelOptions {
   std::string shape = "tiny";
   DType type = DType::kQ4_1;
+  // A llama.cpp mix (q4_k_m, q5_k_m: model/quantize_model.h's rule): the type of the
+  // output and of attn_v/ffn_down in some layers; unset: `type` for every matrix.
+  // Written directly, with no f16 copy first (an 8B model's would not fit in memory).
+  std::optional<DType> more;
   uint64_t seed = 0;
   int n_layers = 0;   // 0: the shape's own layer count; else at most that
   int n_threads = 1;  // for drawing and quantizing (never changes the bytes)
 };
+
+// A type or a mix ("q4_k_m", "q5_k_m") into opts.type and opts.more.
+Status SetRandomModelType(std::string_view name, RandomModelOptions* opts);
 
 struct RandomModelSummary {
   std::string name;  // general.name

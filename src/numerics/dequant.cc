@@ -6,7 +6,9 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
+#include "numerics/codecs.h"
 #include "numerics/half.h"
 
 namespace stet {
@@ -25,16 +27,32 @@ int IQ4XSScale(const BlockIQ4_XS& b, int j) {
   return (low | (high << 4)) - 32;
 }
 
-namespace {
+namespace codecs {
 
-void DequantQ8_0(const BlockQ8_0* b, int64_t nb, float* y) {
+void DequantF32(const void* src, int64_t n, float* y) {
+  if (n > 0) std::memcpy(y, src, static_cast<size_t>(n) * 4);
+}
+
+void DequantF16(const void* src, int64_t n, float* y) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) y[i] = F16ToF32(h[i]);
+}
+
+void DequantBF16(const void* src, int64_t n, float* y) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) y[i] = BF16ToF32(h[i]);
+}
+
+void DequantQ8_0(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ8_0*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     for (int j = 0; j < kQK; ++j) y[i * kQK + j] = static_cast<float>(b[i].qs[j]) * d;
   }
 }
 
-void DequantQ4_0(const BlockQ4_0* b, int64_t nb, float* y) {
+void DequantQ4_0(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ4_0*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     for (int j = 0; j < kQK / 2; ++j) {
@@ -46,7 +64,8 @@ void DequantQ4_0(const BlockQ4_0* b, int64_t nb, float* y) {
   }
 }
 
-void DequantQ4_1(const BlockQ4_1* b, int64_t nb, float* y) {
+void DequantQ4_1(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ4_1*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     const float m = F16ToF32(b[i].m);
@@ -57,13 +76,16 @@ void DequantQ4_1(const BlockQ4_1* b, int64_t nb, float* y) {
   }
 }
 
+namespace {
 // q5_0 / q5_1: q4_0's nibbles plus a fifth bit, bit e of the little-endian qh word.
-inline int Q5Quant(const uint8_t* qs, uint32_t qh, int e) {
+int Q5Quant(const uint8_t* qs, uint32_t qh, int e) {
   const int nib = e < kQK / 2 ? (qs[e] & 0x0f) : (qs[e - kQK / 2] >> 4);
   return nib | static_cast<int>(((qh >> e) & 1u) << 4);
 }
+}  // namespace
 
-void DequantQ5_0(const BlockQ5_0* b, int64_t nb, float* y) {
+void DequantQ5_0(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ5_0*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     uint32_t qh;
@@ -73,7 +95,8 @@ void DequantQ5_0(const BlockQ5_0* b, int64_t nb, float* y) {
   }
 }
 
-void DequantQ5_1(const BlockQ5_1* b, int64_t nb, float* y) {
+void DequantQ5_1(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ5_1*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     const float m = F16ToF32(b[i].m);
@@ -84,7 +107,8 @@ void DequantQ5_1(const BlockQ5_1* b, int64_t nb, float* y) {
   }
 }
 
-void DequantIQ4_NL(const BlockIQ4_NL* b, int64_t nb, float* y) {
+void DequantIQ4_NL(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockIQ4_NL*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     for (int j = 0; j < kQK / 2; ++j) {
@@ -96,7 +120,8 @@ void DequantIQ4_NL(const BlockIQ4_NL* b, int64_t nb, float* y) {
 
 // q2_k: two halves of 128; element 128h + 32g + l (g = 0..3) is bits 2g..2g+1 of
 // qs[32h + l]; sub-block e / 16 has scale scales[e/16] & 15 and min scales[e/16] >> 4.
-void DequantQ2_K(const BlockQ2_K* b, int64_t nb, float* y) {
+void DequantQ2_K(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ2_K*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     const float dmin = F16ToF32(b[i].dmin);
@@ -114,7 +139,8 @@ void DequantQ2_K(const BlockQ2_K* b, int64_t nb, float* y) {
 
 // q3_k: low two bits as q2_k; element 128h + 32g + l subtracts 4 unless bit 4h + g
 // of hmask[l] is set; sub-block j's scale is Q3KScale(j).
-void DequantQ3_K(const BlockQ3_K* b, int64_t nb, float* y) {
+void DequantQ3_K(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ3_K*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     float* out = y + i * kQKK;
@@ -130,7 +156,8 @@ void DequantQ3_K(const BlockQ3_K* b, int64_t nb, float* y) {
 
 // iq4_xs: sub-block j (32 elements) has ls = 6 bits (scales_l nibble, scales_h
 // pair) - 32 and the nibbles of qs[16j .. 16j + 15] as iq4_nl's.
-void DequantIQ4_XS(const BlockIQ4_XS* b, int64_t nb, float* y) {
+void DequantIQ4_XS(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockIQ4_XS*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     for (int j = 0; j < kQKK / 32; ++j) {
@@ -145,29 +172,13 @@ void DequantIQ4_XS(const BlockIQ4_XS* b, int64_t nb, float* y) {
   }
 }
 
-// q4_k: four chunks of 64; byte l of chunk c holds element 64c+l (low nibble,
-// sub-block 2c) and 64c+32+l (high nibble, sub-block 2c+1).
-void DequantQ4_K(const BlockQ4_K* b, int64_t nb, float* y) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = F16ToF32(b[i].d);
-    const float dmin = F16ToF32(b[i].dmin);
-    float* out = y + i * kQKK;
-    for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, m0, sc1, m1;
-      UnpackScaleMinK4(b[i].scales, 2 * c, &sc0, &m0);
-      UnpackScaleMinK4(b[i].scales, 2 * c + 1, &sc1, &m1);
-      const float d0 = d * static_cast<float>(sc0), min0 = dmin * static_cast<float>(m0);
-      const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
-      const uint8_t* q = b[i].qs + 32 * c;
-      for (int l = 0; l < 32; ++l) out[64 * c + l] = d0 * static_cast<float>(q[l] & 0x0f) - min0;
-      for (int l = 0; l < 32; ++l) out[64 * c + 32 + l] = d1 * static_cast<float>(q[l] >> 4) - min1;
-    }
-  }
-}
-
-// q5_k: q4_k's layout plus a fifth bit: qh[l] bit 2c is element 64c+l's, bit
-// 2c+1 is element 64c+32+l's.
-void DequantQ5_K(const BlockQ5_K* b, int64_t nb, float* y) {
+namespace {
+// q4_k / q5_k: four chunks of 64; byte l of chunk c holds element 64c+l (low
+// nibble, sub-block 2c) and 64c+32+l (high nibble, sub-block 2c+1); q5_k's qh[l]
+// adds bit 2c (element 64c+l) and bit 2c+1 (element 64c+32+l) as a fifth bit.
+template <typename Block>
+void DequantK45(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const Block*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     const float dmin = F16ToF32(b[i].dmin);
@@ -180,20 +191,28 @@ void DequantQ5_K(const BlockQ5_K* b, int64_t nb, float* y) {
       const float d1 = d * static_cast<float>(sc1), min1 = dmin * static_cast<float>(m1);
       const uint8_t* q = b[i].qs + 32 * c;
       for (int l = 0; l < 32; ++l) {
-        const int lo = (q[l] & 0x0f) | (((b[i].qh[l] >> (2 * c)) & 1) << 4);
-        const int hi = (q[l] >> 4) | (((b[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+        int lo = q[l] & 0x0f, hi = q[l] >> 4;
+        if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+          lo |= ((b[i].qh[l] >> (2 * c)) & 1) << 4;
+          hi |= ((b[i].qh[l] >> (2 * c + 1)) & 1) << 4;
+        }
         out[64 * c + l] = d0 * static_cast<float>(lo) - min0;
         out[64 * c + 32 + l] = d1 * static_cast<float>(hi) - min1;
       }
     }
   }
 }
+}  // namespace
+
+void DequantQ4_K(const void* blocks, int64_t nb, float* y) { DequantK45<BlockQ4_K>(blocks, nb, y); }
+void DequantQ5_K(const void* blocks, int64_t nb, float* y) { DequantK45<BlockQ5_K>(blocks, nb, y); }
 
 // q6_k: two halves of 128. In half h, element 128h + 32g + l (g = 0..3, l < 32)
 // takes its low nibble from ql[64h + l + 32*(g&1)] (low nibble for g < 2, high
 // for g >= 2), its top two bits from qh[32h + l] bits 2g..2g+1, and its scale
 // from scales[(128h + 32g + l) / 16]; value = d * scale * (q - 32).
-void DequantQ6_K(const BlockQ6_K* b, int64_t nb, float* y) {
+void DequantQ6_K(const void* blocks, int64_t nb, float* y) {
+  const auto* b = static_cast<const BlockQ6_K*>(blocks);
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
     float* out = y + i * kQKK;
@@ -213,7 +232,7 @@ void DequantQ6_K(const BlockQ6_K* b, int64_t nb, float* y) {
   }
 }
 
-}  // namespace
+}  // namespace codecs
 
 Status DequantizeRow(DType type, const void* src, int64_t n, float* dst) {
   const auto traits = GetDTypeTraits(static_cast<uint32_t>(type));
@@ -221,7 +240,7 @@ Status DequantizeRow(DType type, const void* src, int64_t n, float* dst) {
     return Unimplemented("cannot dequantize unknown tensor type id " +
                          std::to_string(static_cast<uint32_t>(type)));
   }
-  if (!DTypeSupported(type)) {
+  if (traits->dequantize == nullptr) {
     return Unimplemented(std::string("cannot dequantize tensor type ") + traits->name +
                          " (supported: " + SupportedDTypeList() + ")");
   }
@@ -230,60 +249,7 @@ Status DequantizeRow(DType type, const void* src, int64_t n, float* dst) {
                            " is not a multiple of " + traits->name + "'s block size " +
                            std::to_string(traits->block_elems));
   }
-  const int64_t nb = n / traits->block_elems;
-  switch (type) {
-    case DType::kF32:
-      if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      break;
-    case DType::kF16: {
-      const auto* h = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(h[i]);
-      break;
-    }
-    case DType::kBF16: {
-      const auto* h = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = BF16ToF32(h[i]);
-      break;
-    }
-    case DType::kQ8_0:
-      DequantQ8_0(static_cast<const BlockQ8_0*>(src), nb, dst);
-      break;
-    case DType::kQ4_0:
-      DequantQ4_0(static_cast<const BlockQ4_0*>(src), nb, dst);
-      break;
-    case DType::kQ4_1:
-      DequantQ4_1(static_cast<const BlockQ4_1*>(src), nb, dst);
-      break;
-    case DType::kQ5_0:
-      DequantQ5_0(static_cast<const BlockQ5_0*>(src), nb, dst);
-      break;
-    case DType::kQ5_1:
-      DequantQ5_1(static_cast<const BlockQ5_1*>(src), nb, dst);
-      break;
-    case DType::kIQ4_NL:
-      DequantIQ4_NL(static_cast<const BlockIQ4_NL*>(src), nb, dst);
-      break;
-    case DType::kQ2_K:
-      DequantQ2_K(static_cast<const BlockQ2_K*>(src), nb, dst);
-      break;
-    case DType::kQ3_K:
-      DequantQ3_K(static_cast<const BlockQ3_K*>(src), nb, dst);
-      break;
-    case DType::kIQ4_XS:
-      DequantIQ4_XS(static_cast<const BlockIQ4_XS*>(src), nb, dst);
-      break;
-    case DType::kQ4_K:
-      DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst);
-      break;
-    case DType::kQ5_K:
-      DequantQ5_K(static_cast<const BlockQ5_K*>(src), nb, dst);
-      break;
-    case DType::kQ6_K:
-      DequantQ6_K(static_cast<const BlockQ6_K*>(src), nb, dst);
-      break;
-    default:
-      return Internal(std::string("DequantizeRow: no case for supported type ") + traits->name);
-  }
+  traits->dequantize(src, n / traits->block_elems, dst);
   return Status::Ok();
 }
 

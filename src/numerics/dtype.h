@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "base/status.h"
+
 namespace stet {
 
 enum class DType : uint32_t {
@@ -46,59 +48,71 @@ using half_bits = uint16_t;  // IEEE binary16, stored as bits
 inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// Each block struct names its type (kType): the kernel files list their rows by block.
 struct BlockQ4_0 {  // x = d * (q - 8); qs[i] low nibble = element i, high = i + 16
+  static constexpr DType kType = DType::kQ4_0;
   half_bits d;
   uint8_t qs[kQK / 2];
 };
 struct BlockQ4_1 {  // x = d * q + m
+  static constexpr DType kType = DType::kQ4_1;
   half_bits d;
   half_bits m;
   uint8_t qs[kQK / 2];
 };
 struct BlockQ5_0 {  // x = d * (q - 16); q = nibble (as q4_0) | bit j of qh (element j) << 4
+  static constexpr DType kType = DType::kQ5_0;
   half_bits d;
   uint8_t qh[4];
   uint8_t qs[kQK / 2];
 };
 struct BlockQ5_1 {  // x = d * q + m; q as in q5_0
+  static constexpr DType kType = DType::kQ5_1;
   half_bits d;
   half_bits m;
   uint8_t qh[4];
   uint8_t qs[kQK / 2];
 };
 struct BlockIQ4_NL {  // x = d * kIQ4NLValues[nibble]; nibbles as in q4_0
+  static constexpr DType kType = DType::kIQ4_NL;
   half_bits d;
   uint8_t qs[kQK / 2];
 };
 struct BlockQ8_0 {  // x = d * q
+  static constexpr DType kType = DType::kQ8_0;
   half_bits d;
   int8_t qs[kQK];
 };
 struct BlockQ2_K {  // 16 sub-blocks of 16: x = (d * (sc & 15)) * q - dmin * (sc >> 4), q 2 bits
+  static constexpr DType kType = DType::kQ2_K;
   uint8_t scales[kQKK / 16];
   uint8_t qs[kQKK / 4];
   half_bits d;
   half_bits dmin;
 };
 struct BlockQ3_K {  // 16 sub-blocks of 16: x = (d * (sc - 32)) * q, q 3 bits minus 4, sc 6 bits
+  static constexpr DType kType = DType::kQ3_K;
   uint8_t hmask[kQKK / 8];
   uint8_t qs[kQKK / 4];
   uint8_t scales[12];
   half_bits d;
 };
 struct BlockIQ4_XS {  // 8 sub-blocks of 32: x = (d * (ls - 32)) * kIQ4NLValues[nibble]
+  static constexpr DType kType = DType::kIQ4_XS;
   half_bits d;
   uint16_t scales_h;            // bits 2j..2j+1: the top 2 bits of sub-block j's 6-bit ls
   uint8_t scales_l[kQKK / 64];  // nibble j % 2 of byte j / 2: the low 4 bits of ls_j
   uint8_t qs[kQKK / 2];
 };
 struct BlockQ4_K {  // 8 sub-blocks of 32, 6-bit scales and mins packed in `scales`
+  static constexpr DType kType = DType::kQ4_K;
   half_bits d;
   half_bits dmin;
   uint8_t scales[kKScaleSize];
   uint8_t qs[kQKK / 2];
 };
 struct BlockQ5_K {
+  static constexpr DType kType = DType::kQ5_K;
   half_bits d;
   half_bits dmin;
   uint8_t scales[kKScaleSize];
@@ -106,6 +120,7 @@ struct BlockQ5_K {
   uint8_t qs[kQKK / 2];
 };
 struct BlockQ6_K {  // 16 sub-blocks of 16, int8 scales
+  static constexpr DType kType = DType::kQ6_K;
   uint8_t ql[kQKK / 2];
   uint8_t qh[kQKK / 4];
   int8_t scales[kQKK / 16];
@@ -124,11 +139,27 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// What MatMul makes of the activation rows for weights of a type (kernels/internal.h):
+// plain floats, 32-block int8 (ActQ8) or 256-superblock int8 (ActQ8K).
+enum class ActFormat : uint8_t { kFloat, kQ8, kQ8K };
+
+// One row of the type table (dtype.cc). The fields after llama_ftype are set for
+// the computable types only: they are what tools, tests and kernels read, so a
+// type is covered wherever they iterate the table (docs/recipes.md, "A weight type").
 struct DTypeTraits {
   const char* name;     // "q4_k" — the name users see in errors
   int64_t block_elems;  // elements per block (1 for plain types)
   int64_t block_bytes;  // bytes per block
   int llama_ftype;      // llama.cpp's general.file_type for a file all of this type; -1: none
+  ActFormat act = ActFormat::kFloat;
+  // What llama.cpp's quantizer stores where a row's length is not a multiple of
+  // block_elems (q4_k -> q5_0, ...); the type itself where every row fits.
+  DType fallback = DType::kF32;
+  // The scalar definitions (numerics/codecs.h): nb blocks (plain types: elements).
+  void (*dequantize)(const void* blocks, int64_t nb, float* out) = nullptr;
+  Status (*quantize)(const float* x, int64_t nb, void* blocks) = nullptr;
+  // Byte offsets in a block of its f16 scale fields (d, then m or dmin); -1: none.
+  int16_t f16_fields[2] = {-1, -1};
 };
 
 // Traits of a known type id, or nullopt for an id stet does not know at all.

@@ -3,21 +3,14 @@
 // does), so the scalar and SIMD paths agree bit for bit. Pinned by half_test.cc.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
 namespace stet {
 
-inline uint32_t FloatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float BitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline uint32_t FloatBits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float BitsFloat(uint32_t u) { return std::bit_cast<float>(u); }
 
 inline float F16ToF32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;

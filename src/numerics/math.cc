@@ -4,8 +4,9 @@
 // is the same on every machine; no libm. Accuracy is pinned by tests/numerics/math_test.cc.
 #include "numerics/math.h"
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 namespace stet {
@@ -14,15 +15,12 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-inline uint64_t DoubleBits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-inline double BitsDouble(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
+// c[0] z^(N-1) + ... + c[N-1] by Horner's rule, one std::fma per step in this order.
+template <size_t N>
+double Horner(double z, const double (&c)[N]) {
+  double p = c[0];
+  for (size_t i = 1; i < N; ++i) p = std::fma(p, z, c[i]);
+  return p;
 }
 
 // Error-free transformations: the pair (s, e) is exactly a + b, resp. a * b.
@@ -51,14 +49,14 @@ constexpr double kSqrt2 = 0x1.6a09e667f3bcdp+0;
 
 // Splits finite x > 0 into x = 2^k * m with m in [sqrt(1/2), sqrt(2)] (both exact).
 inline double SplitExponent(double x, int* k) {
-  uint64_t u = DoubleBits(x);
+  uint64_t u = std::bit_cast<uint64_t>(x);
   int e = 0;
   if (u < 0x0010000000000000ull) {  // subnormal: scale into the normal range first
-    u = DoubleBits(x * 0x1p54);
+    u = std::bit_cast<uint64_t>(x * 0x1p54);
     e = -54;
   }
   e += static_cast<int>(u >> 52) - 1023;
-  double m = BitsDouble((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);  // [1, 2)
+  double m = std::bit_cast<double>((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);  // [1, 2)
   if (m > kSqrt2) {
     m *= 0.5;
     ++e;
@@ -82,17 +80,8 @@ void LogDD(double x, double* hi, double* lo) {
   const double rem = std::fma(-s_hi, u_hi, f) - s_hi * u_lo;
   const double s_lo = rem / u_hi;
   const double z = s_hi * s_hi;
-  double p = 1.0 / 23.0;
-  p = std::fma(p, z, 1.0 / 21.0);
-  p = std::fma(p, z, 1.0 / 19.0);
-  p = std::fma(p, z, 1.0 / 17.0);
-  p = std::fma(p, z, 1.0 / 15.0);
-  p = std::fma(p, z, 1.0 / 13.0);
-  p = std::fma(p, z, 1.0 / 11.0);
-  p = std::fma(p, z, 1.0 / 9.0);
-  p = std::fma(p, z, 1.0 / 7.0);
-  p = std::fma(p, z, 1.0 / 5.0);
-  p = std::fma(p, z, 1.0 / 3.0);
+  const double p = Horner(z, {1.0 / 23.0, 1.0 / 21.0, 1.0 / 19.0, 1.0 / 17.0, 1.0 / 15.0,
+                              1.0 / 13.0, 1.0 / 11.0, 1.0 / 9.0, 1.0 / 7.0, 1.0 / 5.0, 1.0 / 3.0});
   const double tail = (2.0 * s_hi) * z * p;
   const double kd = static_cast<double>(k);
   double h, e;
@@ -115,19 +104,10 @@ double ExpDD(double xh, double xl) {
   TwoSum(a, -(n * kLn2Lo), &r, &r_err);
   const double r_lo = r_err + xl;
   // Q(r) = sum_{j>=2} r^(j-2) / j!, so e^r = 1 + r + r^2 Q(r).
-  double q = 1.0 / 87178291200.0;          // 1/14!
-  q = std::fma(q, r, 1.0 / 6227020800.0);  // 1/13!
-  q = std::fma(q, r, 1.0 / 479001600.0);   // 1/12!
-  q = std::fma(q, r, 1.0 / 39916800.0);    // 1/11!
-  q = std::fma(q, r, 1.0 / 3628800.0);
-  q = std::fma(q, r, 1.0 / 362880.0);
-  q = std::fma(q, r, 1.0 / 40320.0);
-  q = std::fma(q, r, 1.0 / 5040.0);
-  q = std::fma(q, r, 1.0 / 720.0);
-  q = std::fma(q, r, 1.0 / 120.0);
-  q = std::fma(q, r, 1.0 / 24.0);
-  q = std::fma(q, r, 1.0 / 6.0);
-  q = std::fma(q, r, 0.5);
+  const double q =
+      Horner(r, {1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+                 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
+                 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5});  // 1/14! ... 1/2!
   // e^(r + r_lo) = e^r + r_lo e^r: r_lo may be as large as ulp(xh) (PowD), so it is
   // scaled by e^r, not just added.
   const double r2q = (r * r) * q;
@@ -137,8 +117,8 @@ double ExpDD(double xh, double xl) {
   const double y = s + (s_err + small);
   const int64_t ni = static_cast<int64_t>(n);
   const int64_t n1 = ni / 2, n2 = ni - n1;
-  const double f1 = BitsDouble(static_cast<uint64_t>(n1 + 1023) << 52);
-  const double f2 = BitsDouble(static_cast<uint64_t>(n2 + 1023) << 52);
+  const double f1 = std::bit_cast<double>(static_cast<uint64_t>(n1 + 1023) << 52);
+  const double f2 = std::bit_cast<double>(static_cast<uint64_t>(n2 + 1023) << 52);
   return (y * f1) * f2;
 }
 
@@ -162,24 +142,12 @@ constexpr double kF4 = 24.0, kF6 = 720.0, kF8 = 40320.0, kF10 = 3628800.0, kF12 
 void SinCosKernel(double yh, double yl, double* s, double* c) {
   double z, z_lo;
   TwoProd(yh, yh, &z, &z_lo);
-  double ps = 1.0 / kF17;
-  ps = std::fma(ps, z, -1.0 / kF15);
-  ps = std::fma(ps, z, 1.0 / kF13);
-  ps = std::fma(ps, z, -1.0 / kF11);
-  ps = std::fma(ps, z, 1.0 / kF9);
-  ps = std::fma(ps, z, -1.0 / kF7);
-  ps = std::fma(ps, z, 1.0 / kF5);
-  ps = std::fma(ps, z, -1.0 / kF3);
+  const double ps = Horner(z, {1.0 / kF17, -1.0 / kF15, 1.0 / kF13, -1.0 / kF11, 1.0 / kF9,
+                               -1.0 / kF7, 1.0 / kF5, -1.0 / kF3});
   // sin(yh + yl) = sin(yh) + yl cos(yh) + O(yl^2), cos(yh) ~ 1 - z/2 is plenty for yl.
   *s = yh + std::fma(yh * z, ps, yl * (1.0 - 0.5 * z));
-  double pc = -1.0 / kF18;
-  pc = std::fma(pc, z, 1.0 / kF16);
-  pc = std::fma(pc, z, -1.0 / kF14);
-  pc = std::fma(pc, z, 1.0 / kF12);
-  pc = std::fma(pc, z, -1.0 / kF10);
-  pc = std::fma(pc, z, 1.0 / kF8);
-  pc = std::fma(pc, z, -1.0 / kF6);
-  pc = std::fma(pc, z, 1.0 / kF4);
+  const double pc = Horner(z, {-1.0 / kF18, 1.0 / kF16, -1.0 / kF14, 1.0 / kF12, -1.0 / kF10,
+                               1.0 / kF8, -1.0 / kF6, 1.0 / kF4});
   // cos = 1 - z/2 + z^2 pc - yl sin(yh): 1 - z/2 recovered with its rounding error.
   const double hz = 0.5 * z;
   const double w = 1.0 - hz;
@@ -200,12 +168,7 @@ float LogF(float x) {
   const double f = m - 1.0;
   const double s = f / (2.0 + f);  // 2 + f exact: m has 24 significant bits
   const double z = s * s;
-  double p = 1.0 / 13.0;
-  p = std::fma(p, z, 1.0 / 11.0);
-  p = std::fma(p, z, 1.0 / 9.0);
-  p = std::fma(p, z, 1.0 / 7.0);
-  p = std::fma(p, z, 1.0 / 5.0);
-  p = std::fma(p, z, 1.0 / 3.0);
+  const double p = Horner(z, {1.0 / 13.0, 1.0 / 11.0, 1.0 / 9.0, 1.0 / 7.0, 1.0 / 5.0, 1.0 / 3.0});
   const double logm = std::fma(2.0 * s * z, p, 2.0 * s);
   return static_cast<float>(std::fma(static_cast<double>(k), kLn2, logm));
 }

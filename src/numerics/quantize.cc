@@ -1,12 +1,15 @@
 // Reference quantizers (see quantize.h). q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl reproduce
 // ggml's quantize_row_*_ref; the K-quants and iq4_xs choose scales by min/max or absmax
 // with every stored scale rounded up, so no element is clipped and the error bound is
-// closed-form. Packing of the scales and high bits follows ggml's layouts exactly.
+// closed-form. Packing of the scales and high bits follows ggml's layouts exactly. Each
+// type's entry point (codecs.h) is named in its row of dtype.cc's table.
 #include "numerics/quantize.h"
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
+#include "numerics/codecs.h"
 #include "numerics/half.h"
 
 namespace stet {
@@ -70,7 +73,7 @@ Status ScaleOverflow(const char* type, int64_t block) {
                          ": scale does not fit in f16 (inputs too large)");
 }
 
-Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ8_0* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = amax > AbsF(x[j]) ? amax : AbsF(x[j]);
@@ -83,87 +86,75 @@ Status QuantizeQ8_0(const float* x, int64_t nb, BlockQ8_0* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ4_0(const float* x, int64_t nb, BlockQ4_0* y) {
-  for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -8 d.
-    const float d = SignedAbsMax(x, kQK) / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    if (F16NotFinite(y[i].d)) return ScaleOverflow("q4_0", i);
-    for (int j = 0; j < kQK / 2; ++j) {
-      // Truncating casts as in ggml: x*id + 8.5 lies in [0, 16.5].
-      const int q0 = Clamp(static_cast<int8_t>(x[j] * id + 8.5f), 0, 15);
-      const int q1 = Clamp(static_cast<int8_t>(x[j + kQK / 2] * id + 8.5f), 0, 15);
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
-  return Status::Ok();
-}
+// q4_0 / q4_1 / q5_0 / q5_1, exactly as ggml's quantize_row_q{4,5}_{0,1}_ref: the
+// low nibbles packed as element j | element j + 16 << 4, q5's fifth bits into the qh
+// word (bit e for element e).
+template <typename Block>
+constexpr bool kWithMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+template <typename Block>
+constexpr bool kFiveBits = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
 
-Status QuantizeQ4_1(const float* x, int64_t nb, BlockQ4_1* y) {
-  for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min, max;
-    MinMax(x, kQK, &min, &max);
-    const float d = (max - min) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    y[i].m = F32ToF16(min);
-    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
-      return ScaleOverflow("q4_1", i);
-    }
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int q0 = Clamp(static_cast<int8_t>((x[j] - min) * id + 0.5f), 0, 15);
-      const int q1 = Clamp(static_cast<int8_t>((x[j + kQK / 2] - min) * id + 0.5f), 0, 15);
-      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
-  return Status::Ok();
-}
-
-// q5_0 / q5_1: the low nibbles packed as q4_0's, the fifth bits into the qh word (bit e
-// for element e), exactly as ggml's quantize_row_q5_*_ref.
-void PackQ5(const int* q, uint8_t qs[kQK / 2], uint8_t qh_out[4]) {
+template <typename Block>
+void PackQuants(const int* q, Block* y) {
   uint32_t qh = 0;
   for (int j = 0; j < kQK / 2; ++j) {
-    qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kQK / 2] & 0x0F) << 4));
+    y->qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kQK / 2] & 0x0F) << 4));
     qh |= static_cast<uint32_t>((q[j] & 0x10) >> 4) << j;
     qh |= static_cast<uint32_t>((q[j + kQK / 2] & 0x10) >> 4) << (j + kQK / 2);
   }
-  std::memcpy(qh_out, &qh, 4);
+  if constexpr (kFiveBits<Block>) std::memcpy(y->qh, &qh, 4);
 }
 
-Status QuantizeQ5_0(const float* x, int64_t nb, BlockQ5_0* y) {
+template <typename Block>
+Status QuantizeQ45(const float* x, int64_t nb, Block* y, const char* name) {
+  constexpr int kMaxQ = kFiveBits<Block> ? 31 : 15;
+  constexpr float kHalf = (kMaxQ + 1) / 2;  // q4_0: 8, q5_0: 16
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    // As q4_0: the element of largest magnitude (first on ties) maps to q = 0, i.e. -16 d.
-    const float d = SignedAbsMax(x, kQK) / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    if (F16NotFinite(y[i].d)) return ScaleOverflow("q5_0", i);
-    int q[kQK];
-    // Truncating casts as in ggml: x*id + 16.5 lies in [0, 32.5].
-    for (int j = 0; j < kQK; ++j) q[j] = Clamp(static_cast<int8_t>(x[j] * id + 16.5f), 0, 31);
-    PackQ5(q, y[i].qs, y[i].qh);
-  }
-  return Status::Ok();
-}
-
-Status QuantizeQ5_1(const float* x, int64_t nb, BlockQ5_1* y) {
-  for (int64_t i = 0; i < nb; ++i, x += kQK) {
-    float min, max;
-    MinMax(x, kQK, &min, &max);
-    const float d = (max - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = F32ToF16(d);
-    y[i].m = F32ToF16(min);
-    if (F16NotFinite(y[i].d) || F16NotFinite(y[i].m)) {
-      return ScaleOverflow("q5_1", i);
+    float min = 0.0f, d;
+    if constexpr (kWithMin<Block>) {
+      float max;
+      MinMax(x, kQK, &min, &max);
+      d = (max - min) / static_cast<float>(kMaxQ);
+    } else {
+      // The element of largest magnitude (first one on ties) maps to q = 0, i.e. -kHalf d.
+      d = SignedAbsMax(x, kQK) / -kHalf;
     }
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = F32ToF16(d);
+    bool bad = F16NotFinite(y[i].d);
+    if constexpr (kWithMin<Block>) {
+      y[i].m = F32ToF16(min);
+      bad = bad || F16NotFinite(y[i].m);
+    }
+    if (bad) return ScaleOverflow(name, i);
     int q[kQK];
-    // ggml truncates without a clamp; (x - min) * id + 0.5 lies in [0.5, 31.5].
-    for (int j = 0; j < kQK; ++j) q[j] = static_cast<int>((x[j] - min) * id + 0.5f) & 31;
-    PackQ5(q, y[i].qs, y[i].qh);
+    for (int j = 0; j < kQK; ++j) {
+      if constexpr (!kWithMin<Block>) {
+        // Truncating casts as in ggml: x*id + kHalf + 0.5 lies in [0, 2 kHalf + 0.5].
+        q[j] = Clamp(static_cast<int8_t>(x[j] * id + (kHalf + 0.5f)), 0, kMaxQ);
+      } else if constexpr (!kFiveBits<Block>) {
+        q[j] = Clamp(static_cast<int8_t>((x[j] - min) * id + 0.5f), 0, kMaxQ);
+      } else {
+        // ggml truncates without a clamp; (x - min) * id + 0.5 lies in [0.5, 31.5].
+        q[j] = static_cast<int>((x[j] - min) * id + 0.5f) & 31;
+      }
+    }
+    PackQuants(q, &y[i]);
   }
   return Status::Ok();
+}
+
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_0* y) {
+  return QuantizeQ45(x, nb, y, "q4_0");
+}
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_1* y) {
+  return QuantizeQ45(x, nb, y, "q4_1");
+}
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_0* y) {
+  return QuantizeQ45(x, nb, y, "q5_0");
+}
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_1* y) {
+  return QuantizeQ45(x, nb, y, "q5_1");
 }
 
 // The index of the kIQ4NLValues entry nearest v (ggml's best_index_int8: binary search,
@@ -204,7 +195,7 @@ void IQ4Sums(const float* x, float id, float* sumqx, float* sumq2) {
 // importance weights, ntry = 7): start from the scale that maps the largest magnitude to
 // -127, refine by weighted least squares, try 15 nearby starting scales and keep the best
 // sum(w q x)^2 / sum(w q^2). Evaluated without FMA contraction, in ggml's order.
-Status QuantizeIQ4_NL(const float* x, int64_t nb, BlockIQ4_NL* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockIQ4_NL* y) {
   constexpr int kTry = 7;
   constexpr float kGroupMaxEps = 1e-15f;
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
@@ -313,7 +304,7 @@ bool QuantizeK4(const float* x, int levels, uint16_t* d, uint16_t* dmin,
   return true;
 }
 
-Status QuantizeQ4_K(const float* x, int64_t nb, BlockQ4_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ4_K* y) {
   uint8_t L[kQKK];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     if (!QuantizeK4(x, 15, &y[i].d, &y[i].dmin, y[i].scales, L)) {
@@ -329,7 +320,7 @@ Status QuantizeQ4_K(const float* x, int64_t nb, BlockQ4_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ5_K(const float* x, int64_t nb, BlockQ5_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_K* y) {
   uint8_t L[kQKK];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     if (!QuantizeK4(x, 31, &y[i].d, &y[i].dmin, y[i].scales, L)) {
@@ -378,7 +369,7 @@ void Codes16(const float* x, float scale, int lo, int hi, uint8_t* L) {
   }
 }
 
-Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ6_K* y) {
   uint8_t L[kQKK];
   int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
@@ -408,7 +399,7 @@ Status QuantizeQ6_K(const float* x, int64_t nb, BlockQ6_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ2_K(const float* x, int64_t nb, BlockQ2_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ2_K* y) {
   uint8_t L[kQKK];
   int ls[16], lm[16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
@@ -428,7 +419,7 @@ Status QuantizeQ2_K(const float* x, int64_t nb, BlockQ2_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeQ3_K(const float* x, int64_t nb, BlockQ3_K* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockQ3_K* y) {
   uint8_t L[kQKK];
   int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
@@ -466,7 +457,7 @@ Status QuantizeQ3_K(const float* x, int64_t nb, BlockQ3_K* y) {
   return Status::Ok();
 }
 
-Status QuantizeIQ4_XS(const float* x, int64_t nb, BlockIQ4_XS* y) {
+Status QuantizeBlocks(const float* x, int64_t nb, BlockIQ4_XS* y) {
   constexpr int kSub = kQKK / 32;
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     // Sub-block j's scale d*ls_j maps its largest magnitude to -127, the far end of the
@@ -511,6 +502,45 @@ Status QuantizeIQ4_XS(const float* x, int64_t nb, BlockIQ4_XS* y) {
 
 }  // namespace
 
+namespace codecs {
+
+Status QuantizeF32(const float* x, int64_t n, void* y) {
+  if (n > 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+  return Status::Ok();
+}
+
+Status QuantizeF16(const float* x, int64_t n, void* y) {
+  auto* out = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) out[i] = F32ToF16(x[i]);
+  return Status::Ok();
+}
+
+Status QuantizeBF16(const float* x, int64_t n, void* y) {
+  auto* out = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) out[i] = F32ToBF16(x[i]);
+  return Status::Ok();
+}
+
+#define STET_QUANTIZER(T)                                    \
+  Status Quantize##T(const float* x, int64_t nb, void* y) {  \
+    return QuantizeBlocks(x, nb, static_cast<Block##T*>(y)); \
+  }
+STET_QUANTIZER(Q8_0)
+STET_QUANTIZER(Q4_0)
+STET_QUANTIZER(Q4_1)
+STET_QUANTIZER(Q5_0)
+STET_QUANTIZER(Q5_1)
+STET_QUANTIZER(IQ4_NL)
+STET_QUANTIZER(Q2_K)
+STET_QUANTIZER(Q3_K)
+STET_QUANTIZER(Q4_K)
+STET_QUANTIZER(Q5_K)
+STET_QUANTIZER(Q6_K)
+STET_QUANTIZER(IQ4_XS)
+#undef STET_QUANTIZER
+
+}  // namespace codecs
+
 Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
   const auto traits = GetDTypeTraits(static_cast<uint32_t>(type));
   if (!traits) {
@@ -521,63 +551,19 @@ Status QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
                            traits->name + ": must be a multiple of " +
                            std::to_string(traits->block_elems));
   }
-  switch (type) {
-    case DType::kF32:
-      if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return Status::Ok();
-    case DType::kF16: {
-      auto* out = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) out[i] = F32ToF16(src[i]);
-      return Status::Ok();
-    }
-    case DType::kBF16: {
-      auto* out = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) out[i] = F32ToBF16(src[i]);
-      return Status::Ok();
-    }
-    default:
-      break;
-  }
-  if (!DTypeSupported(type)) {
+  if (traits->quantize == nullptr) {
     return Unimplemented(std::string("no quantizer for ") + traits->name +
                          " (supported: " + SupportedDTypeList() + ")");
   }
-  for (int64_t i = 0; i < n; ++i) {
-    if (!Finite(src[i])) {
-      return InvalidArgument(std::string("cannot quantize a non-finite value to ") + traits->name +
-                             " (element " + std::to_string(i) + ")");
+  if (traits->block_elems > 1) {  // plain types round inf and nan like any other value
+    for (int64_t i = 0; i < n; ++i) {
+      if (!Finite(src[i])) {
+        return InvalidArgument(std::string("cannot quantize a non-finite value to ") +
+                               traits->name + " (element " + std::to_string(i) + ")");
+      }
     }
   }
-  const int64_t nb = n / traits->block_elems;
-  switch (type) {
-    case DType::kQ8_0:
-      return QuantizeQ8_0(src, nb, static_cast<BlockQ8_0*>(dst));
-    case DType::kQ4_0:
-      return QuantizeQ4_0(src, nb, static_cast<BlockQ4_0*>(dst));
-    case DType::kQ4_1:
-      return QuantizeQ4_1(src, nb, static_cast<BlockQ4_1*>(dst));
-    case DType::kQ5_0:
-      return QuantizeQ5_0(src, nb, static_cast<BlockQ5_0*>(dst));
-    case DType::kQ5_1:
-      return QuantizeQ5_1(src, nb, static_cast<BlockQ5_1*>(dst));
-    case DType::kIQ4_NL:
-      return QuantizeIQ4_NL(src, nb, static_cast<BlockIQ4_NL*>(dst));
-    case DType::kQ2_K:
-      return QuantizeQ2_K(src, nb, static_cast<BlockQ2_K*>(dst));
-    case DType::kQ3_K:
-      return QuantizeQ3_K(src, nb, static_cast<BlockQ3_K*>(dst));
-    case DType::kQ4_K:
-      return QuantizeQ4_K(src, nb, static_cast<BlockQ4_K*>(dst));
-    case DType::kQ5_K:
-      return QuantizeQ5_K(src, nb, static_cast<BlockQ5_K*>(dst));
-    case DType::kQ6_K:
-      return QuantizeQ6_K(src, nb, static_cast<BlockQ6_K*>(dst));
-    case DType::kIQ4_XS:
-      return QuantizeIQ4_XS(src, nb, static_cast<BlockIQ4_XS*>(dst));
-    default:
-      return Unimplemented(std::string("no quantizer for ") + traits->name +
-                           " (supported: " + SupportedDTypeList() + ")");
-  }
+  return traits->quantize(src, n / traits->block_elems, dst);
 }
 
 }  // namespace stet

@@ -24,6 +24,7 @@
 #include "dist/mpi_world.h"
 #include "engine/speculative.h"
 #include "kernels/adaptive.h"
+#include "kernels/matmul_table.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/paged_kv.h"
@@ -47,6 +48,7 @@ struct BenchArgs {
   std::string numerics = "invariant";
   std::string kv_type = "f16";
   bool json = false;
+  bool explain = false;
 };
 
 Result<NumericsMode> ParseNumerics(const std::string& name) {
@@ -283,29 +285,23 @@ Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) 
   return Status::Ok();
 }
 
-std::string CpuModel() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "unknown";
-}
-
-// general.file_type as llama.cpp names it (enum llama_ftype), for the mixes stet runs.
+// general.file_type as llama.cpp names it (enum llama_ftype): the K-quant mixes, else
+// the type whose row in the type table (numerics/dtype.cc) has that file type.
 std::string FileTypeName(const gguf::GgufFile& f) {
   const gguf::MetaValue* v = f.Find("general.file_type");
   if (!v || !v->AsUInt()) return "";
-  static const std::map<uint64_t, const char*> kNames = {
-      {0, "f32"},     {1, "f16"},     {2, "q4_0"},    {3, "q4_1"},    {7, "q8_0"},
-      {8, "q5_0"},    {9, "q5_1"},    {10, "q2_k"},   {11, "q3_k_s"}, {12, "q3_k_m"},
-      {13, "q3_k_l"}, {14, "q4_k_s"}, {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"},
-      {18, "q6_k"},   {25, "iq4_nl"}, {30, "iq4_xs"}, {32, "bf16"}};
-  auto it = kNames.find(*v->AsUInt());
-  return it == kNames.end() ? "ftype" + std::to_string(*v->AsUInt()) : it->second;
+  static const std::map<uint64_t, const char*> kMixes = {
+      {11, "q3_k_s"}, {12, "q3_k_m"}, {13, "q3_k_l"}, {14, "q4_k_s"},
+      {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"}};
+  auto it = kMixes.find(*v->AsUInt());
+  if (it != kMixes.end()) return it->second;
+  for (DType t : ComputableDTypes()) {
+    if (static_cast<uint64_t>(GetDTypeTraits(static_cast<uint32_t>(t))->llama_ftype) ==
+        *v->AsUInt()) {
+      return DTypeName(t);
+    }
+  }
+  return "ftype" + std::to_string(*v->AsUInt());
 }
 
 std::string JsonString(const std::string& s) {
@@ -407,6 +403,11 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
           return std::to_string(r.peak_rss_bytes);
         }));
   field("isa", JsonString(IsaName(isa)));
+  field("best_isa", JsonString(IsaName(ResolveIsa(isa))));
+  if (m.kernel_plan() != nullptr) {
+    field("kernel_plan", JsonString(m.kernel_plan()->ToString()));
+    field("kernel_plan_note", JsonString(m.kernel_plan_note()));
+  }
   field("numerics", JsonString(numerics));
   field("kv_type", JsonString(a.kv_type));
   field("n_prompt", JsonArray(a.n_prompt, ints));
@@ -416,7 +417,7 @@ void PrintJson(const BenchArgs& a, const Model& m, Isa isa, int threads, const c
   field("depth", JsonArray(a.depth, ints));
   field("reps", ints(a.reps));
   field("commit", commit && *commit ? JsonString(commit) : "null");
-  field("cpu", JsonString(CpuModel()));
+  field("cpu", JsonString(CpuModelName()));
   field("prefill_tok_s", prefill >= 0 ? JsonNumber(prefill) : "null");
   field("decode_tok_s", decode >= 0 ? JsonNumber(decode) : "null");
   field("decode_batch", decode >= 0 ? ints(decode_batch) : "null");
@@ -445,7 +446,7 @@ void PrintTable(const BenchArgs& a, const Model& m, Isa isa, int threads, const 
   std::printf(
       "weights read per token: %.1f MiB; isa %s, %d threads, numerics %s, kv %s; cpu %s\n\n",
       m.weight_bytes() / 1048576.0, IsaName(isa), threads, numerics, a.kv_type.c_str(),
-      CpuModel().c_str());
+      CpuModelName().c_str());
   if (ranks.size() > 1) {  // tensor parallelism: weights per token above are rank 0's
     std::printf("tensor parallelism: %zu ranks; peak RSS per rank:", ranks.size());
     for (const dist::RankStats& r : ranks) std::printf(" %.1f MiB", r.peak_rss_bytes / 1048576.0);
@@ -516,7 +517,20 @@ int RunBench(const BenchArgs& a) {
   TpComm* world = dist::World();  // under mpirun -np N: rank 0 of the group
   auto model = Model::LoadShard(a.model, 0, world ? world->size() : 1, /*progress=*/!a.json);
   if (!model.ok()) return ReportError(model.status());
+  const int threads =
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  // --isa auto: the MatMul rows measured on this model (never changes a bit).
+  if (*isa == Isa::kAuto) {
+    const std::string note = (*model)->TuneKernels(std::max(1, threads));
+    if (!a.json) std::fprintf(stderr, "stet: %s\n", note.c_str());
+  }
   const Model& m = **model;
+  if (a.explain) {
+    std::printf("kernel table on %s (%s; rows: kernels/matmul_table.h):\n%s\n",
+                CpuModelName().c_str(),
+                *isa == Isa::kAuto ? m.kernel_plan_note().c_str() : "--isa forces one path",
+                kernels::DescribeKernelTable(m.kernel_plan()).c_str());
+  }
   int max_ctx = 1;
   for (int d : a.depth) {
     for (int p : a.n_prompt) max_ctx = std::max(max_ctx, d + p);
@@ -529,8 +543,6 @@ int RunBench(const BenchArgs& a) {
                                        " positions; the model was trained for " +
                                        std::to_string(m.hparams().n_ctx_train)));
   }
-  const int threads =
-      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   ThreadPool pool(std::max(1, threads));
   std::unique_ptr<dist::Leader> leader;
   if (world) {
@@ -601,6 +613,10 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
+  cmd->add_flag("--explain", a->explain,
+                "Print the kernel table first: which MatMul row serves each weight type and row "
+                "class (decode 1, small 2-15, prefill 16+) per ISA, and the one --isa auto "
+                "measured for this model");
   cmd->callback([a, exit_code] { *exit_code = RunBench(*a); });
   return cmd;
 }

@@ -33,15 +33,13 @@ int RunGgufRandom(const GgufRandomArgs& a) {
     return usage("unknown --shape '" + a.shape + "' (expected one of: " + RandomModelShapeList() +
                  ")");
   }
-  auto type = ParseRandomModelType(a.type);
-  if (!type.ok()) return usage("--type: " + type.status().message());
+  RandomModelOptions o;
+  if (Status t = SetRandomModelType(a.type, &o); !t.ok()) return usage("--type: " + t.message());
   const RandomModelShape& shape = *FindRandomModelShape(a.shape);
   if (a.layers < 0 || a.layers > shape.n_layer) {
     return usage("--layers must be in [1, " + std::to_string(shape.n_layer) + "] for " + a.shape);
   }
-  RandomModelOptions o;
   o.shape = a.shape;
-  o.type = *type;
   o.seed = a.seed;
   o.n_layers = a.layers;
   o.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -68,11 +66,10 @@ CLI::App* AddGgufRandomCommand(CLI::App& app, int* exit_code) {
       "embedding/output q6_k for quantized types (q8_0 for --type q8_0 or when n_embd % 256 != "
       "0). Super-block types (q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs) need K % 256 == 0: a "
       "matrix whose K is not (e.g. 576 in smollm2-135m) is stored as q8_0 instead (llama.cpp "
-      "would use q5_0/q5_1/iq4_nl); general.name records how many.");
-  cmd->add_option("--shape", a->shape,
-                  "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama-3.2-1b "
-                  "or tiny")
-      ->required();
+      "would use q5_0/q5_1/iq4_nl); general.name records how many. The mixes q4_k_m and "
+      "q5_k_m follow llama.cpp's rule (q6_k output, attn_v and ffn_down in some layers) and "
+      "its fallbacks, written directly (no f16 copy first).");
+  cmd->add_option("--shape", a->shape, "Model shape: " + RandomModelShapeList())->required();
   cmd->add_option("--type", a->type, "Weight type: " + RandomModelTypeList())
       ->capture_default_str();
   cmd->add_option("-s,--seed", a->seed, "Seed of the weights")->capture_default_str();

@@ -108,6 +108,9 @@ int RunRun(const RunArgs& a) {
         model.hparams().arch->name, model.hparams().n_layer, IsaName(*isa), eo.n_threads,
         static_cast<unsigned long long>(*rp.sampling.seed), ids.size(), SpecModeName(eo.spec.mode),
         engine.fingerprint().c_str());
+    if (!model.kernel_plan_note().empty()) {
+      std::fprintf(stderr, "stet: %s\n", model.kernel_plan_note().c_str());
+    }
   }
   if (a.echo) {
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);

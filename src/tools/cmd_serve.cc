@@ -244,6 +244,7 @@ int RunServe(const ServeArgs& a) {
   info.template_limits = a.template_limits;
   info.chat_template_kwargs = template_kwargs;
   const std::string fingerprint = (*engine)->fingerprint();
+  const std::string plan_note = (*engine)->model().kernel_plan_note();
   const int n_ctx = (*engine)->n_ctx();
   const int tp_ranks = (*engine)->tp_ranks();
   const Engine* eng = engine->get();  // the server owns it from Attach until Wait returns
@@ -278,6 +279,7 @@ int RunServe(const ServeArgs& a) {
     std::fprintf(stderr, "stet: tensor parallelism: the model is split across %d ranks\n",
                  tp_ranks);
   }
+  if (!plan_note.empty()) std::fprintf(stderr, "stet: %s\n", plan_note.c_str());
   std::fprintf(stderr, "listening on %s\n", url.c_str());
   std::fflush(stderr);
 

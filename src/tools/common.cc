@@ -32,7 +32,7 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path) {
 }
 
 Result<Isa> ParseIsa(const std::string& name) {
-  if (name == "auto") return BestIsa();
+  if (name == "auto") return Isa::kAuto;
   if (name == "scalar") return Isa::kScalar;
   if (name == "avx2") {
     if (!CpuHasAvx2Fma()) return Unimplemented("this CPU lacks AVX2+FMA+F16C");

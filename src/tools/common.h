@@ -26,7 +26,8 @@ DefaultModelPath();  // $STET_MODEL, else ~/.cache/stet/models/SmolLM2-135M-Inst
 using Loaded = LoadedModel;  // engine/engine.h: LoadModelAndTokenizer
 Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path);
 
-// "auto" | "scalar" | "avx2" -> Isa, erroring for a path this CPU cannot run.
+// "auto" | "scalar" | "avx2" | "avx512" | "neon" -> Isa (auto: Isa::kAuto, kernels chosen
+// by measurement at load), erroring for a path this CPU cannot run.
 Result<Isa> ParseIsa(const std::string& name);
 
 int ReportError(const Status& s);  // prints "stet: error: ..." and returns kExitError

@@ -16,6 +16,7 @@
 #include "numerics/dequant.h"
 #include "numerics/dtype.h"
 #include "numerics/half.h"
+#include "numerics/quantize.h"
 
 namespace stet::kernels::testing {
 
@@ -105,129 +106,48 @@ inline std::vector<float> RandomActivations(std::mt19937& rng, int64_t n) {
   return v;
 }
 
-inline uint16_t RandomHalf(std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  return F32ToF16(dist(rng));
-}
-
 inline void PutHalf(uint8_t* p, uint16_t h) { std::memcpy(p, &h, 2); }
 
-// One row of `type` with n elements: random quants (full range), random scales
-// bytes, and f16 super-scales small enough that nothing overflows.
+inline bool IsF16Field(const DTypeTraits& tr, int64_t byte) {
+  for (int16_t off : tr.f16_fields) {
+    if (off >= 0 && (byte == off || byte == off + 1)) return true;
+  }
+  return false;
+}
+
+// One row of `type` with n elements, for any computable type (its row of the type
+// table says how): the f16 scale fields of a row quantized from uniform(-1, 1)
+// floats (magnitudes that never overflow), each sign flipped at random, and every
+// other byte random — full-range quants, packed sub-scales and high bits. Float
+// types: the floats, rounded to the type.
 inline std::vector<uint8_t> RandomWeightRow(std::mt19937& rng, DType type, int64_t n) {
-  const int64_t bytes = RowBytes(type, n);
-  std::vector<uint8_t> row(static_cast<size_t>(bytes));
+  const DTypeTraits tr = *GetDTypeTraits(static_cast<uint32_t>(type));
+  std::vector<uint8_t> row(static_cast<size_t>(RowBytes(type, n)));
+  const auto f = RandomFloats(rng, n);
+  const Status st = QuantizeRow(type, f.data(), n, row.data());
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  if (tr.block_elems == 1) return row;
   std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : row) b = static_cast<uint8_t>(byte(rng));
-  switch (type) {
-    case DType::kF32: {
-      auto f = RandomFloats(rng, n);
-      std::memcpy(row.data(), f.data(), static_cast<size_t>(bytes));
-      break;
+  for (int64_t b = 0; b < n / tr.block_elems; ++b) {
+    uint8_t* blk = row.data() + b * tr.block_bytes;
+    for (int64_t i = 0; i < tr.block_bytes; ++i) {
+      if (!IsF16Field(tr, i)) blk[i] = static_cast<uint8_t>(byte(rng));
     }
-    case DType::kF16:
-      for (int64_t i = 0; i < n; ++i) PutHalf(row.data() + 2 * i, RandomHalf(rng, -1.0f, 1.0f));
-      break;
-    case DType::kBF16: {
-      auto f = RandomFloats(rng, n);
-      for (int64_t i = 0; i < n; ++i) PutHalf(row.data() + 2 * i, F32ToBF16(f[i]));
-      break;
+    for (int16_t off : tr.f16_fields) {
+      if (off >= 0 && (byte(rng) & 1) != 0) blk[off + 1] ^= 0x80;
     }
-    case DType::kQ8_0:
-      for (int64_t b = 0; b < n / kQK; ++b)
-        PutHalf(row.data() + b * sizeof(BlockQ8_0), RandomHalf(rng, -0.02f, 0.02f));
-      break;
-    case DType::kQ4_0:
-      for (int64_t b = 0; b < n / kQK; ++b)
-        PutHalf(row.data() + b * sizeof(BlockQ4_0), RandomHalf(rng, -0.2f, 0.2f));
-      break;
-    case DType::kQ4_1:
-      for (int64_t b = 0; b < n / kQK; ++b) {
-        uint8_t* p = row.data() + b * sizeof(BlockQ4_1);
-        PutHalf(p + offsetof(BlockQ4_1, d), RandomHalf(rng, 0.0f, 0.2f));
-        PutHalf(p + offsetof(BlockQ4_1, m), RandomHalf(rng, -1.6f, 0.0f));
-      }
-      break;
-    case DType::kQ5_0:
-      for (int64_t b = 0; b < n / kQK; ++b)
-        PutHalf(row.data() + b * sizeof(BlockQ5_0), RandomHalf(rng, -0.1f, 0.1f));
-      break;
-    case DType::kQ5_1:
-      for (int64_t b = 0; b < n / kQK; ++b) {
-        uint8_t* p = row.data() + b * sizeof(BlockQ5_1);
-        PutHalf(p + offsetof(BlockQ5_1, d), RandomHalf(rng, 0.0f, 0.1f));
-        PutHalf(p + offsetof(BlockQ5_1, m), RandomHalf(rng, -1.6f, 0.0f));
-      }
-      break;
-    case DType::kIQ4_NL:
-      for (int64_t b = 0; b < n / kQK; ++b)
-        PutHalf(row.data() + b * sizeof(BlockIQ4_NL), RandomHalf(rng, -0.01f, 0.01f));
-      break;
-    case DType::kQ2_K:
-      for (int64_t b = 0; b < n / kQKK; ++b) {
-        uint8_t* p = row.data() + b * sizeof(BlockQ2_K);
-        PutHalf(p + offsetof(BlockQ2_K, d), RandomHalf(rng, 0.0f, 0.03f));
-        PutHalf(p + offsetof(BlockQ2_K, dmin), RandomHalf(rng, 0.0f, 0.03f));
-      }
-      break;
-    case DType::kQ3_K:
-      for (int64_t b = 0; b < n / kQKK; ++b)
-        PutHalf(row.data() + b * sizeof(BlockQ3_K) + offsetof(BlockQ3_K, d),
-                RandomHalf(rng, -0.01f, 0.01f));
-      break;
-    case DType::kIQ4_XS:
-      for (int64_t b = 0; b < n / kQKK; ++b)
-        PutHalf(row.data() + b * sizeof(BlockIQ4_XS), RandomHalf(rng, -0.0003f, 0.0003f));
-      break;
-    case DType::kQ4_K:
-      for (int64_t b = 0; b < n / kQKK; ++b) {
-        uint8_t* p = row.data() + b * sizeof(BlockQ4_K);
-        PutHalf(p + offsetof(BlockQ4_K, d), RandomHalf(rng, 0.0f, 0.004f));
-        PutHalf(p + offsetof(BlockQ4_K, dmin), RandomHalf(rng, 0.0f, 0.004f));
-      }
-      break;
-    case DType::kQ5_K:
-      for (int64_t b = 0; b < n / kQKK; ++b) {
-        uint8_t* p = row.data() + b * sizeof(BlockQ5_K);
-        PutHalf(p + offsetof(BlockQ5_K, d), RandomHalf(rng, 0.0f, 0.002f));
-        PutHalf(p + offsetof(BlockQ5_K, dmin), RandomHalf(rng, 0.0f, 0.004f));
-      }
-      break;
-    case DType::kQ6_K:
-      for (int64_t b = 0; b < n / kQKK; ++b) {
-        uint8_t* p = row.data() + b * sizeof(BlockQ6_K);
-        PutHalf(p + offsetof(BlockQ6_K, d), RandomHalf(rng, -0.0005f, 0.0005f));
-      }
-      break;
-    default:
-      ADD_FAILURE() << "RandomWeightRow: unsupported type";
   }
   return row;
 }
 
 // Byte offsets of the f16 scale fields (d, and m or dmin) inside one block of `type`.
 inline std::vector<size_t> ScaleOffsets(DType type) {
-  switch (type) {
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ5_0:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-      return {0};
-    case DType::kQ4_1:
-    case DType::kQ5_1:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-      return {0, 2};
-    case DType::kQ2_K:
-      return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
-    case DType::kQ3_K:
-      return {offsetof(BlockQ3_K, d)};
-    case DType::kQ6_K:
-      return {offsetof(BlockQ6_K, d)};
-    default:
-      return {};
+  std::vector<size_t> out;
+  const DTypeTraits tr = *GetDTypeTraits(static_cast<uint32_t>(type));
+  for (int16_t off : tr.f16_fields) {
+    if (off >= 0) out.push_back(static_cast<size_t>(off));
   }
+  return out;
 }
 
 // rows x n weights of `type`, rows contiguous.
@@ -240,33 +160,15 @@ inline std::vector<uint8_t> RandomWeights(std::mt19937& rng, DType type, int64_t
   return all;
 }
 
-// The row with every quant zeroed: dequantizing it yields each element's
-// additive "min" part (q4_1/q5_1: m; q2_k/q4_k/q5_k: -dmin*m_j), zero for the other types.
+// The row with every block's scale d (its first f16 field) zeroed: dequantizing it
+// yields each element's additive "min" part (q4_1/q5_1: m; q2_k/q4_k/q5_k:
+// -dmin*m_j), zero for the types without one. Empty for float types.
 inline std::vector<uint8_t> ZeroQuants(DType type, const uint8_t* row, int64_t n) {
+  const DTypeTraits tr = *GetDTypeTraits(static_cast<uint32_t>(type));
+  if (tr.f16_fields[0] < 0) return {};
   std::vector<uint8_t> out(row, row + RowBytes(type, n));
-  if (type == DType::kQ4_1) {
-    for (int64_t b = 0; b < n / kQK; ++b)
-      std::memset(out.data() + b * sizeof(BlockQ4_1) + offsetof(BlockQ4_1, qs), 0, kQK / 2);
-  } else if (type == DType::kQ5_1) {
-    for (int64_t b = 0; b < n / kQK; ++b) {
-      uint8_t* p = out.data() + b * sizeof(BlockQ5_1);
-      std::memset(p + offsetof(BlockQ5_1, qs), 0, kQK / 2);
-      std::memset(p + offsetof(BlockQ5_1, qh), 0, 4);
-    }
-  } else if (type == DType::kQ2_K) {
-    for (int64_t b = 0; b < n / kQKK; ++b)
-      std::memset(out.data() + b * sizeof(BlockQ2_K) + offsetof(BlockQ2_K, qs), 0, kQKK / 4);
-  } else if (type == DType::kQ4_K) {
-    for (int64_t b = 0; b < n / kQKK; ++b)
-      std::memset(out.data() + b * sizeof(BlockQ4_K) + offsetof(BlockQ4_K, qs), 0, kQKK / 2);
-  } else if (type == DType::kQ5_K) {
-    for (int64_t b = 0; b < n / kQKK; ++b) {
-      uint8_t* p = out.data() + b * sizeof(BlockQ5_K);
-      std::memset(p + offsetof(BlockQ5_K, qs), 0, kQKK / 2);
-      std::memset(p + offsetof(BlockQ5_K, qh), 0, kQKK / 8);
-    }
-  } else {
-    return {};
+  for (int64_t b = 0; b < n / tr.block_elems; ++b) {
+    PutHalf(out.data() + b * tr.block_bytes + tr.f16_fields[0], 0);
   }
   return out;
 }

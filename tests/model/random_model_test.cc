@@ -144,6 +144,67 @@ INSTANTIATE_TEST_SUITE_P(All, RandomModelShapes, ::testing::ValuesIn(kExpected),
                            return n;
                          });
 
+// The bench shapes too big to build in a unit test (bench/run.py writes them):
+// their hyper-parameters as published (config.json), the head width where it is not
+// n_embd / n_head, Llama 3.1's rope factor.
+TEST(RandomModel, BigShapesMatchTheirConfigs) {
+  struct Big {
+    const char* shape;
+    int n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_expert, n_expert_used, head_dim;
+    double rope_factor;
+  };
+  for (const Big& e : {Big{"llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 0, 0, 0, 32.0},
+                       Big{"llama-3.1-8b", 32, 4096, 32, 8, 14336, 128256, 0, 0, 0, 8.0},
+                       Big{"qwen3-30b-a3b", 48, 2048, 32, 4, 768, 151936, 128, 8, 128, 32.0},
+                       Big{"olmoe-1b-7b", 16, 2048, 16, 16, 1024, 50304, 64, 8, 0, 32.0}}) {
+    SCOPED_TRACE(e.shape);
+    const RandomModelShape* s = FindRandomModelShape(e.shape);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->n_layer, e.n_layer);
+    EXPECT_EQ(s->n_embd, e.n_embd);
+    EXPECT_EQ(s->n_head, e.n_head);
+    EXPECT_EQ(s->n_head_kv, e.n_head_kv);
+    EXPECT_EQ(s->n_ff, e.n_ff);
+    EXPECT_EQ(s->n_vocab, e.n_vocab);
+    EXPECT_EQ(s->n_expert, e.n_expert);
+    EXPECT_EQ(s->n_expert_used, e.n_expert_used);
+    EXPECT_EQ(s->head_dim, e.head_dim);
+    EXPECT_EQ(s->rope_factor, e.rope_factor);
+    EXPECT_NE(RandomModelShapeList().find(e.shape), std::string::npos);
+  }
+}
+
+// --type q4_k_m: llama.cpp's mix written directly — q6_k output, attn_v and ffn_down
+// in the layers its rule picks (of 2: layer 1), q4_k elsewhere; file type 15.
+TEST(RandomModel, MixTypesFollowTheQuantizerRule) {
+  RandomModelOptions o;
+  o.shape = "tiny";
+  o.seed = 3;
+  ASSERT_TRUE(SetRandomModelType("q4_k_m", &o).ok());
+  EXPECT_EQ(o.type, DType::kQ4_K);
+  ASSERT_TRUE(o.more.has_value());
+  EXPECT_EQ(*o.more, DType::kQ6_K);
+  RandomModelSummary sum;
+  auto w = BuildRandomModel(o, &sum);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto m = Load(w->Serialize());
+  ASSERT_NE(m, nullptr);
+  const auto& L = m->weights().layers;
+  EXPECT_EQ(L[0].wv.type, DType::kQ4_K);
+  EXPECT_EQ(L[0].w_down.type, DType::kQ4_K);
+  EXPECT_EQ(L[1].wv.type, DType::kQ6_K);
+  EXPECT_EQ(L[1].w_down.type, DType::kQ6_K);
+  EXPECT_EQ(L[1].wq.type, DType::kQ4_K);
+  EXPECT_EQ(m->weights().token_embd.type, DType::kQ6_K);
+  EXPECT_EQ(*m->file().Find("general.file_type")->AsUInt(), 15u);
+  EXPECT_NE(sum.name.find("q4_k_m"), std::string::npos) << sum.name;
+  ExpectFiniteLogits(*m);
+  RandomModelOptions bad;
+  EXPECT_FALSE(SetRandomModelType("q4_k_xl", &bad).ok());
+  EXPECT_TRUE(SetRandomModelType("q8_0", &bad).ok());
+  EXPECT_FALSE(bad.more.has_value());
+}
+
 TEST(RandomModel, SameSeedSameBytesAnyThreadCount) {
   const Built a = Build("tiny", DType::kQ4_K, 42, 0, 1);
   const Built b = Build("tiny", DType::kQ4_K, 42, 0, 3);

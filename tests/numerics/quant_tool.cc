@@ -4,7 +4,8 @@
 // Status on stderr.
 //   stet_quant_tool dequantize TYPE N   stdin: RowBytes(TYPE, N) bytes -> N floats (LE)
 //   stet_quant_tool quantize TYPE N     stdin: N floats (LE) -> RowBytes(TYPE, N) bytes
-//   stet_quant_tool types               the block types stet computes with, one per line
+//   stet_quant_tool types               the block types stet computes with, one per line:
+//                                       name, elements and bytes per block, f16 field offsets
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -41,7 +42,15 @@ bool ReadAll(std::vector<uint8_t>* buf, size_t n) {
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "types") {
-    for (stet::DType t : stet::QuantizedDTypes()) std::printf("%s\n", stet::DTypeName(t));
+    for (stet::DType t : stet::QuantizedDTypes()) {
+      const auto tr = *stet::GetDTypeTraits(static_cast<uint32_t>(t));
+      std::printf("%s %lld %lld", tr.name, static_cast<long long>(tr.block_elems),
+                  static_cast<long long>(tr.block_bytes));
+      for (int16_t off : tr.f16_fields) {
+        if (off >= 0) std::printf(" %d", off);
+      }
+      std::printf("\n");
+    }
     return 0;
   }
   if (argc != 4) return Fail("usage: stet_quant_tool dequantize|quantize TYPE N");

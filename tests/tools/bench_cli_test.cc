@@ -48,6 +48,29 @@ TEST(BenchCli, JsonOnStories260K) {
   EXPECT_EQ(j["tests"][1]["tok_s"].size(), 1u);
 }
 
+// --explain prints the kernel table: every computable type and row class, the row
+// each ISA uses, and the one --isa auto uses (here an odd plan forced through
+// STET_KERNEL_PLAN); the measurement never changes what bench computes.
+TEST(BenchCli, ExplainPrintsTheKernelTable) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("bench -m " + Stories() + " -p 0 -n 2 --reps 1 -t 2 --explain", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("kernel plan: measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("auto (measured)"), std::string::npos) << r.out;
+  for (const char* row : {"\nq4_1    decode ", "\nq4_k    prefill", "\nf16     small "}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  auto forced = Sh("bench -m " + Stories() + " -p 0 -n 2 --reps 1 --isa scalar --explain");
+  ASSERT_EQ(forced.exit_code, 0) << forced.out;
+  EXPECT_NE(forced.out.find("--isa forces one path"), std::string::npos) << forced.out;
+  auto odd = testing::RunCommand("STET_KERNEL_PLAN='decode=scalar,f32.prefill=scalar' " +
+                                 std::string(STET_BINARY) + " bench -m " + Stories() +
+                                 " -p 0 -n 2 --reps 1 --explain 2>&1");
+  ASSERT_EQ(odd.exit_code, 0) << odd.out;
+  EXPECT_NE(odd.out.find("from STET_KERNEL_PLAN"), std::string::npos) << odd.out;
+  EXPECT_NE(odd.out.find("\nf32     decode   ref.float"), std::string::npos) << odd.out;
+}
+
 TEST(BenchCli, BatchedDecodeAndTable) {
   STET_REQUIRE_FILE(Stories());
   auto r = Sh("bench -m " + Stories() + " -p 0 -n 3 --batch 1,3 --tg-prompt 2 --reps 2 --json");

@@ -94,22 +94,12 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+constexpr auto kKernels = KernelRows(
+    {"neon.float", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kFloat},
+    {{DType::kF32, Rows<LoadF32>}, {DType::kF16, Rows<LoadF16>}, {DType::kBF16, Rows<LoadBF16>}});
+
 }  // namespace
 
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kF32:
-      Rows<LoadF32>(a, r0, r1);
-      break;
-    case DType::kF16:
-      Rows<LoadF16>(a, r0, r1);
-      break;
-    case DType::kBF16:
-      Rows<LoadBF16>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "MatMulFloatRows: not a float weight type");
-  }
-}
+std::span<const MatMulKernel> MatMulFloatKernels() { return kKernels; }
 
 }  // namespace stet::kernels::neon

@@ -160,27 +160,17 @@ void RowsWiden(const MatMulArgs& a, int64_t r0, int64_t r1) {
   RowsBody<Block, Widen>(a, r0, r1);
 }
 
-template <typename Block>
-void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  static const bool dotprod = CpuHasDotProd();
-  if (dotprod) {
-    RowsDotProd<Block>(a, r0, r1);
-  } else {
-    RowsWiden<Block>(a, r0, r1);
-  }
-}
+// Where the CPU has dotprod its rows lead; the widening ones serve every CPU.
+constexpr auto kKernels =
+    Concat(KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(
+               {"neon.q8", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8, CpuHasDotProd},
+               STET_ROWS_OF(RowsDotProd)),
+           KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(
+               {"neon.q8_widen", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8},
+               STET_ROWS_OF(RowsWiden)));
 
 }  // namespace
 
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  WithBlock32(a.w->type, "neon::MatMulQ8Rows: not a 32-block weight type",
-              [&](auto b) { Rows<typename decltype(b)::type>(a, r0, r1); });
-}
-
-// For the kernel tests: the same rows through the non-dotprod integer dots.
-void MatMulQ8RowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  WithBlock32(a.w->type, "neon::MatMulQ8RowsNoDotProd: not a 32-block weight type",
-              [&](auto b) { RowsWiden<typename decltype(b)::type>(a, r0, r1); });
-}
+std::span<const MatMulKernel> MatMulQ8Kernels() { return kKernels; }
 
 }  // namespace stet::kernels::neon

@@ -262,39 +262,17 @@ void RowsWiden(const MatMulArgs& a, int64_t r0, int64_t r1) {
   RowsBody<Block, Widen>(a, r0, r1);
 }
 
-template <bool kDotProd>
-void Dispatch(const MatMulArgs& a, int64_t r0, int64_t r1) {
-#define STET_QK_CASE(T, B)                                 \
-  case DType::T:                                           \
-    (kDotProd ? RowsDotProd<B> : RowsWiden<B>)(a, r0, r1); \
-    break;
-  switch (a.w->type) {
-    STET_QK_CASE(kQ2_K, BlockQ2_K)
-    STET_QK_CASE(kQ3_K, BlockQ3_K)
-    STET_QK_CASE(kQ4_K, BlockQ4_K)
-    STET_QK_CASE(kQ5_K, BlockQ5_K)
-    STET_QK_CASE(kQ6_K, BlockQ6_K)
-    STET_QK_CASE(kIQ4_XS, BlockIQ4_XS)
-    default:
-      STET_CHECK_MSG(false, "neon::MatMulQKRows: not a K-quant weight type");
-  }
-#undef STET_QK_CASE
-}
+// Where the CPU has dotprod its rows lead; the widening ones serve every CPU.
+constexpr auto kKernels =
+    Concat(KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, BlockIQ4_XS>(
+               {"neon.qk", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8K, CpuHasDotProd},
+               STET_ROWS_OF(RowsDotProd)),
+           KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, BlockIQ4_XS>(
+               {"neon.qk_widen", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8K},
+               STET_ROWS_OF(RowsWiden)));
 
 }  // namespace
 
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  static const bool dotprod = CpuHasDotProd();
-  if (dotprod) {
-    Dispatch<true>(a, r0, r1);
-  } else {
-    Dispatch<false>(a, r0, r1);
-  }
-}
-
-// For the kernel tests: the same rows through the non-dotprod integer dots.
-void MatMulQKRowsNoDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  Dispatch<false>(a, r0, r1);
-}
+std::span<const MatMulKernel> MatMulQKKernels() { return kKernels; }
 
 }  // namespace stet::kernels::neon

@@ -13,8 +13,30 @@ namespace stet::kernels::ref {
 
 namespace {
 
+struct LoadF32 {
+  static float One(const uint8_t* row, int64_t j) {
+    float v;
+    std::memcpy(&v, row + 4 * j, 4);
+    return v;
+  }
+};
+struct LoadF16 {
+  static float One(const uint8_t* row, int64_t j) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * j, 2);
+    return F16ToF32(h);
+  }
+};
+struct LoadBF16 {
+  static float One(const uint8_t* row, int64_t j) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * j, 2);
+    return BF16ToF32(h);
+  }
+};
+
 template <typename Load>
-void Rows(const MatMulArgs& a, int64_t r0, int64_t r1, Load load) {
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const WeightView& w = *a.w;
   const int64_t k = w.cols;
   for (int64_t i = 0; i < a.m; ++i) {
@@ -23,40 +45,18 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1, Load load) {
       const auto* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
       float lanes[kLanes] = {};
       for (int64_t j = 0; j < k; ++j)
-        lanes[j % kLanes] = std::fma(load(row, j), x[j], lanes[j % kLanes]);
+        lanes[j % kLanes] = std::fma(Load::One(row, j), x[j], lanes[j % kLanes]);
       a.y[i * w.rows + r] = CombineLanes(lanes);
     }
   }
 }
 
+constexpr auto kKernels = KernelRows(
+    {"ref.float", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kFloat},
+    {{DType::kF32, Rows<LoadF32>}, {DType::kF16, Rows<LoadF16>}, {DType::kBF16, Rows<LoadBF16>}});
+
 }  // namespace
 
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kF32:
-      Rows(a, r0, r1, [](const uint8_t* row, int64_t j) {
-        float v;
-        std::memcpy(&v, row + 4 * j, 4);
-        return v;
-      });
-      break;
-    case DType::kF16:
-      Rows(a, r0, r1, [](const uint8_t* row, int64_t j) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * j, 2);
-        return F16ToF32(h);
-      });
-      break;
-    case DType::kBF16:
-      Rows(a, r0, r1, [](const uint8_t* row, int64_t j) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * j, 2);
-        return BF16ToF32(h);
-      });
-      break;
-    default:
-      STET_CHECK_MSG(false, "MatMulFloatRows: not a float weight type");
-  }
-}
+std::span<const MatMulKernel> MatMulFloatKernels() { return kKernels; }
 
 }  // namespace stet::kernels::ref

@@ -90,11 +90,12 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+constexpr auto kKernels =
+    KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(
+        {"ref.q8", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kQ8}, STET_ROWS_OF(Rows));
+
 }  // namespace
 
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  WithBlock32(a.w->type, "MatMulQ8Rows: not a 32-block weight type",
-              [&](auto b) { Rows<typename decltype(b)::type>(a, r0, r1); });
-}
+std::span<const MatMulKernel> MatMulQ8Kernels() { return kKernels; }
 
 }  // namespace stet::kernels::ref

@@ -15,8 +15,10 @@ namespace stet::kernels::ref {
 
 namespace {
 
-// isum = sum_j sc_j * sum_{e in j} q_e*qx_e; msum = sum_j m_j * sum_{e in j} qx_e.
-void SuperDot(const BlockQ4_K& b, const int8_t* qx, int32_t* isum, int32_t* msum) {
+// q4_k / q5_k: isum = sum_j sc_j * sum_{e in j} q_e*qx_e; msum = sum_j m_j * sum_{e in j}
+// qx_e; q5_k's fifth bit of element 32j + l is bit j of qh[l].
+template <typename Block>
+void SuperDotK45(const Block& b, const int8_t* qx, int32_t* isum, int32_t* msum) {
   int32_t is = 0, ms = 0;
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, mn;
@@ -24,7 +26,8 @@ void SuperDot(const BlockQ4_K& b, const int8_t* qx, int32_t* isum, int32_t* msum
     int32_t dot = 0, sx = 0;
     for (int l = 0; l < 32; ++l) {
       const uint8_t byte = b.qs[32 * (j / 2) + l];
-      const int q = (j % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
+      int q = (j % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
+      if constexpr (std::is_same_v<Block, BlockQ5_K>) q |= ((b.qh[l] >> j) & 1) << 4;
       dot += q * qx[32 * j + l];
       sx += qx[32 * j + l];
     }
@@ -34,25 +37,11 @@ void SuperDot(const BlockQ4_K& b, const int8_t* qx, int32_t* isum, int32_t* msum
   *isum = is;
   *msum = ms;
 }
-
+void SuperDot(const BlockQ4_K& b, const int8_t* qx, int32_t* isum, int32_t* msum) {
+  SuperDotK45(b, qx, isum, msum);
+}
 void SuperDot(const BlockQ5_K& b, const int8_t* qx, int32_t* isum, int32_t* msum) {
-  int32_t is = 0, ms = 0;
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, mn;
-    UnpackScaleMinK4(b.scales, j, &sc, &mn);
-    int32_t dot = 0, sx = 0;
-    for (int l = 0; l < 32; ++l) {
-      const uint8_t byte = b.qs[32 * (j / 2) + l];
-      const int low = (j % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
-      const int q = low | (((b.qh[l] >> j) & 1) << 4);
-      dot += q * qx[32 * j + l];
-      sx += qx[32 * j + l];
-    }
-    is += sc * dot;
-    ms += mn * sx;
-  }
-  *isum = is;
-  *msum = ms;
+  SuperDotK45(b, qx, isum, msum);
 }
 
 // q2_k: isum = sum_j (sc_j & 15) * <q_j, qx_j>, msum = sum_j (sc_j >> 4) * sum qx_j over
@@ -147,31 +136,12 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+constexpr auto kKernels =
+    KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, BlockIQ4_XS>(
+        {"ref.qk", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kQ8K}, STET_ROWS_OF(Rows));
+
 }  // namespace
 
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ2_K:
-      Rows<BlockQ2_K>(a, r0, r1);
-      break;
-    case DType::kQ3_K:
-      Rows<BlockQ3_K>(a, r0, r1);
-      break;
-    case DType::kIQ4_XS:
-      Rows<BlockIQ4_XS>(a, r0, r1);
-      break;
-    case DType::kQ4_K:
-      Rows<BlockQ4_K>(a, r0, r1);
-      break;
-    case DType::kQ5_K:
-      Rows<BlockQ5_K>(a, r0, r1);
-      break;
-    case DType::kQ6_K:
-      Rows<BlockQ6_K>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "MatMulQKRows: not a K-quant weight type");
-  }
-}
+std::span<const MatMulKernel> MatMulQKKernels() { return kKernels; }
 
 }  // namespace stet::kernels::ref

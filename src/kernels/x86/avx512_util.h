@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/x86/avx2_util.h"
 
@@ -43,6 +44,31 @@ static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g
       StoreRows16(CombineLanes16(l8), 16 * (g0 + g), m, y + n, ldy);
     }
   }
+}
+
+// The vertical kernels' loop nest (matmul_q8_avx512.cc, matmul_qk*_avx512.cc) over
+// weight rows [r0, r1) and activation row groups [0, groups): per block of
+// kGroupBlock groups (their activations stay in L2 while the weight rows stream
+// past), weight rows kRN at a time and the rest one at a time:
+// sweep(std::integral_constant<int, RN>, r, gb, ge) for RN rows from r over groups
+// [gb, ge). Which rows or groups go together never reaches a value.
+template <int kRN, int64_t kGroupBlock, typename Sweep>
+void VerticalSweeps(int64_t groups, int64_t r0, int64_t r1, Sweep&& sweep) {
+  for (int64_t gb = 0; gb < groups; gb += kGroupBlock) {
+    const int64_t ge = gb + kGroupBlock < groups ? gb + kGroupBlock : groups;
+    int64_t r = r0;
+    for (; r + kRN <= r1; r += kRN) sweep(std::integral_constant<int, kRN>{}, r, gb, ge);
+    for (; r < r1; ++r) sweep(std::integral_constant<int, 1>{}, r, gb, ge);
+  }
+}
+
+// Row groups [gb, ge), kTG at a time and the rest one at a time:
+// tile(std::integral_constant<int, TG>, g).
+template <int kTG, typename TileFn>
+void GroupTiles(int64_t gb, int64_t ge, TileFn&& tile) {
+  int64_t g = gb;
+  for (; g + kTG <= ge; g += kTG) tile(std::integral_constant<int, kTG>{}, g);
+  for (; g < ge; ++g) tile(std::integral_constant<int, 1>{}, g);
 }
 
 // -(a * b), as C++'s unary minus of the rounded product (sign flip, nan too).

@@ -211,12 +211,14 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+constexpr auto kKernels =
+    Concat(KernelRows({"avx2.float", Isa::kAvx2, kEveryClass, Packed::kNo, ActLayout::kFloat},
+                      {{DType::kF32, Rows<DType::kF32>}}),
+           KernelRows({"avx2.float", Isa::kAvx2, kEveryClass, Packed::kUses, ActLayout::kFloat},
+                      {{DType::kF16, Rows<DType::kF16>}, {DType::kBF16, Rows<DType::kBF16>}}));
+
 }  // namespace
 
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  WithDType<DType::kF32, DType::kF16, DType::kBF16>(
-      a.w->type, "MatMulFloatRows: not a float weight type",
-      [&](auto t) { Rows<decltype(t)::value>(a, r0, r1); });
-}
+std::span<const MatMulKernel> MatMulFloatKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx2

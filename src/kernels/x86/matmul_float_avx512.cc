@@ -164,10 +164,14 @@ void PairActivations(const float* x, ActPairs* xp, int64_t p0, int64_t p1) {
   }
 }
 
-void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  WithDType<DType::kF32, DType::kF16, DType::kBF16>(
-      a.w->type, "avx512::MatMulFloatRows: not a float weight type",
-      [&](auto t) { Rows<decltype(t)::value>(a, r0, r1); });
-}
+namespace {
+constexpr auto kKernels =
+    KernelRows({"avx512.pairs", Isa::kAvx512, kSmallAndPrefill, Packed::kNo, ActLayout::kPairs},
+               {{DType::kF32, Rows<DType::kF32>},
+                {DType::kF16, Rows<DType::kF16>},
+                {DType::kBF16, Rows<DType::kBF16>}});
+}  // namespace
+
+std::span<const MatMulKernel> MatMulFloatKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx512

@@ -22,6 +22,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/packed_rows_avx2.h"
 
 namespace stet::kernels::avx2 {
 
@@ -215,64 +216,26 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8& act, int
 // Activation rows sharing each weight load (prefill); decode is RM = 1.
 constexpr int kRM = 4;
 
-template <typename Block, int RM>
-void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8& act, int64_t i0, int64_t m,
-               float* y, int64_t ldy, int64_t n_out) {
-  if constexpr (RM > 1) {
-    if (m < RM) return HalfTiles<Block, RM - 1>(p, half, stride, act, i0, m, y, ldy, n_out);
+template <typename Block>
+struct Tiles {
+  const ActQ8& act;
+  int64_t stride;
+  template <int NH, int RM>
+  void Tile(const uint8_t* p, int half0, int64_t i0, float* y, int64_t ldy, int64_t n_out) const {
+    HalfTile<Block, NH, RM>(p, half0, stride, act, i0, y, ldy, n_out);
   }
-  int64_t i = 0;
-  for (; i + RM <= m; i += RM) {
-    HalfTile<Block, 1, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
-  }
-  if constexpr (RM > 1) {
-    if (i < m)
-      HalfTiles<Block, RM - 1>(p, half, stride, act, i0 + i, m - i, y + i * ldy, ldy, n_out);
-  }
-}
+};
 
 template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  const int64_t stride = PackedBlockBytes(w.type);
-  const auto* packed = static_cast<const uint8_t*>(w.packed);
-  STET_CHECK(r0 % 16 == 0);
-  if (a.m == 1) {  // decode: both halves in one pass, so each line is read once
-    for (int64_t row0 = r0; row0 < r1; row0 += 16) {
-      const uint8_t* p = packed + (row0 / 16) * a.a8->nb * stride;
-      HalfTile<Block, 2, 1>(p, 0, stride, *a.a8, 0, a.y + row0, w.rows, r1 - row0);
-    }
-    return;
-  }
-  for (int64_t row0 = r0; row0 < r1; row0 += 8) {
-    const uint8_t* p = packed + (row0 / 16) * a.a8->nb * stride;
-    const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
-    HalfTiles<Block, kRM>(p, half, stride, *a.a8, 0, a.m, a.y + row0, w.rows, r1 - row0);
-  }
+  PackedRows<kRM>(Tiles<Block>{*a.a8, PackedBlockBytes(a.w->type)}, a, a.a8->nb, r0, r1);
 }
+
+constexpr auto kKernels = KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1>(
+    {"avx2.packed", Isa::kAvx2, kEveryClass, Packed::kNeeds, ActLayout::kQ8}, STET_ROWS_OF(Rows));
 
 }  // namespace
 
-void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ8_0:
-      Rows<BlockQ8_0>(a, r0, r1);
-      break;
-    case DType::kQ4_0:
-      Rows<BlockQ4_0>(a, r0, r1);
-      break;
-    case DType::kQ4_1:
-      Rows<BlockQ4_1>(a, r0, r1);
-      break;
-    case DType::kQ5_0:
-      Rows<BlockQ5_0>(a, r0, r1);
-      break;
-    case DType::kQ5_1:
-      Rows<BlockQ5_1>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "avx2::MatMulPackedRows: not a packed 32-block type");
-  }
-}
+std::span<const MatMulKernel> MatMulPackedKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx2

@@ -97,6 +97,13 @@ inline void OneBlock(const uint8_t* p, const ActQ8& act, const int64_t* blk, __m
   }
 }
 
+// Blocks (q4_k: superblocks) ahead of the one computed that the first pass over
+// a group prefetches: decode streams the packed matrix from DRAM, and the
+// hardware prefetcher alone leaves a core well below its bandwidth (as in the
+// AVX2 packed kernels, whose distances these are).
+constexpr int64_t kPrefetchBlocks = 16;
+constexpr int64_t kPrefetchSupers = 3;
+
 // The 16 outputs of one group (n of them valid) for activation row i: the
 // 8-block loop unrolled so the lane accumulators stay in registers.
 template <typename Block>
@@ -108,6 +115,7 @@ void GroupOneRow(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i, 
   for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + kLanes <= nb; b += kLanes) {
+    if (i == 0) avx2::PrefetchLines(p + (b + kPrefetchBlocks) * stride, kLanes * stride);
     STET_UNROLL
     for (int l = 0; l < kLanes; ++l) {
       const int64_t blk = i * act.nb_pad + b + l;
@@ -136,6 +144,7 @@ void GroupRows(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, f
   int64_t blk[RM];
   __m512* lane[RM];
   for (int64_t b = 0; b < act.nb; ++b) {
+    if (i0 == 0) avx2::PrefetchLines(p + (b + kPrefetchBlocks) * stride, stride);
     STET_UNROLL
     for (int r = 0; r < RM; ++r) {
       blk[r] = (i0 + r) * act.nb_pad + b;
@@ -175,20 +184,31 @@ void GroupPass(int rm, const uint8_t* p, int64_t stride, const ActQ8& act, int64
   }
 }
 
-template <typename Block>
-void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+// Weight rows [r0, r1) (r0 a multiple of 16), group by group (`blocks` blocks
+// each), every activation row in balanced passes of at most RMax:
+// pass(rm, p, stride, i0, y, ldy, n) for rows i0 .. i0 + rm - 1 of the group at p.
+template <int RMax, typename Pass>
+void GroupsInPasses(const MatMulArgs& a, int64_t blocks, int64_t r0, int64_t r1, const Pass& pass) {
   const WeightView& w = *a.w;
-  const ActQ8& act = *a.a8;
   const int64_t stride = PackedBlockBytes(w.type);
   const auto* packed = static_cast<const uint8_t*>(w.packed);
   STET_CHECK(r0 % 16 == 0);
   for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
     const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
-    const uint8_t* p = packed + g * act.nb * stride;
-    BalancedPasses<kRMax>(a.m, [&](int64_t i0, int rm) {
-      GroupPass<Block>(rm, p, stride, act, i0, a.y + i0 * w.rows + row0, w.rows, n);
+    const uint8_t* p = packed + g * blocks * stride;
+    BalancedPasses<RMax>(a.m, [&](int64_t i0, int rm) {
+      pass(rm, p, stride, i0, a.y + i0 * w.rows + row0, w.rows, n);
     });
   }
+}
+
+template <typename Block>
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  GroupsInPasses<kRMax>(
+      a, a.a8->nb, r0, r1,
+      [&](int rm, const uint8_t* p, int64_t stride, int64_t i0, float* y, int64_t ldy, int64_t n) {
+        GroupPass<Block>(rm, p, stride, *a.a8, i0, y, ldy, n);
+      });
 }
 
 // q4_k superblock b of a 16-row group (pack.cc's layout) for RM activation
@@ -272,6 +292,7 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
   STET_UNROLL
   for (int r = 0; r < RM; ++r) rows[r] = i0 + r;
   for (int64_t b = 0; b < act.nsb; ++b) {
+    if (i0 == 0) avx2::PrefetchLines(p + (b + kPrefetchSupers) * stride, stride);
     STET_UNROLL
     for (int r = 0; r < RM; ++r) lane[r] = &acc[r][b % kLanes];
     OneSuper<RM>(p + b * stride, act, rows, b, lane);
@@ -283,38 +304,23 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
   }
 }
 
+void RowsQ4K(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  GroupsInPasses<kRMaxQK>(
+      a, a.a8k->nsb, r0, r1,
+      [&](int rm, const uint8_t* p, int64_t stride, int64_t i0, float* y, int64_t ldy, int64_t n) {
+        SuperPass(rm, p, stride, *a.a8k, i0, y, ldy, n);
+      });
+}
+
+constexpr auto kKernels = Concat(
+    KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1>(
+        {"avx512.packed", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8},
+        STET_ROWS_OF(Rows)),
+    KernelRows({"avx512.packed", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
+               {{DType::kQ4_K, RowsQ4K}}));
+
 }  // namespace
 
-void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  STET_CHECK_MSG(a.w->type == DType::kQ4_K, "avx512::MatMulPackedQKRows: q4_k only");
-  const WeightView& w = *a.w;
-  const ActQ8K& act = *a.a8k;
-  const int64_t stride = PackedBlockBytes(w.type);
-  const auto* packed = static_cast<const uint8_t*>(w.packed);
-  STET_CHECK(r0 % 16 == 0);
-  for (int64_t g = r0 / 16; g * 16 < r1; ++g) {
-    const int64_t row0 = 16 * g, n = (r1 - row0) < 16 ? r1 - row0 : 16;
-    const uint8_t* p = packed + g * act.nsb * stride;
-    BalancedPasses<kRMaxQK>(a.m, [&](int64_t i0, int rm) {
-      SuperPass(rm, p, stride, act, i0, a.y + i0 * w.rows + row0, w.rows, n);
-    });
-  }
-}
-
-void MatMulPackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ8_0:
-      Rows<BlockQ8_0>(a, r0, r1);
-      break;
-    case DType::kQ4_0:
-      Rows<BlockQ4_0>(a, r0, r1);
-      break;
-    case DType::kQ4_1:
-      Rows<BlockQ4_1>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "avx512::MatMulPackedRows: no packed layout for this type");
-  }
-}
+std::span<const MatMulKernel> MatMulPackedKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx512

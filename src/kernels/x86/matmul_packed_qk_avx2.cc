@@ -23,6 +23,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/packed_rows_avx2.h"
 
 namespace stet::kernels::avx2 {
 
@@ -247,54 +248,27 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, in
 
 constexpr int kRM = 4;  // activation rows sharing each weight load (prefill)
 
-template <bool kQ6, int RM>
-void HalfTiles(const uint8_t* p, int half, int64_t stride, const ActQ8K& act, int64_t i0, int64_t m,
-               float* y, int64_t ldy, int64_t n_out) {
-  if constexpr (RM > 1) {
-    if (m < RM) return HalfTiles<kQ6, RM - 1>(p, half, stride, act, i0, m, y, ldy, n_out);
+template <bool kQ6>
+struct Tiles {
+  const ActQ8K& act;
+  int64_t stride;
+  template <int NH, int RM>
+  void Tile(const uint8_t* p, int half0, int64_t i0, float* y, int64_t ldy, int64_t n_out) const {
+    HalfTile<kQ6, NH, RM>(p, half0, stride, act, i0, y, ldy, n_out);
   }
-  int64_t i = 0;
-  for (; i + RM <= m; i += RM) {
-    HalfTile<kQ6, 1, RM>(p, half, stride, act, i0 + i, y + i * ldy, ldy, n_out);
-  }
-  if constexpr (RM > 1) {
-    if (i < m) HalfTiles<kQ6, RM - 1>(p, half, stride, act, i0 + i, m - i, y + i * ldy, ldy, n_out);
-  }
-}
+};
 
 template <bool kQ6>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  const int64_t stride = PackedBlockBytes(w.type);
-  const auto* packed = static_cast<const uint8_t*>(w.packed);
-  STET_CHECK(r0 % 16 == 0);
-  if (a.m == 1) {  // decode: both halves in one pass, each line read once
-    for (int64_t row0 = r0; row0 < r1; row0 += 16) {
-      const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
-      HalfTile<kQ6, 2, 1>(p, 0, stride, *a.a8k, 0, a.y + row0, w.rows, r1 - row0);
-    }
-    return;
-  }
-  for (int64_t row0 = r0; row0 < r1; row0 += 8) {
-    const uint8_t* p = packed + (row0 / 16) * a.a8k->nsb * stride;
-    const int half = static_cast<int>(row0 % 16) * 4;
-    HalfTiles<kQ6, kRM>(p, half, stride, *a.a8k, 0, a.m, a.y + row0, w.rows, r1 - row0);
-  }
+  PackedRows<kRM>(Tiles<kQ6>{*a.a8k, PackedBlockBytes(a.w->type)}, a, a.a8k->nsb, r0, r1);
 }
+
+constexpr auto kKernels =
+    KernelRows({"avx2.packed", Isa::kAvx2, kEveryClass, Packed::kNeeds, ActLayout::kQ8K},
+               {{DType::kQ4_K, Rows<false>}, {DType::kQ6_K, Rows<true>}});
 
 }  // namespace
 
-void MatMulPackedQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ4_K:
-      Rows<false>(a, r0, r1);
-      break;
-    case DType::kQ6_K:
-      Rows<true>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "avx2::MatMulPackedQKRows: not a packed K-quant type");
-  }
-}
+std::span<const MatMulKernel> MatMulPackedQKKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx2

@@ -278,31 +278,14 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   for (; r < r1; ++r) RowTile<K, 1>(a, base + r * wv.row_bytes, r);
 }
 
+constexpr auto kKernels = KernelRowsOf<KQ8_0, KQ4_0, KQ4_1, KQ5_0, KQ5_1, KIQ4_NL>(
+    {"avx2.tiles", Isa::kAvx2, kEveryClass, Packed::kNo, ActLayout::kQ8}, [](auto k) {
+      using K = typename decltype(k)::type;
+      return TypeRows{K::Block::kType, Rows<K>};
+    });
+
 }  // namespace
 
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ8_0:
-      Rows<KQ8_0>(a, r0, r1);
-      break;
-    case DType::kQ4_0:
-      Rows<KQ4_0>(a, r0, r1);
-      break;
-    case DType::kQ4_1:
-      Rows<KQ4_1>(a, r0, r1);
-      break;
-    case DType::kQ5_0:
-      Rows<KQ5_0>(a, r0, r1);
-      break;
-    case DType::kQ5_1:
-      Rows<KQ5_1>(a, r0, r1);
-      break;
-    case DType::kIQ4_NL:
-      Rows<KIQ4_NL>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "MatMulQ8Rows: not a 32-block weight type");
-  }
-}
+std::span<const MatMulKernel> MatMulQ8Kernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx2

@@ -197,35 +197,26 @@ constexpr int64_t kGroupBlock = 16;
 thread_local std::vector<BlockAux> tls_aux;
 thread_local std::vector<uint8_t> tls_wq;  // unpacked weights, kUnpacked types
 
-template <typename Block, int RN>
-void GroupSweep(const MatMulArgs& a, int64_t r, int64_t gb, int64_t ge) {
-  const WeightView& wv = *a.w;
-  const ActQ8V& act = *a.a8v;
-  const Block* wrow[RN];
-  for (int n = 0; n < RN; ++n) {
-    wrow[n] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(wv.data) +
-                                             (r + n) * wv.row_bytes);
-    RowAux(wrow[n], act.nb, tls_aux.data() + n * act.nb, tls_wq.data() + n * act.nb * kQK);
-  }
-  const BlockAux* aux = tls_aux.data();
-  const uint8_t* wq = tls_wq.data();
-  int64_t g = gb;
-  for (; g + kTG <= ge; g += kTG) Tile<Block, RN, kTG>(wrow, aux, wq, act, g, a.y + r, wv.rows);
-  for (; g < ge; ++g) Tile<Block, RN, 1>(wrow, aux, wq, act, g, a.y + r, wv.rows);
-}
-
 template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const ActQ8V& act = *a.a8v;
   const size_t aux = static_cast<size_t>(kRN * act.nb);
   if (tls_aux.size() < aux) tls_aux.resize(aux);
   if (kUnpacked<Block> && tls_wq.size() < aux * kQK) tls_wq.resize(aux * kQK);
-  for (int64_t gb = 0; gb < act.groups; gb += kGroupBlock) {
-    const int64_t ge = gb + kGroupBlock < act.groups ? gb + kGroupBlock : act.groups;
-    int64_t r = r0;
-    for (; r + kRN <= r1; r += kRN) GroupSweep<Block, kRN>(a, r, gb, ge);
-    for (; r < r1; ++r) GroupSweep<Block, 1>(a, r, gb, ge);
-  }
+  VerticalSweeps<kRN, kGroupBlock>(
+      act.groups, r0, r1, [&](auto rn, int64_t r, int64_t gb, int64_t ge) {
+        constexpr int RN = decltype(rn)::value;
+        const Block* wrow[RN];
+        for (int n = 0; n < RN; ++n) {
+          wrow[n] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w->data) +
+                                                   (r + n) * a.w->row_bytes);
+          RowAux(wrow[n], act.nb, tls_aux.data() + n * act.nb, tls_wq.data() + n * act.nb * kQK);
+        }
+        GroupTiles<kTG>(gb, ge, [&](auto tg, int64_t g) {
+          Tile<Block, RN, decltype(tg)::value>(wrow, tls_aux.data(), tls_wq.data(), act, g, a.y + r,
+                                               a.w->rows);
+        });
+      });
 }
 
 }  // namespace
@@ -254,9 +245,20 @@ void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1) {
   }
 }
 
-void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  WithBlock32(a.w->type, "avx512::MatMulQ8Rows: not a 32-block weight type",
-              [&](auto b) { Rows<typename decltype(b)::type>(a, r0, r1); });
-}
+namespace {
+// What the vertical activations carry for a block type (matmul_table.h, ActFlag).
+template <typename B>
+constexpr uint8_t kActFlags = (kSignedW<B> ? kActBiased : 0) |
+                              (kOffsetShift<B> >= 0 ? kActQsum : 0) | (kHasMin<B> ? kActMinSum : 0);
+
+constexpr auto kKernels =
+    KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(
+        {"avx512.vertical", Isa::kAvx512, kPrefillOnly, Packed::kNo, ActLayout::kQ8V}, [](auto b) {
+          using B = typename decltype(b)::type;
+          return TypeRows{B::kType, Rows<B>, kActFlags<B>};
+        });
+}  // namespace
+
+std::span<const MatMulKernel> MatMulQ8Kernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx512

@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/qk_rows_avx2.h"
 #include "numerics/half.h"
 
 namespace stet::kernels::avx2 {
@@ -156,74 +157,27 @@ inline int32_t SuperDot(const UnpackedK6& u, const int8_t* qx, const int16_t* bs
   return HsumEpi32(_mm256_sub_epi32(acc, _mm256_slli_epi32(off, 5)));
 }
 
-template <typename Block, int RM>
-void RowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0) {
-  const ActQ8K& act = *a.a8k;
-  float lanes[RM][kLanes] = {};
-  for (int64_t b = 0; b < act.nsb; ++b) {
-    if constexpr (std::is_same_v<Block, BlockQ6_K>) {
-      UnpackedK6 u;
-      Unpack(row[b], &u);
-      STET_UNROLL
-      for (int i = 0; i < RM; ++i) {
-        const int64_t sb = (i0 + i) * act.nsb + b;
-        const int32_t isum = SuperDot(u, act.qs + (i0 + i) * act.k + b * kQKK, act.bsums + sb * 16);
-        float& lane = lanes[i][b % kLanes];
-        lane = std::fma(u.d * act.d[sb], static_cast<float>(isum), lane);
-      }
-    } else {
-      UnpackedK4 u;
-      Unpack(row[b], &u);
-      STET_UNROLL
-      for (int i = 0; i < RM; ++i) {
-        const int64_t sb = (i0 + i) * act.nsb + b;
-        int32_t isum, msum;
-        SuperDot(u, act.qs + (i0 + i) * act.k + b * kQKK, act.bsums + sb * 16, &isum, &msum);
-        float& lane = lanes[i][b % kLanes];
-        lane = std::fma(u.d * act.d[sb], static_cast<float>(isum), lane);
-        lane = std::fma(-(u.dmin * act.d[sb]), static_cast<float>(msum), lane);
-      }
-    }
-  }
-  STET_UNROLL
-  for (int i = 0; i < RM; ++i) a.y[(i0 + i) * a.w->rows + r] = CombineLanes(lanes[i]);
+// lane += (d*dx) * isum, then -(dmin*dx) * msum: the reference's two fmas.
+inline void Accumulate(const UnpackedK4& u, const int8_t* qx, const int16_t* bsums, float dx,
+                       float* lane) {
+  int32_t isum, msum;
+  SuperDot(u, qx, bsums, &isum, &msum);
+  *lane = std::fma(u.d * dx, static_cast<float>(isum), *lane);
+  *lane = std::fma(-(u.dmin * dx), static_cast<float>(msum), *lane);
+}
+inline void Accumulate(const UnpackedK6& u, const int8_t* qx, const int16_t* bsums, float dx,
+                       float* lane) {
+  *lane = std::fma(u.d * dx, static_cast<float>(SuperDot(u, qx, bsums)), *lane);
 }
 
-constexpr int kRM = 4;  // activation rows sharing one unpacked superblock (prefill)
-
-template <typename Block>
-void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  for (int64_t r = r0; r < r1; ++r) {
-    const auto* row =
-        reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
-    int64_t i = 0;
-    for (; i + kRM <= a.m; i += kRM) RowTile<Block, kRM>(a, row, r, i);
-    for (; i < a.m; ++i) RowTile<Block, 1>(a, row, r, i);
-  }
-}
+constexpr auto kKernels =
+    KernelRows({"avx2.qk", Isa::kAvx2, kEveryClass, Packed::kNo, ActLayout::kQ8K},
+               {{DType::kQ4_K, UnpackedRows<BlockQ4_K, UnpackedK4, Unpack, Accumulate>},
+                {DType::kQ5_K, UnpackedRows<BlockQ5_K, UnpackedK4, Unpack, Accumulate>},
+                {DType::kQ6_K, UnpackedRows<BlockQ6_K, UnpackedK6, Unpack, Accumulate>}});
 
 }  // namespace
 
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ4_K:
-      Rows<BlockQ4_K>(a, r0, r1);
-      break;
-    case DType::kQ5_K:
-      Rows<BlockQ5_K>(a, r0, r1);
-      break;
-    case DType::kQ6_K:
-      Rows<BlockQ6_K>(a, r0, r1);
-      break;
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kIQ4_XS:
-      MatMulQKLowBitRows(a, r0, r1);  // cpu/matmul_qk_lowbit_avx2.cc
-      break;
-    default:
-      STET_CHECK_MSG(false, "MatMulQKRows: not a K-quant weight type");
-  }
-}
+std::span<const MatMulKernel> MatMulQKKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx2

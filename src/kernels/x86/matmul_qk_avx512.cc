@@ -144,21 +144,6 @@ constexpr int64_t kGroupBlock = 8;  // 128 rows x K of activations per block
 
 thread_local std::vector<SuperAux> tls_aux;
 
-template <int RN>
-void GroupSweep(const MatMulArgs& a, int64_t r, int64_t gb, int64_t ge) {
-  const WeightView& wv = *a.w;
-  const ActQ8KV& act = *a.a8kv;
-  const BlockQ4_K* wrow[RN];
-  for (int n = 0; n < RN; ++n) {
-    wrow[n] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(wv.data) +
-                                                 (r + n) * wv.row_bytes);
-    RowAux(wrow[n], act.nsb, tls_aux.data() + n * act.nsb);
-  }
-  int64_t g = gb;
-  for (; g + kTG <= ge; g += kTG) Tile<RN, kTG>(wrow, tls_aux.data(), act, g, a.y + r, wv.rows);
-  for (; g < ge; ++g) Tile<RN, 1>(wrow, tls_aux.data(), act, g, a.y + r, wv.rows);
-}
-
 }  // namespace
 
 void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1) {
@@ -195,17 +180,33 @@ void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1) {
   }
 }
 
-void MatMulQKRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  STET_CHECK_MSG(a.w->type == DType::kQ4_K, "avx512::MatMulQKRows: q4_k only");
+namespace {
+
+void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const ActQ8KV& act = *a.a8kv;
   const size_t aux = static_cast<size_t>(kRN * act.nsb);
   if (tls_aux.size() < aux) tls_aux.resize(aux);
-  for (int64_t gb = 0; gb < act.groups; gb += kGroupBlock) {
-    const int64_t ge = gb + kGroupBlock < act.groups ? gb + kGroupBlock : act.groups;
-    int64_t r = r0;
-    for (; r + kRN <= r1; r += kRN) GroupSweep<kRN>(a, r, gb, ge);
-    for (; r < r1; ++r) GroupSweep<1>(a, r, gb, ge);
-  }
+  VerticalSweeps<kRN, kGroupBlock>(
+      act.groups, r0, r1, [&](auto rn, int64_t r, int64_t gb, int64_t ge) {
+        constexpr int RN = decltype(rn)::value;
+        const BlockQ4_K* wrow[RN];
+        for (int n = 0; n < RN; ++n) {
+          wrow[n] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(a.w->data) +
+                                                       (r + n) * a.w->row_bytes);
+          RowAux(wrow[n], act.nsb, tls_aux.data() + n * act.nsb);
+        }
+        GroupTiles<kTG>(gb, ge, [&](auto tg, int64_t g) {
+          Tile<RN, decltype(tg)::value>(wrow, tls_aux.data(), act, g, a.y + r, a.w->rows);
+        });
+      });
 }
+
+constexpr auto kKernels =
+    KernelRows({"avx512.vertical", Isa::kAvx512, kPrefillOnly, Packed::kNo, ActLayout::kQ8KV},
+               {{DType::kQ4_K, Rows, kActSubSums}});
+
+}  // namespace
+
+std::span<const MatMulKernel> MatMulQKKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx512

@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/qk_rows_avx2.h"
 #include "numerics/half.h"
 
 namespace stet::kernels::avx2 {
@@ -168,69 +169,14 @@ inline void Accumulate(const UnpackedIQ4XS& u, const int8_t* qx, const int16_t* 
   *lane = std::fma(u.d * dx, static_cast<float>(HsumEpi32(acc)), *lane);
 }
 
-template <typename Block>
-struct UnpackedOf;
-template <>
-struct UnpackedOf<BlockQ2_K> {
-  using type = UnpackedQ2K;
-};
-template <>
-struct UnpackedOf<BlockQ3_K> {
-  using type = UnpackedQ3K;
-};
-template <>
-struct UnpackedOf<BlockIQ4_XS> {
-  using type = UnpackedIQ4XS;
-};
-
-template <typename Block, int RM>
-void RowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0) {
-  const ActQ8K& act = *a.a8k;
-  float lanes[RM][kLanes] = {};
-  for (int64_t b = 0; b < act.nsb; ++b) {
-    typename UnpackedOf<Block>::type u;
-    Unpack(row[b], &u);
-    STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      const int64_t sb = (i0 + i) * act.nsb + b;
-      Accumulate(u, act.qs + (i0 + i) * act.k + b * kQKK, act.bsums + sb * 16, act.d[sb],
-                 &lanes[i][b % kLanes]);
-    }
-  }
-  STET_UNROLL
-  for (int i = 0; i < RM; ++i) a.y[(i0 + i) * a.w->rows + r] = CombineLanes(lanes[i]);
-}
-
-constexpr int kRM = 4;  // activation rows sharing one unpacked superblock (prefill)
-
-template <typename Block>
-void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  for (int64_t r = r0; r < r1; ++r) {
-    const auto* row =
-        reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
-    int64_t i = 0;
-    for (; i + kRM <= a.m; i += kRM) RowTile<Block, kRM>(a, row, r, i);
-    for (; i < a.m; ++i) RowTile<Block, 1>(a, row, r, i);
-  }
-}
+constexpr auto kKernels =
+    KernelRows({"avx2.qk", Isa::kAvx2, kEveryClass, Packed::kNo, ActLayout::kQ8K},
+               {{DType::kQ2_K, UnpackedRows<BlockQ2_K, UnpackedQ2K, Unpack, Accumulate>},
+                {DType::kQ3_K, UnpackedRows<BlockQ3_K, UnpackedQ3K, Unpack, Accumulate>},
+                {DType::kIQ4_XS, UnpackedRows<BlockIQ4_XS, UnpackedIQ4XS, Unpack, Accumulate>}});
 
 }  // namespace
 
-void MatMulQKLowBitRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ2_K:
-      Rows<BlockQ2_K>(a, r0, r1);
-      break;
-    case DType::kQ3_K:
-      Rows<BlockQ3_K>(a, r0, r1);
-      break;
-    case DType::kIQ4_XS:
-      Rows<BlockIQ4_XS>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "MatMulQKLowBitRows: not q2_k/q3_k/iq4_xs");
-  }
-}
+std::span<const MatMulKernel> MatMulQKLowBitKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx2

@@ -246,60 +246,39 @@ constexpr int64_t kGroupBlock = 8;  // 128 activation rows per unpack of a weigh
 
 thread_local std::vector<Super> tls_super;
 
-template <typename Block, int RN>
-void GroupSweep(const MatMulArgs& a, int64_t r, int64_t gb, int64_t ge) {
-  const WeightView& wv = *a.w;
-  const ActQ8KV& act = *a.a8kv;
-  const Super* us[RN];
-  for (int n = 0; n < RN; ++n) {
-    const auto* row = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(wv.data) +
-                                                     (r + n) * wv.row_bytes);
-    Super* dst = tls_super.data() + n * act.nsb;
-    RowAux(row, act.nsb, dst);
-    us[n] = dst;
-  }
-  int64_t g = gb;
-  for (; g + kTG <= ge; g += kTG) Tile<Block, RN, kTG>(us, act, g, a.y + r, wv.rows);
-  for (; g < ge; ++g) Tile<Block, RN, 1>(us, act, g, a.y + r, wv.rows);
-}
-
 template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const ActQ8KV& act = *a.a8kv;
   STET_CHECK_MSG(act.biased && (!kMins<Block> || act.sx16 != nullptr),
                  "avx512::MatMulQKUnpackedRows: activations not laid out for this type");
-  const size_t n = static_cast<size_t>(kRN * act.nsb);
-  if (tls_super.size() < n) tls_super.resize(n);
-  for (int64_t gb = 0; gb < act.groups; gb += kGroupBlock) {
-    const int64_t ge = gb + kGroupBlock < act.groups ? gb + kGroupBlock : act.groups;
-    int64_t r = r0;
-    for (; r + kRN <= r1; r += kRN) GroupSweep<Block, kRN>(a, r, gb, ge);
-    for (; r < r1; ++r) GroupSweep<Block, 1>(a, r, gb, ge);
-  }
+  const size_t n_aux = static_cast<size_t>(kRN * act.nsb);
+  if (tls_super.size() < n_aux) tls_super.resize(n_aux);
+  VerticalSweeps<kRN, kGroupBlock>(
+      act.groups, r0, r1, [&](auto rn, int64_t r, int64_t gb, int64_t ge) {
+        constexpr int RN = decltype(rn)::value;
+        const Super* us[RN];
+        for (int n = 0; n < RN; ++n) {
+          const auto* row = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w->data) +
+                                                           (r + n) * a.w->row_bytes);
+          Super* dst = tls_super.data() + n * act.nsb;
+          RowAux(row, act.nsb, dst);
+          us[n] = dst;
+        }
+        GroupTiles<kTG>(gb, ge, [&](auto tg, int64_t g) {
+          Tile<Block, RN, decltype(tg)::value>(us, act, g, a.y + r, a.w->rows);
+        });
+      });
 }
+
+constexpr auto kKernels = KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ5_K, BlockQ6_K, BlockIQ4_XS>(
+    {"avx512.vertical", Isa::kAvx512, kPrefillOnly, Packed::kNo, ActLayout::kQ8KV}, [](auto b) {
+      using B = typename decltype(b)::type;
+      return TypeRows{B::kType, Rows<B>,
+                      static_cast<uint8_t>(kActBiased | (kMins<B> ? kActSums16 : 0))};
+    });
 
 }  // namespace
 
-void MatMulQKUnpackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.w->type) {
-    case DType::kQ2_K:
-      Rows<BlockQ2_K>(a, r0, r1);
-      break;
-    case DType::kQ3_K:
-      Rows<BlockQ3_K>(a, r0, r1);
-      break;
-    case DType::kQ5_K:
-      Rows<BlockQ5_K>(a, r0, r1);
-      break;
-    case DType::kQ6_K:
-      Rows<BlockQ6_K>(a, r0, r1);
-      break;
-    case DType::kIQ4_XS:
-      Rows<BlockIQ4_XS>(a, r0, r1);
-      break;
-    default:
-      STET_CHECK_MSG(false, "avx512::MatMulQKUnpackedRows: not q2_k/q3_k/q5_k/q6_k/iq4_xs");
-  }
-}
+std::span<const MatMulKernel> MatMulQKUnpackedKernels() { return kKernels; }
 
 }  // namespace stet::kernels::avx512

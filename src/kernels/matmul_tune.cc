@@ -1,0 +1,168 @@
+// TuneMatMulPlan (matmul_tune.h): per (type, class), every candidate row runs the
+// same passes over the model's own matrices, in rotating order so that no row
+// always follows the same one (cache and frequency state), and the row with the
+// fastest pass wins. The activations are fixed pseudo-random values.
+#include "kernels/matmul_tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "base/check.h"
+
+namespace stet::kernels {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rows that may serve (t, c) for matrices whose packed copies are `packed`.
+std::vector<const MatMulKernel*> Candidates(DType t, RowClass c, bool packed) {
+  std::vector<const MatMulKernel*> out, scalar;
+  for (const MatMulKernel& k : MatMulKernels()) {
+    if (k.type != t || (k.classes & ClassBit(c)) == 0 || !KernelRunsHere(k)) continue;
+    if (k.packed == Packed::kNeeds && !packed) continue;
+    (k.isa == Isa::kScalar ? scalar : out).push_back(&k);
+  }
+  return out.empty() ? scalar : out;
+}
+
+// The matrices cut into row ranges of at most about max_bytes (whole 16-row groups,
+// so a packed copy is cut with them): a pass can then be short even where one
+// matrix (a large vocabulary's output) is large.
+std::vector<WeightView> Slices(const std::vector<const WeightView*>& mats, int64_t max_bytes) {
+  std::vector<WeightView> out;
+  for (const WeightView* w : mats) {
+    const int64_t rows = std::max<int64_t>(16, max_bytes / std::max<int64_t>(1, w->row_bytes)) /
+                         16 * 16;
+    for (int64_t r0 = 0; r0 < w->rows; r0 += rows) {
+      WeightView v = *w;
+      v.rows = std::min(rows, w->rows - r0);
+      v.data = static_cast<const uint8_t*>(w->data) + r0 * w->row_bytes;
+      if (w->packed != nullptr) {
+        WeightView head = *w;
+        head.rows = r0;  // a multiple of 16: its packed bytes are the offset
+        v.packed = static_cast<const uint8_t*>(w->packed) + PackedBytes(head);
+      }
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+// The matrices of one pass: the type's, in model order from `*next` (cycling), until
+// `bytes` (prefill: at most one round). *next moves past them, so consecutive
+// passes read other matrices where the type has more than one pass's worth: decode
+// streams from memory, as it does in the model, not from the caches.
+std::vector<const WeightView*> PassSet(const std::vector<WeightView>& mats, int64_t bytes,
+                                       bool cycle, size_t* next) {
+  std::vector<const WeightView*> out;
+  int64_t total = 0;
+  for (size_t i = 0; total < bytes && (cycle || i < mats.size()) && i < 4096; ++i) {
+    const WeightView* w = &mats[(*next + i) % mats.size()];
+    out.push_back(w);
+    total += w->rows * w->row_bytes;
+  }
+  *next = (*next + out.size()) % mats.size();
+  return out;
+}
+
+// The fastest pass: other processes and interrupts only ever add time, so the
+// minimum is the estimate least disturbed by a busy machine.
+double Fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+TuneEntry Measure(DType t, RowClass c, const std::vector<const WeightView*>& mats,
+                  const TuneOptions& o) {
+  bool packed = true;
+  int64_t max_rows = 0, max_cols = 0;
+  for (const WeightView* w : mats) {
+    packed = packed && w->packed != nullptr;
+    max_rows = std::max(max_rows, w->rows);
+    max_cols = std::max(max_cols, w->cols);
+  }
+  TuneEntry e{t, c, {}, nullptr};
+  const std::vector<const MatMulKernel*> cands = Candidates(t, c, packed);
+  if (cands.size() <= 1) {
+    e.chosen = cands.empty() ? nullptr : cands[0];
+    return e;
+  }
+  const int64_t m = c == RowClass::kDecode ? 1 : c == RowClass::kSmall ? o.small_rows
+                                                                        : o.prefill_rows;
+  const bool prefill = c == RowClass::kPrefill;
+  const int64_t bytes = prefill ? o.prefill_bytes : o.stream_bytes;
+  const std::vector<WeightView> slices = Slices(mats, prefill ? bytes / 2 : int64_t{4} << 20);
+  size_t next = 0;
+  std::vector<float> x(static_cast<size_t>(m * max_cols)), y(static_cast<size_t>(m * max_rows));
+  uint32_t s = 12345;
+  for (float& v : x) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<float>(static_cast<int32_t>(s >> 8) - (1 << 23)) * 0x1p-23f;
+  }
+  std::vector<std::vector<double>> times(cands.size());
+  for (int rep = 0; rep <= o.reps; ++rep) {
+    for (size_t j = 0; j < cands.size(); ++j) {
+      const size_t ci = (j + static_cast<size_t>(rep)) % cands.size();
+      // Prefill passes repeat the same matrices (compute-bound, cache-friendly as in
+      // the model); the first pass of each row warms it up with one matrix.
+      if (prefill) next = 0;
+      const std::vector<const WeightView*> pass =
+          PassSet(slices, rep == 0 ? 1 : bytes, !prefill, &next);
+      const auto t0 = Clock::now();
+      for (const WeightView* w : pass) {
+        float* yp = y.data();
+        MatMulWith(*cands[ci], &w, 1, x.data(), m, &yp, o.pool, BestIsa());
+      }
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (rep > 0) times[ci].push_back(us);  // rep 0 warms up every row
+    }
+  }
+  double best = 0;
+  for (size_t j = 0; j < cands.size(); ++j) {
+    const double fastest = Fastest(times[j]);
+    e.us.push_back({cands[j], fastest});
+    if (e.chosen == nullptr || fastest < best) {
+      e.chosen = cands[j];
+      best = fastest;
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+TuneResult TuneMatMulPlan(std::span<const WeightView* const> mats, const TuneOptions& o) {
+  const auto t0 = Clock::now();
+  TuneResult r;
+  std::map<uint32_t, std::vector<const WeightView*>> by_type;
+  for (const WeightView* w : mats) {
+    if (w->rows > 0 && w->data != nullptr) by_type[static_cast<uint32_t>(w->type)].push_back(w);
+  }
+  for (const auto& [id, views] : by_type) {
+    for (int c = 0; c < kRowClasses; ++c) {
+      TuneEntry e = Measure(static_cast<DType>(id), RowClass(c), views, o);
+      if (e.chosen != nullptr) r.plan.Set(e.type, e.row_class, e.chosen);
+      r.entries.push_back(std::move(e));
+    }
+  }
+  r.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return r;
+}
+
+std::string DescribeTuning(const TuneResult& r) {
+  std::string out;
+  char buf[96];
+  for (const TuneEntry& e : r.entries) {
+    out += std::string(DTypeName(e.type)) + " " + RowClassName(e.row_class) + ":";
+    if (e.us.empty()) out += std::string(" ") + (e.chosen ? e.chosen->name : "-") + " (only row)";
+    for (size_t j = 0; j < e.us.size(); ++j) {
+      std::snprintf(buf, sizeof buf, "%s %s %.0f us%s", j ? "," : "", e.us[j].first->name,
+                    e.us[j].second, e.us[j].first == e.chosen ? " <- chosen" : "");
+      out += buf;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace stet::kernels

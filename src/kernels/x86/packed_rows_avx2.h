@@ -1,0 +1,54 @@
+// The walk of the AVX2 packed kernels (matmul_packed_avx2.cc, matmul_packed_qk_avx2.cc)
+// over a range of weight rows, shared: decode (m = 1) reads both 8-row halves of a
+// 16-row group in one pass, so each line is read once; batches take one half at a
+// time with RM activation rows per weight load, the last rows in smaller tiles.
+// Which rows a tile holds never reaches a value (each output's order is its own).
+// Only include from files compiled with the AVX2 flags.
+#pragma once
+
+#include <cstdint>
+
+#include "base/check.h"
+#include "kernels/internal.h"
+
+namespace stet::kernels::avx2 {
+
+// T::Tile<NH, RM>(p, half0, i0, y, ldy, n_out): the outputs of NH halves of the
+// group at p (NH = 1: the half at byte offset half0 of each 64-byte word; NH = 2:
+// both) for activation rows i0 .. i0 + RM - 1; n_out counts from the first row.
+template <typename T, int RM>
+void HalfTiles(const T& t, const uint8_t* p, int half, int64_t i0, int64_t m, float* y, int64_t ldy,
+               int64_t n_out) {
+  if constexpr (RM > 1) {
+    if (m < RM) return HalfTiles<T, RM - 1>(t, p, half, i0, m, y, ldy, n_out);
+  }
+  int64_t i = 0;
+  for (; i + RM <= m; i += RM) t.template Tile<1, RM>(p, half, i0 + i, y + i * ldy, ldy, n_out);
+  if constexpr (RM > 1) {
+    if (i < m) HalfTiles<T, RM - 1>(t, p, half, i0 + i, m - i, y + i * ldy, ldy, n_out);
+  }
+}
+
+// Weight rows [r0, r1) (r0 a multiple of 16) of a packed matrix with `blocks`
+// blocks per group, every activation row of a.
+template <int kRM, typename T>
+void PackedRows(const T& t, const MatMulArgs& a, int64_t blocks, int64_t r0, int64_t r1) {
+  const WeightView& w = *a.w;
+  const int64_t group_bytes = blocks * PackedBlockBytes(w.type);
+  const auto* packed = static_cast<const uint8_t*>(w.packed);
+  STET_CHECK(r0 % 16 == 0);
+  if (a.m == 1) {
+    for (int64_t row0 = r0; row0 < r1; row0 += 16) {
+      t.template Tile<2, 1>(packed + (row0 / 16) * group_bytes, 0, 0, a.y + row0, w.rows,
+                            r1 - row0);
+    }
+    return;
+  }
+  for (int64_t row0 = r0; row0 < r1; row0 += 8) {
+    const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
+    HalfTiles<T, kRM>(t, packed + (row0 / 16) * group_bytes, half, 0, a.m, a.y + row0, w.rows,
+                      r1 - row0);
+  }
+}
+
+}  // namespace stet::kernels::avx2

@@ -1,0 +1,131 @@
+// Isa::kAuto takes MatMul's rows from the model's kernel plan (model/kernel_plan.cc).
+// Whatever the plan — measured on this CPU, read back from the cache, or an odd one
+// forced on purpose (scalar rows for decode, AVX-512 for prefill, AVX2 for small
+// batches, and every other assignment of this CPU's ISAs to the row classes) —
+// every logit of a script of prefill, small-batch and decode steps is bitwise equal
+// to the scalar path's: the choice changes which path runs, never an output.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul_table.h"
+#include "model/forward.h"
+#include "model/paged_kv.h"
+#include "model/random_model.h"
+#include "support/test_support.h"
+
+namespace stet {
+namespace {
+
+// Logits of a fixed script: seq 0 prefills 20 tokens (prefill class), decodes one
+// (decode), seq 1 prefills 6 (small), then both decode together (small, 2 rows).
+std::vector<float> ScriptLogits(const Model& model, Isa isa, int threads) {
+  const HParams& hp = model.hparams();
+  ThreadPool pool(threads);
+  Forward fwd(model, &pool, isa, 64);
+  PagedKvCache kv = PagedKvCache::Contiguous(hp, 2, 64, DType::kF16, 16);
+  auto tok = [&](int i) { return static_cast<int32_t>((37 * i + 11) % hp.n_vocab); };
+  std::vector<std::vector<BatchToken>> steps(4);
+  for (int i = 0; i < 20; ++i) steps[0].push_back({tok(i), i, 0, i % 4 == 3});
+  steps[1].push_back({tok(20), 20, 0, true});
+  for (int i = 0; i < 6; ++i) steps[2].push_back({tok(100 + i), i, 1, true});
+  steps[3].push_back({tok(21), 21, 0, true});
+  steps[3].push_back({tok(106), 6, 1, true});
+  std::vector<float> all;
+  for (const auto& batch : steps) {
+    std::vector<float> logits;
+    EXPECT_TRUE(fwd.Run(batch, kv, &logits).ok());
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+std::vector<Isa> IsasHere() {
+  std::vector<Isa> out{Isa::kScalar};
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (ResolveIsa(Isa::kAuto) == isa || (isa == Isa::kAvx2 && CpuHasAvx2Fma())) {
+      out.push_back(isa);
+    }
+  }
+  return out;
+}
+
+void ExpectSameBits(const std::vector<float>& want, const std::vector<float>& got,
+                    const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << what;
+}
+
+// Every assignment of this CPU's ISAs to (decode, small, prefill), as a plan.
+void ExpectEveryPlanGivesTheSameBits(Model& model, const std::vector<float>& want) {
+  const std::vector<Isa> isas = IsasHere();
+  const size_t n = isas.size();
+  for (size_t d = 0; d < n; ++d) {
+    for (size_t s = 0; s < n; ++s) {
+      for (size_t p = 0; p < n; ++p) {
+        const std::string spec = std::string("decode=") + IsaName(isas[d]) +
+                                 ",small=" + IsaName(isas[s]) + ",prefill=" + IsaName(isas[p]);
+        auto plan = kernels::MatMulPlan::Parse(spec);
+        ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+        model.SetKernelPlan(*plan);
+        ExpectSameBits(want, ScriptLogits(model, Isa::kAuto, 2), spec);
+      }
+    }
+  }
+}
+
+TEST(KernelPlan, EveryPlanGivesTheScalarBitsOnTinyModels) {
+  for (DType t : {DType::kQ4_1, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(t));
+    const std::string path =
+        ::testing::TempDir() + "/stet-plan-tiny-" + std::string(DTypeName(t)) + ".gguf";
+    RandomModelOptions o;
+    o.shape = "tiny";
+    o.type = t;
+    o.seed = 5;
+    ASSERT_TRUE(WriteRandomModel(o, path).ok());
+    auto model = Model::Load(path);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    const std::vector<float> want = ScriptLogits(**model, Isa::kScalar, 1);
+    ExpectEveryPlanGivesTheSameBits(**model, want);
+  }
+}
+
+// The real model, with the odd plan the issue names (or its nearest on this CPU) and
+// the measured one, cached and read back.
+TEST(KernelPlan, SmolLM2OddAndMeasuredPlansGiveTheSameBits) {
+  const std::string path = testing::ModelCacheDir() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  STET_REQUIRE_FILE(path);
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const std::vector<float> want = ScriptLogits(**model, ResolveIsa(Isa::kAuto), 2);
+  const std::string odd = CpuHasAvx512()  ? "decode=scalar,small=avx2,prefill=avx512"
+                          : CpuHasNeon()  ? "decode=scalar,small=neon,prefill=scalar"
+                                          : "decode=scalar,small=avx2,prefill=scalar";
+  auto plan = kernels::MatMulPlan::Parse(odd);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  (*model)->SetKernelPlan(*plan);
+  ExpectSameBits(want, ScriptLogits(**model, Isa::kAuto, 2), odd);
+
+  const std::string cache = ::testing::TempDir() + "/stet-kernel-plans-test";
+  ASSERT_EQ(setenv("STET_KERNEL_CACHE", cache.c_str(), 1), 0);
+  std::system(("rm -rf '" + cache + "'").c_str());
+  const std::string first = (*model)->TuneKernels(2);
+  EXPECT_NE(first.find("measured in"), std::string::npos) << first;
+  ASSERT_NE((*model)->kernel_plan(), nullptr);
+  const std::string measured = (*model)->kernel_plan()->ToString();
+  EXPECT_NE(measured.find("q4_1.decode="), std::string::npos) << measured;
+  ExpectSameBits(want, ScriptLogits(**model, Isa::kAuto, 2), "measured: " + measured);
+  // The second load reads the measurement back instead of repeating it.
+  const std::string second = (*model)->TuneKernels(2);
+  EXPECT_NE(second.find("measured earlier"), std::string::npos) << second;
+  EXPECT_EQ((*model)->kernel_plan()->ToString(), measured);
+  unsetenv("STET_KERNEL_CACHE");
+}
+
+}  // namespace
+}  // namespace stet
