@@ -71,7 +71,7 @@ ToolParseFn Server::Impl::ToolParser(const Json& tools, uint64_t seed) const {
   return [tok, fmt = tool_format, tools, seed](int index, const ChoiceResult& c) {
     std::string raw;
     for (const TokenOut& t : c.tokens) raw += tok->TokenToPiece(t.id, /*render_special=*/true);
-    return ParseToolCalls(fmt, raw, c.text, tools, seed, index);
+    return ParseToolCalls(*fmt, raw, c.text, tools, seed, index);
   };
 }
 
@@ -199,7 +199,7 @@ void Server::Impl::HandleChat(const Request& req, Response& res) {
   const RequestLimits limits = engine->limits();
   CommonFields& s = r->s;
   if (!r->forced_tool.empty()) {  // tool_choice "required" / named: calls in the template's format
-    if (auto e = ForceToolCalls(tool_format, r->tools, r->forced_tool == "*" ? "" : r->forced_tool,
+    if (auto e = ForceToolCalls(*tool_format, r->tools, r->forced_tool == "*" ? "" : r->forced_tool,
                                 r->parallel_tool_calls, &s.params))
       return SendError(res, *e);
   }

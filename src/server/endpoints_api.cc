@@ -51,7 +51,7 @@ void Server::Impl::HandleResponses(const Request& req, Response& res) {
   CommonFields& s = r->s;
   const ResponsesTools& tools = r->tools;
   if (!tools.forced.empty()) {  // tool_choice "required" / named: calls in the template's format
-    if (auto e = ForceToolCalls(tool_format, tools.chat_tools,
+    if (auto e = ForceToolCalls(*tool_format, tools.chat_tools,
                                 tools.forced == "*" ? "" : tools.forced, tools.parallel, &s.params))
       return SendError(res, *e);
   }

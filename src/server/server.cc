@@ -402,7 +402,7 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer(),
                                                             info.template_limits));
   I.chat_template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
-  I.tool_format = DetectToolCallFormat(chat.source());
+  I.tool_format = &DetectToolCallFormat(chat.source());
   // Every token stands for at most the bytes of its longest piece (specials
   // included), and tokenizing never drops input bytes: a text longer than
   // n_ctx such pieces has more than n_ctx tokens.

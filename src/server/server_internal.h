@@ -70,8 +70,8 @@ struct Server::Impl {
   std::unique_ptr<Engine> engine;  // set once, before `ready`
   ModelInfo info;
   std::optional<ChatPrompt> chat;
-  std::string chat_template_sha256;                       // of chat->source(), for records
-  ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // from the template, at Attach
+  std::string chat_template_sha256;             // of chat->source(), for records
+  const ToolCallFormat* tool_format = nullptr;  // the template's (DetectToolCallFormat), at Attach
   // A prompt text longer than this cannot fit the context whatever it holds
   // (n_ctx x the longest token's bytes): it is refused before tokenizing.
   size_t max_prompt_bytes = SIZE_MAX;

@@ -99,60 +99,8 @@ std::optional<ApiError> ReadTextFormat(const Json& format, const std::string& pa
                     param + ".type");
 }
 
-Result<std::string> ToolCallGbnf(ToolCallFormat f, const Json& tools, const std::string& name,
-                                 bool parallel) {
-  JsonGrammarBuilder b;
-  const std::string ws = b.Blanks();
-  const std::string key = f == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
-  std::string calls;
-  for (const Json& t : tools) {
-    if (!t.is_object()) continue;
-    const Json& fn = t.contains("function") ? t["function"] : t;
-    if (!fn.is_object() || !fn.contains("name") || !fn["name"].is_string()) continue;
-    const std::string fname = fn["name"].get<std::string>();
-    if (!name.empty() && fname != name) continue;
-    Json params = fn.value("parameters", Json(nullptr));
-    if (params.is_null()) params = Json{{"type", "object"}};
-    auto args = b.AddSchema(params, "args-" + fname);
-    if (!args.ok()) {
-      return InvalidArgument("tool '" + fname + "' parameters: " + args.status().message());
-    }
-    calls += (calls.empty() ? "" : " | ") + std::string("\"{\" ") + ws + " " +
-             GbnfLiteral("\"name\"") + " " + ws + " \":\" " + ws + " " +
-             GbnfLiteral(Json(fname).dump()) + " " + ws + " \",\" " + ws + " " +
-             GbnfLiteral("\"" + key + "\"") + " " + ws + " \":\" " + ws + " " + *args + " " + ws +
-             " \"}\"";
-  }
-  if (calls.empty()) {
-    return InvalidArgument(name.empty() ? "no function in 'tools' to call"
-                                        : "the function '" + name + "' is not in 'tools'");
-  }
-  b.AddRule("call", calls);
-  const bool many = parallel && name.empty();
-  std::string root;
-  switch (f) {
-    case ToolCallFormat::kHermes: {
-      const std::string one = R"("<tool_call>\n" call "\n</tool_call>")";
-      root = one + (many ? " (\"\\n\" " + one + ")*" : "");
-      break;
-    }
-    case ToolCallFormat::kLlama3:
-      root = many ? "call (\"; \" call)*" : "call";
-      break;
-    case ToolCallFormat::kMistral:
-      root = "\"[TOOL_CALLS][\" call" + (many ? " (\",\" " + ws + " call)*" : std::string()) +
-             " \"]\"";
-      break;
-    case ToolCallFormat::kGeneric:
-      root = many ? "call | \"[\" call (\",\" " + ws + " call)* \"]\"" : "call";
-      break;
-  }
-  b.AddRule("root", root);
-  return b.Text();
-}
-
-std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools, const std::string& name,
-                                       bool parallel, RequestParams* p) {
+std::optional<ApiError> ForceToolCalls(const ToolCallFormat& f, const Json& tools,
+                                       const std::string& name, bool parallel, RequestParams* p) {
   auto gbnf = ToolCallGbnf(f, tools, name, parallel);
   if (!gbnf.ok())
     return BadRequest(gbnf.status().message(), name.empty() ? "tools" : "tool_choice");

@@ -27,13 +27,9 @@ std::optional<ApiError> ReadTextFormat(const Json& format, const std::string& pa
 
 // tool_choice "required" (`name` empty: any of `tools`) or a named function:
 // the output must be tool calls in format `f` whose arguments match the
-// function's parameters schema; several calls (for "required") only with
-// `parallel`.
-std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools, const std::string& name,
-                                       bool parallel, RequestParams* p);
-
-// The GBNF of ForceToolCalls (exposed for tests).
-Result<std::string> ToolCallGbnf(ToolCallFormat f, const Json& tools, const std::string& name,
-                                 bool parallel);
+// function's parameters schema (ToolCallGbnf); several calls (for
+// "required") only with `parallel`.
+std::optional<ApiError> ForceToolCalls(const ToolCallFormat& f, const Json& tools,
+                                       const std::string& name, bool parallel, RequestParams* p);
 
 }  // namespace stet::server
