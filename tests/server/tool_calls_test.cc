@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/openai/response.h"
+#include "server/openai/chat_format.h"
 #include "server/structured/tool_formats.h"
 #include "support/test_support.h"
 #include "template/chat_template.h"
@@ -269,8 +269,8 @@ TEST(ToolCalls, ChatResponseAndStreamCarryTheCalls) {
 
   ChatStream cs(meta, false, 0, false, piece);
   cs.SetToolParsing(HermesParse());
-  EXPECT_EQ(cs.Token(0, call.text.substr(0, 10), nullptr), "");  // held back
-  const std::string out = cs.Finish(0, call.text.substr(10), FinishReason::kStop);
+  EXPECT_EQ(cs.Token(0, call.text.substr(0, 10), nullptr, call), "");  // held back
+  const std::string out = cs.Finish(0, call.text.substr(10), FinishReason::kStop, call);
   std::vector<Json> chunks;
   for (size_t pos = 0; (pos = out.find("data: ", pos)) != std::string::npos; pos += 6) {
     chunks.push_back(Json::parse(out.substr(pos + 6, out.find("\n\n", pos) - pos - 6)));
@@ -280,7 +280,9 @@ TEST(ToolCalls, ChatResponseAndStreamCarryTheCalls) {
   EXPECT_EQ(chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "get_time");
   EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "tool_calls");
   // Text without calls comes out whole at the end.
-  const std::string plain = cs.Finish(1, "hello", FinishReason::kLength);
+  ChoiceResult cut = text;
+  cut.finish = FinishReason::kLength;
+  const std::string plain = cs.Finish(1, "hello", FinishReason::kLength, cut);
   EXPECT_NE(plain.find("\"content\":\"hello\""), std::string::npos) << plain;
   EXPECT_NE(plain.find("\"finish_reason\":\"length\""), std::string::npos) << plain;
 }

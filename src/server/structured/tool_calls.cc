@@ -1,6 +1,6 @@
 // What every tool-call format shares: the registry lookups, the parse that
-// numbers the calls, the forced-call grammar around the format's root, call
-// ids and the calls' JSON.
+// numbers the calls, the forced-call grammar around the format's root, and
+// call ids (the calls' JSON is the wire module's).
 #include "server/structured/tool_calls.h"
 
 #include <cstdio>
@@ -96,22 +96,6 @@ std::string ToolCallId(uint64_t seed, int choice, int index) {
   std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(a),
                 static_cast<unsigned long long>(b >> 32));
   return std::string("call_") + buf;
-}
-
-Json ToolCallsJson(const std::vector<ToolCall>& calls, bool indexed) {
-  Json arr = Json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    Json c = Json::object();
-    if (indexed) c["index"] = i;
-    c["id"] = calls[i].id;
-    c["type"] = "function";
-    Json fn = Json::object();
-    fn["name"] = calls[i].name;
-    fn["arguments"] = calls[i].arguments;
-    c["function"] = std::move(fn);
-    arr.push_back(std::move(c));
-  }
-  return arr;
 }
 
 }  // namespace stet::server

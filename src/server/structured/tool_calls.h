@@ -15,14 +15,15 @@
 
 #include "base/status.h"
 #include "http/api_error.h"
+#include "wire/answer.h"
 
 namespace stet::server {
 
-struct ToolCall {
-  std::string id;         // ToolCallId(seed, choice, index)
-  std::string name;       // one of the request's functions
-  std::string arguments;  // a JSON object, as compact text
-};
+// The wire's call (wire/answer.h): its id is ToolCallId(seed, choice,
+// index), its name one of the request's functions, its arguments a JSON
+// object as compact text.
+using wire::ToolCall;
+using wire::ToolCallsJson;
 
 struct ParsedAnswer {
   std::string content;  // text before the calls (trimmed), or the whole text when there are none
@@ -80,9 +81,5 @@ Result<std::string> ToolCallGbnf(const ToolCallFormat& f, const Json& tools,
 
 // "call_" + 24 hex digits mixed from (seed, choice, index).
 std::string ToolCallId(uint64_t seed, int choice, int index);
-
-// [{"id", "type": "function", "function": {"name", "arguments"}}]; with
-// `indexed` (stream deltas) each entry also carries its "index".
-Json ToolCallsJson(const std::vector<ToolCall>& calls, bool indexed);
 
 }  // namespace stet::server

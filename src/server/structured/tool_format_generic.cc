@@ -3,6 +3,7 @@
 // {"name", "arguments"}, an array of calls, {"tool_calls": [...]} or
 // {"tool_call": {...}}, calls possibly in OpenAI's {"function": {...}} shape.
 #include <nlohmann/json.hpp>
+
 #include "server/structured/tool_call_json.h"
 #include "server/structured/tool_formats.h"
 
