@@ -14,6 +14,10 @@
 //       logits, ties to the lower id, no stop on EOS); stdout: the chosen ids;
 //       LOGITS_OUT: the float32 logits of every step, prompt after prompt.
 //       K/V cache f16, no flash attention (llama-cpp-python's defaults).
+//   llamacpp_run score MODEL N_CTX N_THREADS LOGITS_OUT
+//       stdin: one sequence (space-separated ids) per line; per sequence a fresh
+//       context evaluates it in one batch with logits for every position;
+//       LOGITS_OUT: those float32 logits, position after position (bench/fidelity).
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -109,11 +113,53 @@ int Greedy(llama_model* model, int n_steps, int n_ctx, int n_threads, const char
   return 0;
 }
 
+llama_context* NewContext(llama_model* model, int n_ctx, int n_threads) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = n_ctx;
+  cp.n_batch = n_ctx;
+  cp.n_ubatch = 512;
+  cp.n_threads = n_threads;
+  cp.n_threads_batch = n_threads;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  return llama_init_from_model(model, cp);
+}
+
+int Score(llama_model* model, int n_ctx, int n_threads, const char* logits_path) {
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  FILE* out = std::fopen(logits_path, "wb");
+  if (!out) return 1;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::vector<llama_token> ids;
+    std::istringstream in(line);
+    for (int id; in >> id;) ids.push_back(id);
+    if (ids.empty()) continue;
+    llama_context* ctx = NewContext(model, n_ctx, n_threads);
+    if (!ctx) return 2;
+    llama_batch batch = llama_batch_init(static_cast<int32_t>(ids.size()), 0, 1);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      batch.token[i] = ids[i];
+      batch.pos[i] = static_cast<llama_pos>(i);
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = 0;
+      batch.logits[i] = 1;
+    }
+    batch.n_tokens = static_cast<int32_t>(ids.size());
+    if (llama_decode(ctx, batch)) return 3;
+    for (size_t i = 0; i < ids.size(); ++i)
+      std::fwrite(llama_get_logits_ith(ctx, static_cast<int32_t>(i)), sizeof(float), n_vocab, out);
+    llama_batch_free(batch);
+    llama_free(ctx);
+  }
+  std::fclose(out);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: llamacpp_run tokenize|greedy MODEL ...\n");
+    std::fprintf(stderr, "usage: llamacpp_run tokenize|detokenize|greedy|score MODEL ...\n");
     return 64;
   }
   const std::string mode = argv[1];
@@ -132,6 +178,8 @@ int main(int argc, char** argv) {
     rc = Detokenize(llama_model_get_vocab(model));
   } else if (mode == "greedy" && argc == 7) {
     rc = Greedy(model, std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), argv[6]);
+  } else if (mode == "score" && argc == 6) {
+    rc = Score(model, std::atoi(argv[3]), std::atoi(argv[4]), argv[5]);
   }
   llama_model_free(model);
   return rc;

@@ -8,6 +8,11 @@ when the template corpus or the conversations below change:
     python3 scripts/golden/make_chat_template_goldens.py \
         [--templates ../shared/chat-templates] [--out tests/golden/chat_templates]
 
+and for stet's built-in templates (tests/golden/builtin_templates):
+
+    python3 scripts/golden/make_chat_template_goldens.py \
+        --templates src/template/builtin --out tests/golden/builtin_templates
+
 The Environment mirrors HF transformers' apply_chat_template
 (transformers/utils/chat_template_utils.py, _compile_jinja_template):
 ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,

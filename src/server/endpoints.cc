@@ -26,6 +26,7 @@ Json Server::Impl::ModelJson() const {
   m["owned_by"] = "stet";
   m["max_model_len"] = engine->n_ctx();
   m["system_fingerprint"] = engine->fingerprint();
+  m["chat_template"] = chat->Describe();
   return m;
 }
 

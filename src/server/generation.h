@@ -15,6 +15,7 @@
 
 #include "engine/request.h"
 #include "http/api_error.h"
+#include "server/openai/chat_prompt.h"
 
 namespace stet::server {
 
@@ -81,8 +82,12 @@ struct GenerationRequest {
   // object's instructions, metadata, tools, tool_choice, text.format,
   // temperature, top_p, max_output_tokens); null for the other shapes.
   Json echo;
-  // The instant the chat template's strftime_now() sees (metadata.stet_clock);
-  // absent: the server's default.
+  // How the chat template renders `messages`: chat_template_kwargs,
+  // add_generation_prompt, continue_final_message (its now_unix is set from
+  // `clock` when the prompt is prepared).
+  ChatPromptOptions template_options;
+  // The instant the chat template's strftime_now() sees (metadata.stet_clock,
+  // or the recorded clock under replay); absent: the wall clock when prepared.
   std::optional<int64_t> clock;
   bool seed_generated = false;  // the client sent no seed: the server drew s.params.sampling.seed
 

@@ -16,8 +16,11 @@ namespace {
 // The conversation rendered by the chat template and tokenized: one prompt.
 ApiOr<std::vector<int32_t>> Render(const ServeModel& m, const GenerationRequest& g,
                                    PreparedPrompts* p, bool keep_rendered) {
-  auto ids = m.chat->Build(g.messages, g.tools.tools, keep_rendered ? &p->rendered : nullptr,
-                           p->clock_unix, m.max_prompt_bytes);
+  ChatPromptOptions how = g.template_options;
+  how.now_unix = p->clock_unix;
+  if (auto e = CheckChatPromptOptions(how)) return *e;
+  auto ids = m.chat->Build(g.messages, g.tools.tools, how, keep_rendered ? &p->rendered : nullptr,
+                           m.max_prompt_bytes);
   if (ids.ok()) return ids;
   ApiError e = ids.error();
   if (e.param == "messages") e.param = g.prompt_param;  // /v1/responses names its input
@@ -47,7 +50,7 @@ ApiOr<PreparedPrompts> Prepare(const ServeModel& m, GenerationRequest& g, bool k
   }
   if (g.templated()) {
     for (const std::string& stop : m.chat->extra_stops()) params.stop.push_back(stop);
-    p.clock_unix = g.clock.value_or(ChatTemplateOptions{}.now_unix);
+    p.clock_unix = TemplateClock(g.clock);
   }
   // Cheap checks before expensive work: a prompt text too long for any
   // tokenization to fit the context is refused by its size.

@@ -188,7 +188,7 @@ Json BuildRecord(const RecordContext& c, const std::vector<ChoiceResult>& choice
     Json clock = Json::object();
     clock["unix"] = c.clock_unix;
     clock["utc"] = FormatUtcTime(c.clock_unix);
-    clock["source"] = c.clock_from_client ? "metadata.stet_clock" : "server default";
+    clock["source"] = c.clock_from_client ? "metadata.stet_clock" : "server clock";
     r["clock"] = std::move(clock);
     r["rendered_prompt"] = c.rendered_prompt;
   }

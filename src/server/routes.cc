@@ -35,7 +35,8 @@ const std::vector<Route>& RouteTable() {
       {"GET", "/tokenizer_info", A::kKeyed, false, "req-", &Impl::HandleTokenizerInfo,
        "the vocabulary's kind, size and special tokens, the context length, the chat template"},
       {"GET", "/v1/models", A::kKeyed, false, "req-", &Impl::HandleModels,
-       "the served model (`id`, `owned_by: \"stet\"`, `max_model_len`, `system_fingerprint`)"},
+       "the served model (`id`, `owned_by: \"stet\"`, `max_model_len`, `system_fingerprint`, "
+       "`chat_template`: `{\"builtin\", \"name\"}`)"},
       {"GET", "/v1/models/{id}", A::kKeyed, false, "req-", &Impl::HandleModels,
        "the served model by its id; another id is 404 `model_not_found`"},
       {"GET", "/health", A::kOpen, false, "req-", &Impl::HandleHealth,

@@ -82,6 +82,12 @@ void Server::Impl::Serve(const Request& req, Response& res, const RequestParser&
   Intake in(*this, req, res, parse);
   if (!in.ok()) return;
   GenerationRequest& g = *in.request;
+  if (!g.messages
+           .is_null()) {  // chat_template_kwargs, add_generation_prompt, continue_final_message
+    auto how = ReadChatPromptOptions(*in.body, 0);
+    if (!how.ok()) return SendError(res, how.error());
+    g.template_options = std::move(*how);
+  }
   g.s.params.cache_salt = CacheSalt(req, g.s.cache_salt);  // the tenant's prefix-cache scope
   RequestRecord& rec = CurrentRecord();
   rec.stream = g.s.stream;
@@ -173,8 +179,8 @@ bool Server::Impl::StreamEvents(Answer& a, DataSink& sink) {
       continue;
     }
     const int idx = coll.Apply(it, &shown);
-    alive = write(f.Step({idx, it.prompt, it.ev, shown ? &it.ev.token : nullptr,
-                          coll.choices()[idx]}));
+    alive =
+        write(f.Step({idx, it.prompt, it.ev, shown ? &it.ev.token : nullptr, coll.choices()[idx]}));
   }
   if (alive && coll.any(FinishReason::kError)) {
     alive = write(SseEvent(ErrorJson(GenerationError(coll.first_error()))));

@@ -257,12 +257,23 @@ Server::~Server() {
 
 int Server::port() const { return impl_->port; }
 bool Server::ready() const { return impl_->ready; }
+std::string Server::chat_template_builtin() const {
+  return impl_->chat ? impl_->chat->builtin_name() : "";
+}
+std::string Server::chat_template_reason() const {
+  return impl_->chat ? impl_->chat->builtin_reason() : "";
+}
 
 Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   Impl& I = *impl_;
   if (I.ready) return InvalidArgument("the server already has an engine");
-  STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(info.chat_template, engine->tokenizer(),
-                                                            info.template_limits));
+  ChatPromptSetup setup;
+  setup.source = info.chat_template;
+  setup.architecture = info.architecture;
+  setup.model_name = info.model_name;
+  setup.limits = info.template_limits;
+  setup.default_kwargs = info.chat_template_kwargs;
+  STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(setup, engine->tokenizer()));
   ServeModel& m = I.model;
   m.template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
   m.tool_format = &DetectToolCallFormat(chat.source());
@@ -339,9 +350,14 @@ ModelInfo ModelInfoOf(const std::string& path, const Engine& engine) {
   const gguf::GgufFile& file = engine.model().file();
   auto general_name = file.GetString("general.name");
   auto tmpl = file.GetString("tokenizer.chat_template");
+  auto arch = file.GetString("general.architecture");
+  auto basename = file.GetString("general.basename");
   ModelInfo info;
   info.names = ModelNames(path, general_name.ok() ? *general_name : "");
   if (tmpl.ok()) info.chat_template = *tmpl;
+  if (arch.ok()) info.architecture = *arch;
+  info.model_name =
+      (general_name.ok() ? *general_name : "") + " " + (basename.ok() ? *basename : "");
   return info;
 }
 

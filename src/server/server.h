@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -56,10 +57,17 @@ Status CheckServerOptions(const ServerOptions& opts);
 // What the server needs to know about the model besides the engine.
 struct ModelInfo {
   ServedModel names;
-  std::string chat_template;  // tokenizer.chat_template; empty: ChatML fallback
+  std::string chat_template;  // tokenizer.chat_template; empty: the family's built-in
+  // general.architecture and general.name/basename: which built-in a file
+  // without a template gets (template/builtin_templates.h).
+  std::string architecture;
+  std::string model_name;
   // Every chat render's budget; Attach fails when the template breaks it on a
   // small test conversation (ChatPrompt::LoadCheck).
   TemplateLimits template_limits;
+  // --chat-template-kwargs: template variables every request gets (its own
+  // chat_template_kwargs override them key by key); null or an object.
+  nlohmann::ordered_json chat_template_kwargs;
 };
 
 class Server {
@@ -73,6 +81,10 @@ class Server {
   // nothing) when the chat template does not parse or fails its load check.
   Status Attach(std::unique_ptr<Engine> engine, ModelInfo info);
   bool ready() const;
+  // After Attach, when the file had no chat template: the built-in in use
+  // ("gemma", ...) and why it was chosen; empty otherwise.
+  std::string chat_template_builtin() const;
+  std::string chat_template_reason() const;
 
   // Stops accepting connections (and closes the idle ones), waits for in-flight
   // requests (cancelling them after drain_timeout_s), then closes every

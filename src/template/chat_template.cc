@@ -10,6 +10,8 @@
 
 #include "template/interpreter.h"
 #include "template/parser.h"
+#include "template/python/builtins.h"
+#include "template/python/unicode.h"
 
 namespace stet {
 
@@ -148,6 +150,32 @@ Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::jso
                                       const std::string& bos_token, const std::string& eos_token) {
   return ApplyChatTemplate(tmpl, messages, tools, add_generation_prompt, bos_token, eos_token,
                            nlohmann::json());
+}
+
+Result<std::string> ContinueFinalMessage(std::string rendered, std::string_view final_text) {
+  // transformers' steps, in its words: find the stripped message, then keep
+  // its trailing spacing only where the template kept the message intact.
+  const std::string stripped = tmpl::PyStrip(final_text, nullptr, true, true);
+  const std::string lstripped = tmpl::PyStrip(final_text, nullptr, true, false);
+  if (stripped.empty()) {
+    return InvalidArgument(
+        "continue_final_message needs a final message with text to continue; the last message's "
+        "content is empty");
+  }
+  const size_t at = tmpl::RFindBytes(rendered, stripped);
+  if (at == std::string::npos) {
+    return InvalidArgument(
+        "continue_final_message is set but the final message does not appear in the chat after "
+        "applying the chat template (the template changes the message's text)");
+  }
+  const bool intact = rendered.compare(at, lstripped.size(), final_text) == 0 &&
+                      lstripped.size() == final_text.size();
+  rendered.resize(at + (intact ? lstripped.size() : stripped.size()));
+  return rendered;
+}
+
+std::string StrftimeUtc(std::string_view format, int64_t unix_seconds) {
+  return tmpl::StrftimeFixed(format, unix_seconds);
 }
 
 }  // namespace stet

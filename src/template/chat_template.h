@@ -121,4 +121,17 @@ Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::ord
                                       const nlohmann::ordered_json& extra,
                                       const ChatTemplateOptions& options = {});
 
+// transformers' apply_chat_template(..., continue_final_message=True) after
+// the render (with add_generation_prompt false): `rendered` cut just after
+// the last occurrence of the final message's text, so whatever the template
+// writes after it (the end of turn) is dropped and the model continues the
+// message. `final_text` is that message's text (its last text part when the
+// content is a list). InvalidArgument when it is blank or the render does
+// not contain it (a template that rewrites the message).
+Result<std::string> ContinueFinalMessage(std::string rendered, std::string_view final_text);
+
+// strftime_now(format) at `unix_seconds` (read in UTC), as templates see it:
+// what stet passes as date_string ("%d %b %Y") uses the same clock.
+std::string StrftimeUtc(std::string_view format, int64_t unix_seconds);
+
 }  // namespace stet

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "server/openai/chat_prompt.h"
 #include "server/server.h"
 #include "tools/common.h"
 #include "tools/forensics/cmd_record.h"
@@ -59,9 +60,10 @@ struct ServeArgs {
   std::vector<std::string> allowed_hosts;
   bool metrics_public = false;
   bool no_log = false;
-  std::string record;              // --record FILE.db
-  std::string chat_template_file;  // replaces the GGUF's tokenizer.chat_template
-  std::string spec;                // "": off, or draft with --draft-model
+  std::string record;                // --record FILE.db
+  std::string chat_template_file;    // replaces the GGUF's tokenizer.chat_template
+  std::string chat_template_kwargs;  // JSON object: template variables for every request
+  std::string spec;                  // "": off, or draft with --draft-model
   std::string draft_model;
   int spec_k = 4;
   TemplateLimits template_limits;
@@ -118,6 +120,21 @@ int RunServe(const ServeArgs& a) {
     if (chat_template_override.empty()) {
       return ReportError(
           InvalidArgument("chat template file '" + a.chat_template_file + "' is empty"));
+    }
+  }
+
+  nlohmann::ordered_json template_kwargs;
+  if (!a.chat_template_kwargs.empty()) {
+    template_kwargs = nlohmann::ordered_json::parse(a.chat_template_kwargs, nullptr, false);
+    server::ChatPromptOptions check;
+    check.chat_template_kwargs = template_kwargs;
+    check.add_generation_prompt = false;
+    auto bad = template_kwargs.is_object() ? server::CheckChatPromptOptions(check) : std::nullopt;
+    if (!template_kwargs.is_object() || bad) {
+      std::fprintf(stderr, "stet: error: --chat-template-kwargs: %s\n",
+                   bad ? bad->message.c_str()
+                       : "must be a JSON object, such as '{\"enable_thinking\": false}'");
+      return kExitUsage;
     }
   }
 
@@ -217,6 +234,7 @@ int RunServe(const ServeArgs& a) {
   server::ModelInfo info = server::ModelInfoOf(a.model, **engine);
   if (!chat_template_override.empty()) info.chat_template = chat_template_override;
   info.template_limits = a.template_limits;
+  info.chat_template_kwargs = template_kwargs;
   const std::string fingerprint = (*engine)->fingerprint();
   const int n_ctx = (*engine)->n_ctx();
   Status st = server.Attach(std::move(*engine), info);
@@ -240,9 +258,12 @@ int RunServe(const ServeArgs& a) {
   sig->serving = true;
   std::fprintf(stderr, "stet: model '%s', context %d, %d threads, isa %s, fingerprint %s%s\n",
                info.names.id.c_str(), n_ctx, eo.n_threads, IsaName(eo.isa), fingerprint.c_str(),
-               info.chat_template.empty()        ? ", no chat template (ChatML fallback)"
-               : !chat_template_override.empty() ? ", chat template from --chat-template-file"
-                                                 : "");
+               !chat_template_override.empty() ? ", chat template from --chat-template-file" : "");
+  if (!server.chat_template_builtin().empty()) {
+    std::fprintf(stderr,
+                 "stet: the model file has no chat template: using stet's built-in '%s' (%s)\n",
+                 server.chat_template_builtin().c_str(), server.chat_template_reason().c_str());
+  }
   std::fprintf(stderr, "listening on %s\n", url.c_str());
   std::fflush(stderr);
 
@@ -389,6 +410,10 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--chat-template-file", a->chat_template_file,
                   "Render chat prompts with this Jinja template instead of the model's "
                   "tokenizer.chat_template");
+  cmd->add_option("--chat-template-kwargs", a->chat_template_kwargs,
+                  "A JSON object of chat template variables every request gets, e.g. "
+                  "'{\"enable_thinking\": false}' (a request's chat_template_kwargs override it "
+                  "key by key)");
   cmd->add_option(
          "--template-max-steps", a->template_limits.max_steps,
          "Work one chat template render may do (steps of ~50 ns); over it the request gets a 400")

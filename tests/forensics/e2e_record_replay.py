@@ -144,7 +144,7 @@ class RecordReplay(unittest.TestCase):
         self.assertEqual(clocked[0]["clock"], {"unix": calendar.timegm((2031, 2, 3, 4, 5, 6)), "utc": CLOCK, "source": "metadata.stet_clock"})
         self.assertIn("sunny", clocked[0]["rendered_prompt"])  # the tool result is part of what was rendered
         unclocked = [r for r in chat if "metadata" not in r["request"]]
-        self.assertEqual(unclocked[0]["clock"]["source"], "server default")
+        self.assertEqual(unclocked[0]["clock"]["source"], "server clock")
 
     def test_replay_is_identical_under_other_load_and_settings(self):
         # Other thread count, batch limits and prefill chunking, with companion traffic.

@@ -182,7 +182,7 @@ TEST(ServerRecord, RecordsWhatShapedTheAnswer) {
   EXPECT_TRUE(rec["seed_generated"].get<bool>());
   EXPECT_EQ(rec["system_fingerprint"], p.fingerprint);
   EXPECT_EQ(rec["model_sha256"], p.model_sha);
-  const std::string fallback = server::kChatMlFallbackTemplate;
+  const std::string fallback(FindBuiltinTemplate("chatml")->source);
   EXPECT_EQ(rec["chat_template_sha256"], Sha256Hex(fallback.data(), fallback.size()));
   EXPECT_TRUE(rec["chat_template_fallback"].get<bool>());
   EXPECT_EQ(rec["clock"]["unix"], 1927857906);

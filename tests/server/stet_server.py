@@ -70,6 +70,13 @@ def smollm2_path():
     return p
 
 
+def gemma3_path():
+    cache = os.environ.get("STET_MODEL_CACHE", os.path.expanduser("~/.cache/stet/models"))
+    p = os.path.join(cache, "gemma-3-270m-q4_k_m.gguf")
+    require(os.path.exists(p), p)
+    return p
+
+
 class StetServer:
     """A `stet serve` process on 127.0.0.1 with an OS-chosen port."""
 

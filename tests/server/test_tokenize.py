@@ -110,6 +110,14 @@ class TokenizeTest(unittest.TestCase):
         self.assertEqual(r["prompt"], CHATML + "<|im_start|>assistant\n")
         self.assertEqual(self.ok("/apply-template", {"messages": MSGS, "add_generation_prompt": False})["prompt"],
                          CHATML)
+        # continue_final_message leaves the last message open (vLLM's prefill): no end of turn,
+        # and no generation prompt unless asked for (which is refused).
+        prefill = MSGS + [{"role": "assistant", "content": "Once upon"}]
+        self.assertEqual(self.ok("/apply-template", {"messages": prefill, "continue_final_message": True})["prompt"],
+                         CHATML + "<|im_start|>assistant\nOnce upon")
+        self.assertEqual(self.ok("/tokenize", {"messages": prefill, "continue_final_message": True,
+                                               "add_generation_prompt": False})["tokens"],
+                         self.ok("/tokenize", {"prompt": CHATML + "<|im_start|>assistant\nOnce upon"})["tokens"])
         # Its text, tokenized as chat tokenizes it, is the chat prompt.
         ids = self.ok("/tokenize", {"prompt": r["prompt"]})["tokens"]
         self.assertEqual(ids, self.ok("/tokenize", {"messages": MSGS})["tokens"])
@@ -133,6 +141,7 @@ class TokenizeTest(unittest.TestCase):
         self.assertTrue(info["add_bos_token"])
         self.assertEqual(info["max_model_len"], self.model.model_extra["max_model_len"])
         self.assertTrue(info["chat_template_fallback"])
+        self.assertEqual(info["chat_template_builtin"], "chatml")  # stories260K: no family recognised
         self.assertIn("<|im_start|>", info["chat_template"])
         self.assertEqual(len(info["chat_template_sha256"]), 64)
 
@@ -147,8 +156,17 @@ class TokenizeTest(unittest.TestCase):
         self.assertEqual(self.error("/tokenize", {"messages": []})["param"], "messages")
         self.assertEqual(self.error("/apply-template", {"messages": [{"role": "bot", "content": "x"}]})["param"],
                          "messages[0].role")
-        self.assertEqual(self.error("/apply-template", {"messages": MSGS, "continue_final_message": True})["param"],
+        self.assertEqual(self.error("/apply-template", {"messages": MSGS, "continue_final_message": True,
+                                                        "add_generation_prompt": True})["param"],
                          "continue_final_message")
+        empty_last = MSGS + [{"role": "assistant", "content": ""}]
+        self.assertEqual(self.error("/apply-template", {"messages": empty_last, "continue_final_message": True})
+                         ["param"], "continue_final_message")
+        self.assertEqual(self.error("/apply-template", {"messages": MSGS, "chat_template_kwargs": [1]})["param"],
+                         "chat_template_kwargs")
+        reserved = self.error("/tokenize", {"messages": MSGS, "chat_template_kwargs": {"messages": []}})
+        self.assertEqual(reserved["param"], "chat_template_kwargs")
+        self.assertIn("'messages'", reserved["message"])
         self.assertEqual(self.error("/apply-template", {"messages": MSGS, "metadata": {"stet_clock": "now"}})["param"],
                          "metadata.stet_clock")
         status, hdrs, _ = self.srv.http("GET", "/tokenize")

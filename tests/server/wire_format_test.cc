@@ -101,8 +101,8 @@ Written Write(const GenerationRequest& g, const std::vector<Job::Item>& items, b
   for (const Job::Item& it : items) {
     bool shown = false;
     const int idx = coll.Apply(it, &shown);
-    w.stream += f->Step({idx, it.prompt, it.ev, shown ? &it.ev.token : nullptr,
-                         coll.choices()[idx]});
+    w.stream +=
+        f->Step({idx, it.prompt, it.ev, shown ? &it.ev.token : nullptr, coll.choices()[idx]});
   }
   w.stream += f->End(coll.choices(), coll.usage());
   if (f->done_marker()) w.stream += SseDone();
@@ -163,7 +163,8 @@ const std::vector<std::string> kText = {"Hello", " there"};
 TEST(WireFormat, ChatStreamFoldsIntoTheBody) {
   for (bool tools : {false, true}) {
     SCOPED_TRACE(tools ? "tools" : "no tools");
-    const Written w = Write(Request(WireApi::kChat, 2, tools), Events(tools ? kCall : kText), tools);
+    const Written w =
+        Write(Request(WireApi::kChat, 2, tools), Events(tools ? kCall : kText), tools);
     const wire::Answer whole = wire::ReadAnswer(w.body, wire::ApiKind::kChat);
     ExpectSameAnswer(wire::ReadAnswer(Fold(wire::ApiKind::kChat, w.stream), wire::ApiKind::kChat),
                      whole);

@@ -1,6 +1,6 @@
 // The default TemplateLimits leave every real template a wide margin: each
-// template of ../shared/chat-templates renders a 100-message conversation with
-// tools within 5% of every limit, and ten 100 KiB messages within 15% (the
+// template of ../shared/chat-templates (and each of stet's built-ins) renders a 100-message
+// conversation with tools within 5% of every limit, and ten 100 KiB messages within 15% (the
 // quadratic Reka-Edge template uses 8.5% of the steps there, the others < 2%).
 // The usage table it prints is the measurement behind the defaults in
 // src/template/chat_template.h.
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/test_support.h"
+#include "template/builtin_templates.h"
 #include "template/chat_template.h"
 
 namespace stet {
@@ -161,14 +162,20 @@ bool RenderBig(const ChatTemplate& t, const std::string& name, size_t content_by
   return false;
 }
 
-std::vector<std::filesystem::path> TemplateFiles() {
+// {name, source}: the corpus's templates, then the built-ins ("builtin:gemma").
+std::vector<std::pair<std::string, std::string>> Templates() {
   std::vector<std::filesystem::path> files;
   for (const auto& e :
        std::filesystem::directory_iterator(testing::SharedDir() + "/chat-templates")) {
     if (e.path().extension() == ".jinja") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  return files;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : files)
+    out.emplace_back(f.stem().string(), testing::ReadFileOrDie(f.string()));
+  for (const BuiltinTemplate& b : BuiltinTemplates())
+    out.emplace_back("builtin:" + std::string(b.name), std::string(b.source));
+  return out;
 }
 
 double Fraction(uint64_t used, uint64_t limit) {
@@ -180,9 +187,8 @@ void CheckMargins(size_t content_bytes, int n_messages, double max_fraction) {
   STET_REQUIRE_FILE(dir);
   const TemplateLimits limits;
   std::vector<Measured> all;
-  for (const auto& path : TemplateFiles()) {
-    const std::string name = path.stem().string();
-    Result<ChatTemplate> t = ChatTemplate::Parse(testing::ReadFileOrDie(path.string()));
+  for (const auto& [name, source] : Templates()) {
+    Result<ChatTemplate> t = ChatTemplate::Parse(source);
     ASSERT_TRUE(t.ok()) << name << ": " << t.status().ToString();
     Measured m;
     std::string why;

@@ -86,7 +86,9 @@ class ResponsesFormat final : public WireFormat {
   bool done_marker() const override { return false; }  // it ends with response.completed
 
  protected:
-  std::string Token(const StreamStep& s) override { return stream_.Token(s.ev.text_delta, s.shown); }
+  std::string Token(const StreamStep& s) override {
+    return stream_.Token(s.ev.text_delta, s.shown);
+  }
   std::string Finished(const StreamStep& s) override { return stream_.Finish(s.ev.text_delta); }
 
  private:

@@ -59,20 +59,16 @@ Json IdArray(const std::vector<int32_t>& ids) {
   return a;
 }
 
-// The messages' prompt, rendered (add_generation_prompt as asked) and tokenized as chat does.
+// The messages' prompt, rendered with the request's options (as chat renders it) and the
+// template clock: metadata.stet_clock, else now.
 ApiOr<std::string> RenderMessages(const Json& body, const TokenizerView& v,
                                   std::optional<int64_t> now_unix) {
   Json messages, tools;
   STET_API_TRY(ParseMessages(body, &messages));
   STET_API_TRY(ParseTools(body, &tools));
-  bool add_generation_prompt = true;
-  STET_API_TRY(ReadBool(body, "add_generation_prompt", &add_generation_prompt));
-  bool continue_final = false;
-  STET_API_TRY(ReadBool(body, "continue_final_message", &continue_final));
-  if (continue_final) {
-    return BadRequest("'continue_final_message' is not supported", "continue_final_message");
-  }
-  return v.chat.Render(messages, tools, now_unix, add_generation_prompt);
+  auto options = ReadChatPromptOptions(body, TemplateClock(now_unix));
+  if (!options.ok()) return options.error();
+  return v.chat.Render(messages, tools, *options);
 }
 
 ApiOr<Json> TokenizeLlamaCpp(const Json& body, const TokenizerView& v) {
@@ -213,6 +209,7 @@ Json TokenizerInfo(const TokenizerView& v, const std::string& template_sha256) {
   j["chat_template"] = v.chat.source();
   j["chat_template_sha256"] = template_sha256;
   j["chat_template_fallback"] = v.chat.is_fallback();
+  j["chat_template_builtin"] = v.chat.Describe()["name"];
   return j;
 }
 

@@ -21,7 +21,7 @@ std::string WireFormat::Step(const StreamStep& s) {
 
 std::unique_ptr<WireFormat> MakeWireFormat(const GenerationRequest& g, const PreparedPrompts& p,
                                            ResponseMeta meta, PieceFn piece, ToolParseFn tools) {
-  FormatContext c{std::move(meta), g.s.params.n, g.s.include_usage, g.out,
+  FormatContext c{std::move(meta), g.s.params.n,     g.s.include_usage, g.out,
                   p.prompt_ids,    std::move(piece), std::move(tools)};
   switch (g.api) {
     case WireApi::kCompletions:
