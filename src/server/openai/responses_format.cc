@@ -14,7 +14,9 @@ namespace {
 Json UsageObject(const UsageCounts& u) {
   Json j = Json::object();
   j["input_tokens"] = u.prompt_tokens;
-  j["input_tokens_details"] = Json{{"cached_tokens", u.cached_tokens}};
+  // cache_write_tokens: the prefix cache keeps what it can on its own; nothing is written on
+  // request.
+  j["input_tokens_details"] = Json{{"cached_tokens", u.cached_tokens}, {"cache_write_tokens", 0}};
   j["output_tokens"] = u.completion_tokens;
   j["output_tokens_details"] = Json{{"reasoning_tokens", 0}};
   j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
