@@ -77,6 +77,10 @@ struct GenerationRequest {
   // max_tokens when the body sets none; absent: as many as the context leaves.
   std::optional<int> default_max_tokens;
   ToolUse tools;
+  // response_format / text.format as a JSON Schema (json_object: any object);
+  // null when text is free. With tools it constrains the text turns only: a
+  // forced call this turn, or calls or text in the format (tool_choice auto).
+  Json text_schema;
   OutputOptions out;
   // What the wire shape repeats back as the client gave it (the Responses
   // object's instructions, metadata, tools, tool_choice, text.format,

@@ -44,9 +44,13 @@ ApiOr<PreparedPrompts> Prepare(const ServeModel& m, GenerationRequest& g, bool k
   PreparedPrompts p;
   RequestParams& params = g.s.params;
   if (!g.tools.forced.empty()) {  // tool_choice "required" / named: calls in the template's format
+    // (over a response format: that one applies to the text turns after the call)
     STET_API_TRY(ForceToolCalls(*m.tool_format, g.tools.tools,
                                 g.tools.forced == "*" ? "" : g.tools.forced, g.tools.parallel,
                                 &params));
+  } else if (g.tools.parse && !g.text_schema.is_null()) {  // calls, or text in the format
+    STET_API_TRY(ForceToolsOrText(*m.tool_format, g.tools.tools, g.tools.parallel, g.text_schema,
+                                  &params));
   }
   if (g.templated()) {
     for (const std::string& stop : m.chat->extra_stops()) params.stop.push_back(stop);

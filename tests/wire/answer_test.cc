@@ -92,12 +92,13 @@ TEST(ReadAnswer, Responses) {
 }
 
 TEST(ReadAnswer, OddMembersReadAsAbsent) {
-  for (const char* s : {R"([1, 2])", R"({"choices": 3})", R"({"choices": [1, "x", null]})",
-                        R"({"choices": [{"index": "0", "message": 5, "logprobs": {"content": 3}}]})",
-                        R"({"choices": [{"logprobs": {"content": [1, {"top_logprobs": [2, {}]}]}}]})",
-                        R"({"choices": [{"message": {"tool_calls": [1, {"function": 2}]}}]})",
-                        R"({"output": [1, {"type": "message", "content": [3]}]})",
-                        R"({"error": {"message": "bad"}})"}) {
+  for (const char* s :
+       {R"([1, 2])", R"({"choices": 3})", R"({"choices": [1, "x", null]})",
+        R"({"choices": [{"index": "0", "message": 5, "logprobs": {"content": 3}}]})",
+        R"({"choices": [{"logprobs": {"content": [1, {"top_logprobs": [2, {}]}]}}]})",
+        R"({"choices": [{"message": {"tool_calls": [1, {"function": 2}]}}]})",
+        R"({"output": [1, {"type": "message", "content": [3]}]})",
+        R"({"error": {"message": "bad"}})"}) {
     const Answer a = ReadAnswer(P(s));  // never throws
     for (const AnswerChoice& c : a.choices) EXPECT_EQ(c.index, 0) << s;
   }

@@ -448,11 +448,11 @@ ApiOr<GenerationRequest> ParseChatRequest(const Json& body, const ServedModel& m
   if (logprobs) r.out.logprobs = top_logprobs;
   STET_API_TRY(ParseTools(body, &r.tools.tools));
   STET_API_TRY(ReadToolChoice(body, &r.tools));
-  STET_API_TRY(ReadResponseFormat(body, &r.s.params));
-  if (!r.tools.forced.empty() && r.s.params.grammar)
-    return BadRequest(
-        "a forced 'tool_choice' cannot be combined with 'response_format' or 'grammar'",
-        "tool_choice");
+  STET_API_TRY(ReadResponseFormat(body, &r.s.params, &r.text_schema));
+  // A forced call with a response format is OpenAI's: the call this turn, the
+  // format for text turns. A raw GBNF grammar has no such meaning.
+  if (!r.tools.forced.empty() && r.s.params.grammar && r.text_schema.is_null())
+    return BadRequest("a forced 'tool_choice' cannot be combined with 'grammar'", "tool_choice");
   return r;
 }
 

@@ -141,13 +141,14 @@ std::optional<ApiError> ReadModelName(const Json& body, const ServedModel& serve
 }
 
 // text.format: structured outputs (a grammar on the request), echoed as given.
-std::optional<ApiError> ReadText(const Json& body, RequestParams* p, Json* echo) {
+std::optional<ApiError> ReadText(const Json& body, RequestParams* p, Json* text_schema,
+                                 Json* echo) {
   auto text = body.find("text");
   if (text == body.end() || text->is_null()) return std::nullopt;
   if (!text->is_object()) return BadRequest("'text' must be an object", "text");
   auto fmt = text->find("format");
   if (fmt != text->end() && !fmt->is_null()) {
-    STET_API_TRY(ReadTextFormat(*fmt, "text.format", p));
+    STET_API_TRY(ReadTextFormat(*fmt, "text.format", p, text_schema));
     (*echo)["text_format"] = *fmt;
   }
   return std::nullopt;
@@ -196,7 +197,7 @@ ApiOr<GenerationRequest> ParseResponsesRequest(const Json& body, const ServedMod
     r.s.max_tokens = v;
     r.echo["max_output_tokens"] = v;
   }
-  STET_API_TRY(ReadText(body, &r.s.params, &r.echo));
+  STET_API_TRY(ReadText(body, &r.s.params, &r.text_schema, &r.echo));
   bool logprobs = false;
   STET_API_TRY(ReadInclude(body, &logprobs));
   int top_logprobs = 0;
@@ -213,9 +214,6 @@ ApiOr<GenerationRequest> ParseResponsesRequest(const Json& body, const ServedMod
   r.tools = {tools.chat_tools, tools.forced, tools.parallel, tools.parse};
   r.echo["tool_choice"] = tools.tool_choice;
   r.echo["tools"] = tools.echo;
-  if (!r.tools.forced.empty() && r.s.params.grammar)
-    return BadRequest("a forced 'tool_choice' cannot be combined with a JSON 'text.format'",
-                      "tool_choice");
   auto md = body.find("metadata");
   if (md != body.end() && md->is_object()) r.echo["metadata"] = *md;
   return r;

@@ -38,7 +38,7 @@ std::optional<ApiError> CheckOptional(const Json& obj, const char* key, bool (Js
 
 }  // namespace
 
-std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
+std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p, Json* text_schema) {
   bool constrained = false;
   auto rf = body.find("response_format");
   if (rf != body.end() && !rf->is_null()) {
@@ -47,6 +47,7 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
     const Json type = rf->value("type", Json());
     if (type == "json_object") {
       STET_API_TRY(Compile(JsonObjectGbnf(), "response_format", p));
+      if (text_schema) *text_schema = Json{{"type", "object"}};
       constrained = true;
     } else if (type == "json_schema") {
       auto js = rf->find("json_schema");
@@ -62,6 +63,7 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
         return BadRequest("'response_format.json_schema.schema' is required",
                           "response_format.json_schema.schema");
       STET_API_TRY(CompileSchema(*schema, "response_format.json_schema.schema", p));
+      if (text_schema) *text_schema = *schema;
       constrained = true;
     } else if (type != "text") {
       return BadRequest(
@@ -81,18 +83,22 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
 }
 
 std::optional<ApiError> ReadTextFormat(const Json& format, const std::string& param,
-                                       RequestParams* p) {
+                                       RequestParams* p, Json* text_schema) {
   if (format.is_null()) return std::nullopt;
   if (!format.is_object()) return BadRequest("'" + param + "' must be an object", param);
   const Json type = format.value("type", Json());
   if (type == "text") return std::nullopt;
-  if (type == "json_object") return Compile(JsonObjectGbnf(), param, p);
+  if (type == "json_object") {
+    if (text_schema) *text_schema = Json{{"type", "object"}};
+    return Compile(JsonObjectGbnf(), param, p);
+  }
   if (type == "json_schema") {
     STET_API_TRY(CheckOptional(format, "name", &Json::is_string, param, "a string"));
     STET_API_TRY(CheckOptional(format, "strict", &Json::is_boolean, param, "a boolean"));
     auto schema = format.find("schema");
     if (schema == format.end())
       return BadRequest("'" + param + ".schema' is required", param + ".schema");
+    if (text_schema) *text_schema = *schema;
     return CompileSchema(*schema, param + ".schema", p);
   }
   return BadRequest("'" + param + ".type' must be \"text\", \"json_object\" or \"json_schema\"",
@@ -104,6 +110,13 @@ std::optional<ApiError> ForceToolCalls(const ToolCallFormat& f, const Json& tool
   auto gbnf = ToolCallGbnf(f, tools, name, parallel);
   if (!gbnf.ok())
     return BadRequest(gbnf.status().message(), name.empty() ? "tools" : "tool_choice");
+  return Compile(*gbnf, "tools", p);
+}
+
+std::optional<ApiError> ForceToolsOrText(const ToolCallFormat& f, const Json& tools, bool parallel,
+                                         const Json& text_schema, RequestParams* p) {
+  auto gbnf = ToolCallGbnf(f, tools, "", parallel, &text_schema);
+  if (!gbnf.ok()) return BadRequest(gbnf.status().message(), "tools");
   return Compile(*gbnf, "tools", p);
 }
 

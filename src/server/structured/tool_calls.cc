@@ -61,7 +61,7 @@ ParsedAnswer ParseToolCalls(const ToolCallFormat& f, const std::string& raw,
 }
 
 Result<std::string> ToolCallGbnf(const ToolCallFormat& f, const Json& tools,
-                                 const std::string& name, bool parallel) {
+                                 const std::string& name, bool parallel, const Json* text_schema) {
   JsonGrammarBuilder b;
   const std::string ws = b.Blanks();
   std::string calls;
@@ -84,7 +84,15 @@ Result<std::string> ToolCallGbnf(const ToolCallFormat& f, const Json& tools,
                                         : "the function '" + name + "' is not in 'tools'");
   }
   b.AddRule("call", calls);
-  b.AddRule("root", f.ForcedRoot(parallel && name.empty(), ws));
+  const std::string root = f.ForcedRoot(parallel && name.empty(), ws);
+  if (!text_schema) {
+    b.AddRule("root", root);
+    return b.Text();
+  }
+  auto text = b.AddSchema(*text_schema, "text");
+  if (!text.ok()) return InvalidArgument("the response format: " + text.status().message());
+  b.AddRule("calls", root);
+  b.AddRule("root", "calls | " + *text);
   return b.Text();
 }
 

@@ -76,8 +76,10 @@ ParsedAnswer ParseToolCalls(const ToolCallFormat& f, const std::string& raw,
 // The GBNF that forces tool calls in format `f`: a call of any of `tools`
 // (`name` empty) or of the function `name`, whose arguments match its
 // parameters schema; several calls (for "required") only with `parallel`.
+// With `text_schema`: calls, or else a JSON document valid under it.
 Result<std::string> ToolCallGbnf(const ToolCallFormat& f, const Json& tools,
-                                 const std::string& name, bool parallel);
+                                 const std::string& name, bool parallel,
+                                 const Json* text_schema = nullptr);
 
 // "call_" + 24 hex digits mixed from (seed, choice, index).
 std::string ToolCallId(uint64_t seed, int choice, int index);
