@@ -21,9 +21,11 @@ bool Job::Pop(Item* out, std::chrono::milliseconds wait) {
   return true;
 }
 
-Collector::Collector(int n_prompts, int n, std::vector<int> prompt_lengths, Clock::time_point start)
+Collector::Collector(int n_prompts, int n, std::vector<int> prompt_lengths, Clock::time_point start,
+                     PieceFn raw_piece)
     : n_(n),
       prompt_lengths_(std::move(prompt_lengths)),
+      raw_piece_(std::move(raw_piece)),
       start_(start),
       choices_(static_cast<size_t>(n_prompts) * n),
       last_token_(choices_.size()),
@@ -51,6 +53,7 @@ int Collector::Apply(const Job::Item& item, bool* shown) {
       c.text += ev.text_delta;
       if (!ev.end_marker) {  // the engine says which token ended the choice
         c.tokens.push_back(ev.token);
+        if (raw_piece_) c.raw += raw_piece_(ev.token.id);
         *shown = true;
       }
       break;

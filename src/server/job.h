@@ -1,7 +1,8 @@
 // One HTTP generation request in flight: the queue the engine's callback
 // fills (never blocking the engine thread: a short lock and a push) and the
 // collector that folds those events into per-choice results, usage and
-// latency numbers. Choice index = prompt_index * n + choice, as OpenAI numbers
+// latency numbers — the only fold: answers, streams and records read its
+// choices. Choice index = prompt_index * n + choice, as OpenAI numbers
 // the choices of a multi-prompt completion.
 #pragma once
 
@@ -43,7 +44,10 @@ class Job {
 
 class Collector {
  public:
-  Collector(int n_prompts, int n, std::vector<int> prompt_lengths, Clock::time_point start);
+  // `raw_piece` (requests that read tool calls): each shown token's piece with
+  // special tokens written out is folded into its choice's `raw`.
+  Collector(int n_prompts, int n, std::vector<int> prompt_lengths, Clock::time_point start,
+            PieceFn raw_piece = nullptr);
 
   // Folds one event in. Returns the choice index; *shown says whether a
   // kToken event's token belongs in logprobs (end markers do not).
@@ -61,6 +65,7 @@ class Collector {
  private:
   int n_;
   std::vector<int> prompt_lengths_;
+  PieceFn raw_piece_;
   Clock::time_point start_;
   std::vector<ChoiceResult> choices_;
   std::vector<Clock::time_point> last_token_;

@@ -237,16 +237,4 @@ std::optional<ApiError> CommitRecord(RequestRecorder& recorder, const RecordFn& 
   return e;
 }
 
-void AddTokenIds(Json* response, const std::vector<ChoiceResult>& choices,
-                 const std::vector<std::vector<int32_t>>& prompts, int n, bool chat) {
-  Json& arr = (*response)["choices"];
-  for (size_t i = 0; i < choices.size() && i < arr.size(); ++i) {
-    Json ids = Json::array();
-    for (const TokenOut& t : choices[i].tokens) ids.push_back(t.id);
-    if (!chat && n > 0 && i / n < prompts.size()) arr[i]["prompt_token_ids"] = prompts[i / n];
-    arr[i]["token_ids"] = std::move(ids);
-  }
-  if (chat && !prompts.empty()) (*response)["prompt_token_ids"] = prompts[0];
-}
-
 }  // namespace stet::server

@@ -64,10 +64,4 @@ std::optional<ApiError> CommitRecord(RequestRecorder& recorder, const RecordFn& 
                                      const std::vector<ChoiceResult>& choices,
                                      const UsageCounts& usage);
 
-// Adds "token_ids" (and "prompt_token_ids") to a non-streamed response body,
-// as vLLM's return_token_ids does: per choice for /v1/completions; the chat
-// prompt's ids at the top level.
-void AddTokenIds(Json* response, const std::vector<ChoiceResult>& choices,
-                 const std::vector<std::vector<int32_t>>& prompts, int n, bool chat);
-
 }  // namespace stet::server

@@ -1,8 +1,8 @@
 // HTTP plumbing of `stet serve` on cpp-httplib: authentication keys,
-// admission (--max-queue), request logs and metrics, streaming with
-// cancellation on disconnect, and the drain on shutdown. The endpoint bodies
-// (parsing, prompts, response shapes) live in endpoints.cc and the modules it
-// calls, the routes and the gate in routes.cc; this file moves bytes and owns lifetimes.
+// admission (--max-queue), request logs and metrics, cancellation on
+// disconnect, and the drain on shutdown. The generation path (parse, prepare,
+// submit, answer) lives in serve.cc and the modules it calls, the routes and
+// the gate in routes.cc; this file owns lifetimes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,15 +19,6 @@
 
 namespace stet::server {
 
-namespace {
-// A choice that ended in error: a grammar that outgrew its limits while
-// generating is the request's fault (400, as at parse time); anything else is ours (500).
-ApiError GenerationError(const std::string& error) {
-  if (error.rfind("grammar:", 0) == 0) return BadRequest(error, "grammar");
-  return MakeError(500, "server_error", "internal_error", "generation failed: " + error);
-}
-}  // namespace
-
 using httplib::DataSink;
 using httplib::Request;
 using httplib::Response;
@@ -35,7 +26,6 @@ using HandlerResponse = httplib::Server::HandlerResponse;
 
 namespace {
 
-constexpr auto kPollInterval = std::chrono::milliseconds(100);
 constexpr auto kCancelWait = std::chrono::seconds(10);
 // After the drain timeout, how long cancelled requests get to write their answers.
 constexpr auto kCancelGrace = std::chrono::seconds(1);
@@ -84,23 +74,6 @@ ApiError MakeError(int status, std::string type, std::string code, std::string m
   return e;
 }
 
-namespace {
-
-ApiError FromStatus(const Status& s, const char* prompt_param) {
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-      return BadRequest(s.message());
-    case StatusCode::kResourceExhausted:
-      return ContextLengthExceeded(s.message(), prompt_param);
-    case StatusCode::kCancelled:
-      return MakeError(503, "server_error", "shutting_down", s.message());
-    default:
-      return MakeError(500, "server_error", "internal_error", s.ToString());
-  }
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------
 
 bool Server::Impl::Authorized(const Request& req) const {
@@ -123,17 +96,6 @@ uint64_t Server::Impl::CacheSalt(const Request& req, const std::string& cache_sa
     salt = Fnv1a64(cache_salt.data(), cache_salt.size(), Fnv1a64(&salt, sizeof salt));
   }
   return salt;
-}
-
-std::optional<ApiError> Server::Impl::CheckPromptBytes(size_t bytes, const char* param) const {
-  if (bytes <= max_prompt_bytes) return std::nullopt;
-  return ContextLengthExceeded("This model's maximum context length is " +
-                                   std::to_string(engine->n_ctx()) +
-                                   " tokens, and no token of its vocabulary is longer than " +
-                                   std::to_string(max_prompt_bytes / std::max(1, engine->n_ctx())) +
-                                   " bytes, so a prompt of " + std::to_string(bytes) +
-                                   " bytes cannot fit; it was refused without tokenizing it.",
-                               param);
 }
 
 void Server::Impl::LogRequest(const Request& req, const Response& res) {
@@ -234,110 +196,10 @@ void Server::Impl::EndJob(const std::shared_ptr<Job>& job, Collector& coll) {
   Release(job);
 }
 
-void Server::Impl::FinishStream(Stream& st) {
-  if (st.finalized) return;
-  st.finalized = true;
-  EndJob(st.job, *st.coll);
-}
-
-void Server::Impl::Run(Slot slot, std::vector<RequestParams> params, bool stream,
-                       std::shared_ptr<Stream> hooks, BuildFn build, const char* prompt_param,
-                       Response& res, RecordFn record) {
-  std::shared_ptr<Job> job = slot.Take();  // released below (or by FinishStream)
-  std::vector<int> lengths;
-  const int n = params.empty() ? 1 : params[0].n;
-  for (size_t i = 0; i < params.size(); ++i) {
-    lengths.push_back(static_cast<int>(params[i].prompt.size()));
-    const int prompt = static_cast<int>(i);
-    auto sub = engine->Submit(std::move(params[i]),
-                              [job, prompt](const RequestEvent& ev) { job->Push(prompt, ev); });
-    if (!sub.ok()) {
-      for (uint64_t id : job->engine_ids) engine->Cancel(id);
-      Release(job);
-      return SendError(res, FromStatus(sub.status(), prompt_param));
-    }
-    job->engine_ids.push_back(sub->id);
-  }
-  auto coll =
-      std::make_shared<Collector>(static_cast<int>(lengths.size()), n, lengths, t_record.start);
-
-  if (!stream) {
-    Job::Item it;
-    bool shown;
-    auto checked = Clock::now();
-    while (!coll->done()) {
-      if (job->Pop(&it, kPollInterval)) coll->Apply(it, &shown);
-      if (Clock::now() - checked < kPollInterval) continue;
-      checked = Clock::now();
-      if (CurrentClientGone()) {  // nobody awaits the answer: free the engine
-        EndJob(job, *coll);
-        CloseAfter(res);
-        return SendError(res, MakeError(499, "invalid_request_error", "client_closed_request",
-                                        "the client closed the connection; the request was "
-                                        "cancelled"));
-      }
-    }
-    Account(*coll);
-    std::optional<ApiError>
-        record_error;  // recorded before the answer is written (and before drain sees it done)
-    if (record && opts.recorder && !coll->any(FinishReason::kError) &&
-        !coll->any(FinishReason::kCancelled)) {
-      record_error = CommitRecord(*opts.recorder, record, coll->choices(), coll->usage());
-    }
-    Release(job);
-    if (coll->any(FinishReason::kError))
-      return SendError(res, GenerationError(coll->first_error()));
-    if (coll->any(FinishReason::kCancelled)) {
-      return SendError(res, MakeError(503, "server_error", "shutting_down",
-                                      "the request was cancelled by a shutdown"));
-    }
-    if (record_error) return SendError(res, *record_error);
-    return SendJson(res, 200, build(coll->choices(), coll->usage()));
-  }
-
-  hooks->job = job;
-  hooks->record = std::move(record);
-  hooks->coll = coll;
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, hooks](size_t, DataSink& sink) -> bool {
-        Stream& st = *hooks;
-        auto write = [&](const std::string& s) {
-          return s.empty() || sink.write(s.data(), s.size());
-        };
-        bool alive = write(st.start());
-        Job::Item it;
-        bool shown;
-        while (alive && !st.coll->done()) {
-          if (!st.job->Pop(&it, kPollInterval)) {
-            alive = sink.is_writable();
-            continue;
-          }
-          const int idx = st.coll->Apply(it, &shown);
-          alive = write(st.event(idx, it, shown));
-        }
-        if (alive && st.coll->any(FinishReason::kError)) {
-          alive = write(SseEvent(ErrorJson(GenerationError(st.coll->first_error()))));
-        } else if (alive && st.record && opts.recorder && !st.coll->any(FinishReason::kCancelled)) {
-          // The record is committed before the final events: a client that saw [DONE] was recorded.
-          if (auto e =
-                  CommitRecord(*opts.recorder, st.record, st.coll->choices(), st.coll->usage())) {
-            t_record.error = e->message;
-            write(SseEvent(ErrorJson(*e)));
-            alive = false;  // no [DONE]: an unrecorded answer must not look complete
-          }
-        }
-        if (alive)
-          alive = write(st.usage(st.coll->usage())) && (!st.done_marker || write(SseDone()));
-        FinishStream(st);  // cancels in the engine when the client went away
-        if (!alive) return false;
-        sink.done();
-        return true;
-      },
-      [this, hooks](bool) { FinishStream(*hooks); });
+void Server::Impl::FinishAnswer(Answer& a) {
+  if (a.finalized) return;
+  a.finalized = true;
+  EndJob(a.job, *a.coll);
 }
 
 // ---------------------------------------------------------------------------
@@ -412,8 +274,9 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   setup.limits = info.template_limits;
   setup.default_kwargs = info.chat_template_kwargs;
   STET_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Create(setup, engine->tokenizer()));
-  I.chat_template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
-  I.tool_format = DetectToolCallFormat(chat.source());
+  ServeModel& m = I.model;
+  m.template_sha256 = Sha256Hex(chat.source().data(), chat.source().size());
+  m.tool_format = &DetectToolCallFormat(chat.source());
   // Every token stands for at most the bytes of its longest piece (specials
   // included), and tokenizing never drops input bytes: a text longer than
   // n_ctx such pieces has more than n_ctx tokens.
@@ -422,10 +285,13 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   for (int32_t id = 0; id < tok.n_vocab(); ++id) {
     longest = std::max(longest, tok.TokenToPiece(id, /*render_special=*/true).size());
   }
-  I.max_prompt_bytes = static_cast<size_t>(engine->n_ctx()) * longest;
+  m.max_prompt_bytes = static_cast<size_t>(engine->n_ctx()) * longest;
   I.chat.emplace(std::move(chat));
   I.info = std::move(info);
   I.engine = std::move(engine);
+  m.engine = I.engine.get();
+  m.chat = &*I.chat;
+  m.model_id = I.info.names.id;
   I.ready = true;
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -23,11 +24,13 @@
 #include "http/http_conn.h"
 #include "http/http_gate.h"
 #include "http/http_server.h"
+#include "server/generation.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/openai/chat_prompt.h"
-#include "server/openai/response.h"
 #include "server/openai/tokenize_api.h"
+#include "server/openai/wire_format.h"
+#include "server/pipeline.h"
 #include "server/record_builder.h"
 #include "server/server.h"
 
@@ -51,6 +54,8 @@ RequestRecord& CurrentRecord();  // thread-local
 
 // Requests served on one keep-alive connection before it is closed.
 inline constexpr int kMaxRequestsPerConnection = 100;
+// How often a waiting answer checks on its client (and a stream on its sink).
+inline constexpr auto kPollInterval = std::chrono::milliseconds(100);
 
 uint64_t RandomU64();
 std::string RandomHex(int n);
@@ -70,11 +75,7 @@ struct Server::Impl {
   std::unique_ptr<Engine> engine;  // set once, before `ready`
   ModelInfo info;
   std::optional<ChatPrompt> chat;
-  std::string chat_template_sha256;                       // of chat->source(), for records
-  ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // from the template, at Attach
-  // A prompt text longer than this cannot fit the context whatever it holds
-  // (n_ctx x the longest token's bytes): it is refused before tokenizing.
-  size_t max_prompt_bytes = SIZE_MAX;
+  ServeModel model;  // what serving needs of the engine and the template (pipeline.h), at Attach
   int64_t created = 0;
   Metrics metrics;
   std::mutex jobs_mu;
@@ -88,22 +89,20 @@ struct Server::Impl {
   std::condition_variable stop_cv;
   bool stopped = false;  // every connection closed (Wait returns)
 
-  // A stream's state, shared by its content provider and resource releaser.
-  struct Stream {
+  // One answer in progress: its job and the collector that folds its events,
+  // the wire format that writes it, and the record committed before it;
+  // shared by a stream's content provider and its releaser.
+  struct Answer {
     std::shared_ptr<Job> job;
     std::shared_ptr<Collector> coll;
-    std::function<std::string()> start;                             // first chunks
-    std::function<std::string(int, const Job::Item&, bool)> event;  // chunk for an event
-    std::function<std::string(const UsageCounts&)> usage;           // usage chunk or ""
-    RecordFn record;                                                // --record; null: off
-    bool done_marker = true;  // ends with "data: [DONE]" (the Responses API has none)
+    std::unique_ptr<WireFormat> format;
+    RecordFn record;  // --record; null: off
     bool finalized = false;
   };
-  using BuildFn = std::function<Json(std::vector<ChoiceResult>&, const UsageCounts&)>;
 
   // A request's place under --max-queue, taken before its expensive work
   // (tokenizing, rendering) so that refused requests cost nothing; given back
-  // when dropped, unless Run took it.
+  // when dropped, unless Serve took it.
   class Slot {
    public:
     Slot(Impl* impl, std::shared_ptr<Job> job) : impl_(impl), job_(std::move(job)) {}
@@ -136,8 +135,6 @@ struct Server::Impl {
   // The engine's prefix-cache scope for a request: with several API keys, one
   // per key; a cache_salt field narrows it further. 0 (shared) otherwise.
   uint64_t CacheSalt(const httplib::Request& req, const std::string& cache_salt) const;
-  // A 400 context_length_exceeded when a prompt text of `bytes` cannot fit.
-  std::optional<ApiError> CheckPromptBytes(size_t bytes, const char* param) const;
   // A slot under --max-queue, or an empty one after answering 429 (or 503 when draining).
   Slot AdmitOrRefuse(httplib::Response& res);
   void LogRequest(const httplib::Request& req, const httplib::Response& res);
@@ -146,13 +143,21 @@ struct Server::Impl {
   void Account(const Collector& coll);
   void CancelAndWait(Job& job, Collector& coll);
   void EndJob(const std::shared_ptr<Job>& job, Collector& coll);
-  void FinishStream(Stream& st);
-  // Submits one engine request per prompt and answers, streamed (hooks) or not (build).
-  // `record` (with --record) is committed before the answer, or its final event, is written.
-  // `slot` is the request's admission (AdmitOrRefuse); Run releases it when the answer is done.
-  void Run(Slot slot, std::vector<RequestParams> params, bool stream, std::shared_ptr<Stream> hooks,
-           BuildFn build, const char* prompt_param, httplib::Response& res,
-           RecordFn record = nullptr);
+  void FinishAnswer(Answer& a);
+
+  // serve.cc: the one path of every generation endpoint (Serve), and its steps.
+  void Serve(const httplib::Request& req, httplib::Response& res,
+             const std::function<ApiOr<GenerationRequest>(const Json& body)>& parse);
+  ResponseMeta Meta(uint64_t seed) const;
+  // One engine request per prompt; a refusal is returned (the job released).
+  std::optional<ApiError> Submit(std::vector<RequestParams> params, PieceFn raw_piece,
+                                 const char* prompt_param, Answer& a);
+  // Commits the record of a finished answer (--record); a 500 when the store refuses.
+  std::optional<ApiError> Commit(const Answer& a);
+  void AnswerWhole(Answer& a, httplib::Response& res);
+  void AnswerStream(std::shared_ptr<Answer> a, httplib::Response& res);
+  // Writes the stream; false when the client went away (or the record failed).
+  bool StreamEvents(Answer& a, httplib::DataSink& sink);
 
   // endpoints.cc
   void HandleCompletions(const httplib::Request& req, httplib::Response& res);
@@ -161,18 +166,6 @@ struct Server::Impl {
   void HandleHealth(const httplib::Request& req, httplib::Response& res);
   void HandleMetrics(const httplib::Request& req, httplib::Response& res);
   Json ModelJson() const;
-  ResponseMeta Meta(uint64_t seed) const;
-  PieceFn Piece() const;
-  // What every record of this server shares (--record), filled per request by the handler.
-  std::shared_ptr<RecordContext> NewRecord(const Json& body, const std::string& endpoint,
-                                           std::string received_at, uint64_t seed,
-                                           bool seed_generated) const;
-  // The recorder of a templated request (chat, /v1/responses): ctx from NewRecord plus
-  // the template's instant, hash and fallback flag, the rendered prompt and the params.
-  RecordFn ChatRecord(std::shared_ptr<RecordContext> ctx, int64_t now_unix, bool clock_from_client,
-                      std::string rendered, const std::vector<RequestParams>& params) const;
-  // The template's tool-call format parsed out of a choice's tokens (special tokens written out).
-  ToolParseFn ToolParser(const Json& tools, uint64_t seed) const;
 
   // endpoints_api.cc
   void HandleResponses(const httplib::Request& req, httplib::Response& res);

@@ -8,6 +8,7 @@
 // the reported value is the median over --reps.
 #include "tools/cmd_bench.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

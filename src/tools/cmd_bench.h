@@ -3,7 +3,9 @@
 // one JSON object (bench/run.py reads it).
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -1,5 +1,6 @@
 #include "tools/cmd_fingerprint.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 

@@ -1,7 +1,9 @@
 // `stet fingerprint`: the system_fingerprint a model + settings produce (R9).
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

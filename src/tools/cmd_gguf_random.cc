@@ -3,6 +3,7 @@
 // exit 1.
 #include "tools/cmd_gguf_random.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <thread>

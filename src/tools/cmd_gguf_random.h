@@ -2,7 +2,9 @@
 // (model/random_model.h does the work), the speed-test models of bench/.
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <memory>

@@ -3,7 +3,9 @@
 // cache.
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

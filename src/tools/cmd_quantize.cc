@@ -1,5 +1,6 @@
 #include "tools/cmd_quantize.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 

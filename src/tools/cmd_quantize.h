@@ -1,7 +1,9 @@
 // `stet quantize`: re-encode a GGUF model's weights in another type.
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -1,5 +1,6 @@
 #include "tools/cmd_run.h"
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>

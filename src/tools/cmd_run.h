@@ -1,7 +1,9 @@
 // `stet run`: generate text from a prompt with one sequence.
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -1,7 +1,9 @@
 // `stet serve`: the OpenAI-compatible HTTP server (docs/api.md).
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -1,5 +1,6 @@
 #include "tools/cmd_tokenize.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <iterator>

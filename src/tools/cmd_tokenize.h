@@ -1,7 +1,9 @@
 // `stet tokenize`: show how a model's tokenizer splits text.
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -146,7 +146,7 @@ std::string ExpectedFormat(std::string_view name) {
 
 // The two uses of the tool-call parser's API, kept here so a change of that API is one edit.
 std::string DetectedFormat(const std::string& source) {
-  return ToolCallFormatName(DetectToolCallFormat(source));
+  return DetectToolCallFormat(source).name();
 }
 ParsedAnswer ParseAsTemplateTeaches(const std::string& source, const std::string& answer,
                                     const Json& tools) {

@@ -21,7 +21,7 @@ const RequestLimits kLimits{100, 32, {}};
 
 // Parse, then BuildParams for each prompt (a text prompt stands for the ids
 // {1}): the handlers' whole path from body to engine parameters, less the model.
-ApiOr<CompletionRequest> Completion(const std::string& body) {
+ApiOr<GenerationRequest> Completion(const std::string& body) {
   auto j = ParseBody(body);
   if (!j.ok()) return j.error();
   auto r = ParseCompletionRequest(*j, kModel);
@@ -34,12 +34,12 @@ ApiOr<CompletionRequest> Completion(const std::string& body) {
   return r;
 }
 
-ApiOr<ChatRequest> Chat(const std::string& body) {
+ApiOr<GenerationRequest> Chat(const std::string& body) {
   auto j = ParseBody(body);
   if (!j.ok()) return j.error();
   auto r = ParseChatRequest(*j, kModel);
   if (!r.ok()) return r;
-  auto p = BuildParams(r->s, {1}, kLimits, kLimits.n_ctx, "messages");
+  auto p = BuildParams(r->s, {1}, kLimits, std::nullopt, "messages");
   if (!p.ok()) return p.error();
   return r;
 }
@@ -167,9 +167,9 @@ TEST(ParseCompletion, DefaultsAndAllFields) {
   EXPECT_EQ(p.n, 3);
   EXPECT_EQ(p.stop, (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(*p.sampling.seed, 42u);
-  EXPECT_EQ(*r->logprobs, 5);
+  EXPECT_EQ(*r->out.logprobs, 5);
   EXPECT_EQ(p.top_logprobs, 5);
-  EXPECT_TRUE(r->echo);
+  EXPECT_TRUE(r->out.echo);
   EXPECT_TRUE(p.prompt_logprobs);  // echo with logprobs scores the prompt
   EXPECT_EQ(p.sampling.logit_bias.size(), 2u);
   EXPECT_FLOAT_EQ(p.sampling.logit_bias.at(11), -100.0f);
@@ -387,13 +387,13 @@ TEST(ParseChat, StructuredOutputsAndForcedToolCalls) {
   auto required =
       Chat(head + tools + R"("tool_choice": "required", "parallel_tool_calls": false})");
   ASSERT_TRUE(required.ok()) << required.error().message;
-  EXPECT_EQ(required->forced_tool, "*");
-  EXPECT_FALSE(required->parallel_tool_calls);
+  EXPECT_EQ(required->tools.forced, "*");
+  EXPECT_FALSE(required->tools.parallel);
   auto named =
       Chat(head + tools + R"("tool_choice": {"type": "function", "function": {"name": "f"}}})");
   ASSERT_TRUE(named.ok()) << named.error().message;
-  EXPECT_EQ(named->forced_tool, "f");
-  EXPECT_TRUE(named->parse_tool_calls);
+  EXPECT_EQ(named->tools.forced, "f");
+  EXPECT_TRUE(named->tools.parse);
 }
 
 TEST(ParseChat, NormalizesMessagesForTheTemplate) {
@@ -415,10 +415,9 @@ TEST(ParseChat, NormalizesMessagesForTheTemplate) {
   EXPECT_EQ(m[2]["tool_calls"][0]["function"]["name"], "f");
   EXPECT_EQ(m[3]["tool_call_id"], "c1");
   EXPECT_EQ(*r->s.max_tokens, 9);  // max_completion_tokens wins
-  EXPECT_TRUE(r->logprobs);
-  EXPECT_EQ(r->top_logprobs, 20);
+  EXPECT_EQ(r->out.logprobs, 20);  // logprobs: true, and 20 alternatives per token
   EXPECT_EQ(r->s.params.top_logprobs, 20);
-  EXPECT_TRUE(r->tools.is_array());
+  EXPECT_TRUE(r->tools.tools.is_array());
 }
 
 TEST(BuildParams, ValidatesThroughTheEngineAndClampsMaxTokens) {

@@ -13,7 +13,9 @@
 #include "format/gguf.h"
 #include "server/job.h"
 #include "server/metrics.h"
+#include "server/openai/chat_format.h"
 #include "server/openai/chat_prompt.h"
+#include "server/openai/completions_format.h"
 #include "support/test_support.h"
 #include "tokenizer/vocab.h"
 
@@ -118,7 +120,7 @@ TEST(Response, StreamedTokenIds) {
   ChatStream chat(Meta(), false, 0, false, FakePiece);
   chat.SetTokenIds({1, 2});
   EXPECT_EQ(ParseSse(chat.Start(0))["prompt_token_ids"], Json({1, 2}));
-  EXPECT_EQ(ParseSse(chat.Token(0, "", &t))["choices"][0]["token_ids"], Json({3}));
+  EXPECT_EQ(ParseSse(chat.Token(0, "", &t, {}))["choices"][0]["token_ids"], Json({3}));
 }
 
 TEST(Response, ChatShapeAndBytesOfPartialCharacters) {
@@ -180,9 +182,9 @@ TEST(Response, ChatStreamStartsWithTheRole) {
   EXPECT_EQ(s["object"], "chat.completion.chunk");
   EXPECT_EQ(s["choices"][0]["delta"]["role"], "assistant");
   EXPECT_FALSE(s.contains("usage"));
-  Json t = ParseSse(cs.Token(0, "hi", nullptr));
+  Json t = ParseSse(cs.Token(0, "hi", nullptr, {}));
   EXPECT_EQ(t["choices"][0]["delta"]["content"], "hi");
-  Json f = ParseSse(cs.Finish(0, "", FinishReason::kLength));
+  Json f = ParseSse(cs.Finish(0, "", FinishReason::kLength, {}));
   EXPECT_TRUE(f["choices"][0]["delta"].empty());
   EXPECT_EQ(f["choices"][0]["finish_reason"], "length");
 }

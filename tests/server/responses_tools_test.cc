@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/openai/responses_api.h"
+#include "server/openai/responses_format.h"
 
 namespace stet::server {
 namespace {
@@ -140,9 +141,9 @@ TEST(ResponsesTools, TextThenCallsAsOutputItemsAndEvents) {
   rs.SetToolParsing(TwoCalls());
   std::string sse = rs.Start();
   sse += rs.Token("Let me look. ", nullptr);
-  sse += rs.Finish("{...}", FinishReason::kStop);
+  sse += rs.Finish("{...}");
   EXPECT_EQ(sse.find("output_text.delta"), std::string::npos);  // held back
-  sse += rs.Done(UsageCounts{});
+  sse += rs.Done(UsageCounts{}, c);
   const std::vector<Json> ev = Events(sse);
   std::vector<std::string> types;
   for (size_t i = 0; i < ev.size(); ++i) {

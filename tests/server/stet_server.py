@@ -80,6 +80,10 @@ def gemma3_path():
 class StetServer:
     """A `stet serve` process on 127.0.0.1 with an OS-chosen port."""
 
+    # Raw HTTP answers of the generation paths are checked too (wire_check.py);
+    # a test that sends what no OpenAI server answers may turn it off.
+    check_wire = True
+
     def __init__(self, model, *args, wait=True, host="127.0.0.1", launcher=(), env=None):
         """launcher: a command the server runs under (["mpirun", "-np", "2"])."""
         self.host = host
@@ -147,9 +151,17 @@ class StetServer:
         return f"http://{self.host}:{self.port}"
 
     def client(self, api_key="none", **kw):
+        """An openai client whose every answer is checked against the package's
+        own types (wire_check.py)."""
         import openai
+        import wire_check
+        httpx = wire_check.httpx
+        timeout = kw.pop("timeout", 300)
+        if "http_client" not in kw:
+            kw["http_client"] = httpx.Client(transport=wire_check.CheckingTransport(),
+                                             timeout=timeout)
         return openai.OpenAI(base_url=self.url + "/v1", api_key=api_key, max_retries=0,
-                             timeout=kw.pop("timeout", 300), **kw)
+                             timeout=timeout, **kw)
 
     def http(self, method, path, body=None, headers=None, timeout=60):
         """Raw HTTP: returns (status, headers dict (lower-case keys), body bytes)."""
@@ -164,6 +176,9 @@ class StetServer:
             conn.request(method, path, body=body, headers=h)
             r = conn.getresponse()
             data = r.read()
+            if method == "POST" and self.check_wire:
+                import wire_check
+                wire_check.check_body(path, r.status, r.getheader("Content-Type"), data)
             return r.status, {k.lower(): v for k, v in r.getheaders()}, data
         finally:
             conn.close()

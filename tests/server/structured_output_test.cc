@@ -8,32 +8,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/grammar_matcher.h"
+#include "server/json_schema_test_util.h"
+#include "server/structured/tool_formats.h"
 
 namespace stet::server {
 namespace {
 
-const Json& Tools() {
-  static const Json t = Json::parse(R"([
-    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
-      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-      "required": ["city"]}}},
-    {"type": "function", "function": {"name": "ping"}}])");
-  return t;
-}
+using testing::GbnfMatches;
 
-bool Matches(const std::string& gbnf, const std::string& s) {
-  auto g = ParseGbnf(gbnf);
-  EXPECT_TRUE(g.ok()) << g.status().ToString() << "\n" << gbnf;
-  if (!g.ok()) return false;
-  GrammarMatcher m(*g);
-  EXPECT_TRUE(m.Init().ok());
-  auto r = m.Accept(s);
-  return r.ok() && *r && m.CanEnd();
-}
+const Json& Tools() { return testing::WeatherAndPingTools(); }
+bool Matches(const std::string& gbnf, const std::string& s) { return GbnfMatches(gbnf, s); }
 
 struct Case {
-  ToolCallFormat f;
+  const ToolCallFormat& f;
   std::string one, two;  // one call; two calls
 };
 
@@ -42,14 +29,14 @@ TEST(ToolCallGrammar, AcceptedCallsParseBackInEveryFormat) {
   const std::string p = R"({"name": "ping", "arguments": {}})";
   const std::string wl = R"({"name": "get_weather", "parameters": {"city": "Paris", "days": 2}})";
   const std::vector<Case> cases = {
-      {ToolCallFormat::kHermes, "<tool_call>\n" + w + "\n</tool_call>",
+      {HermesToolFormat(), "<tool_call>\n" + w + "\n</tool_call>",
        "<tool_call>\n" + w + "\n</tool_call>\n<tool_call>\n" + p + "\n</tool_call>"},
-      {ToolCallFormat::kLlama3, wl, wl + "; " + R"({"name": "ping", "parameters": {}})"},
-      {ToolCallFormat::kMistral, "[TOOL_CALLS][" + w + "]", "[TOOL_CALLS][" + w + ", " + p + "]"},
-      {ToolCallFormat::kGeneric, w, "[" + w + ", " + p + "]"},
+      {Llama3ToolFormat(), wl, wl + "; " + R"({"name": "ping", "parameters": {}})"},
+      {MistralToolFormat(), "[TOOL_CALLS][" + w + "]", "[TOOL_CALLS][" + w + ", " + p + "]"},
+      {GenericToolFormat(), w, "[" + w + ", " + p + "]"},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(ToolCallFormatName(c.f));
+    SCOPED_TRACE(c.f.name());
     auto one = ToolCallGbnf(c.f, Tools(), "", /*parallel=*/false);
     auto many = ToolCallGbnf(c.f, Tools(), "", /*parallel=*/true);
     auto named = ToolCallGbnf(c.f, Tools(), "ping", /*parallel=*/true);
@@ -64,7 +51,7 @@ TEST(ToolCallGrammar, AcceptedCallsParseBackInEveryFormat) {
     EXPECT_EQ(a.calls[0].arguments, R"({"city":"Paris","days":2})");
     EXPECT_EQ(a.calls[1].name, "ping");
   }
-  auto g = ToolCallGbnf(ToolCallFormat::kGeneric, Tools(), "", false);
+  auto g = ToolCallGbnf(GenericToolFormat(), Tools(), "", false);
   EXPECT_FALSE(Matches(*g, R"({"name": "get_time", "arguments": {}})"));
   EXPECT_FALSE(Matches(*g, R"({"name": "get_weather", "arguments": {"days": 2}})"));
   EXPECT_FALSE(Matches(*g, R"({"name": "get_weather", "arguments": {"city": 3}})"));
@@ -72,12 +59,12 @@ TEST(ToolCallGrammar, AcceptedCallsParseBackInEveryFormat) {
 
 TEST(ToolCallGrammar, RefusesUnknownFunctionsAndUnsupportedSchemas) {
   RequestParams p;
-  auto e = ForceToolCalls(ToolCallFormat::kHermes, Tools(), "nope", false, &p);
+  auto e = ForceToolCalls(HermesToolFormat(), Tools(), "nope", false, &p);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "tool_choice");
   const Json bad = Json::parse(R"([{"type": "function", "function": {"name": "f",
       "parameters": {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=x)y"}}}}}])");
-  e = ForceToolCalls(ToolCallFormat::kHermes, bad, "", false, &p);
+  e = ForceToolCalls(HermesToolFormat(), bad, "", false, &p);
   ASSERT_TRUE(e.has_value());
   EXPECT_NE(e->message.find("'pattern'"), std::string::npos);
   EXPECT_FALSE(p.grammar);

@@ -10,7 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/openai/response.h"
+#include "server/openai/chat_format.h"
+#include "server/structured/tool_formats.h"
 #include "support/test_support.h"
 #include "template/chat_template.h"
 
@@ -31,7 +32,7 @@ std::string TemplatePath(const std::string& name) {
   return stet::testing::SharedDir() + "/chat-templates/" + name + ".jinja";
 }
 
-ParsedAnswer Parse(ToolCallFormat f, const std::string& s) {
+ParsedAnswer Parse(const ToolCallFormat& f, const std::string& s) {
   return ParseToolCalls(f, s, s, Tools(), 42, 0);
 }
 
@@ -42,26 +43,25 @@ void ExpectWeather(const ToolCall& c) {
 
 struct Family {
   const char* file;
-  ToolCallFormat format;
+  const ToolCallFormat& format;
   const char* turn_start;  // the assistant turn starts after its last occurrence
   const char* turn_end;    // and ends before this
   bool keep_start;         // the start marker is part of the model's answer
 };
 
 const Family kFamilies[] = {
-    {"Qwen-Qwen2.5-7B-Instruct", ToolCallFormat::kHermes, "<|im_start|>assistant\n", "<|im_end|>",
+    {"Qwen-Qwen2.5-7B-Instruct", HermesToolFormat(), "<|im_start|>assistant\n", "<|im_end|>",
      false},
-    {"Qwen-Qwen3-0.6B", ToolCallFormat::kHermes, "<|im_start|>assistant\n", "<|im_end|>", false},
-    {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", ToolCallFormat::kHermes,
-     "<|im_start|>assistant\n", "<|im_end|>", false},
-    {"meta-llama-Llama-3.1-8B-Instruct", ToolCallFormat::kLlama3,
+    {"Qwen-Qwen3-0.6B", HermesToolFormat(), "<|im_start|>assistant\n", "<|im_end|>", false},
+    {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", HermesToolFormat(), "<|im_start|>assistant\n",
+     "<|im_end|>", false},
+    {"meta-llama-Llama-3.1-8B-Instruct", Llama3ToolFormat(),
      "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>", false},
-    {"meta-llama-Llama-3.3-70B-Instruct", ToolCallFormat::kLlama3,
+    {"meta-llama-Llama-3.3-70B-Instruct", Llama3ToolFormat(),
      "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>", false},
-    {"mistralai-Mistral-Nemo-Instruct-2407", ToolCallFormat::kMistral, "[TOOL_CALLS]", "</s>",
-     true},
-    {"Mistral-Small-3.2-24B-Instruct-2506", ToolCallFormat::kMistral, "[TOOL_CALLS]", "</s>", true},
-    {"unsloth-mistral-Devstral-Small-2507", ToolCallFormat::kMistral, "[TOOL_CALLS]", "</s>", true},
+    {"mistralai-Mistral-Nemo-Instruct-2407", MistralToolFormat(), "[TOOL_CALLS]", "</s>", true},
+    {"Mistral-Small-3.2-24B-Instruct-2506", MistralToolFormat(), "[TOOL_CALLS]", "</s>", true},
+    {"unsloth-mistral-Devstral-Small-2507", MistralToolFormat(), "[TOOL_CALLS]", "</s>", true},
 };
 
 // The assistant turn a real template renders for a get_weather call.
@@ -94,13 +94,13 @@ std::string RenderedCallTurn(const Family& f) {
 TEST(ToolCalls, FormatDetectedFromTheRealTemplates) {
   for (const Family& f : kFamilies) {
     STET_REQUIRE_FILE(TemplatePath(f.file));
-    EXPECT_EQ(DetectToolCallFormat(stet::testing::ReadFileOrDie(TemplatePath(f.file))), f.format)
+    EXPECT_EQ(&DetectToolCallFormat(stet::testing::ReadFileOrDie(TemplatePath(f.file))), &f.format)
         << f.file;
   }
   const std::string gemma = TemplatePath("google-gemma-2-2b-it");
   STET_REQUIRE_FILE(gemma);
-  EXPECT_EQ(DetectToolCallFormat(stet::testing::ReadFileOrDie(gemma)), ToolCallFormat::kGeneric);
-  EXPECT_STREQ(ToolCallFormatName(ToolCallFormat::kMistral), "mistral");
+  EXPECT_EQ(&DetectToolCallFormat(stet::testing::ReadFileOrDie(gemma)), &GenericToolFormat());
+  EXPECT_STREQ(MistralToolFormat().name(), "mistral");
 }
 
 TEST(ToolCalls, EachTemplatesOwnRenderingParsesBack) {
@@ -116,7 +116,7 @@ TEST(ToolCalls, EachTemplatesOwnRenderingParsesBack) {
 }
 
 TEST(ToolCalls, HermesGoldens) {
-  const auto h = ToolCallFormat::kHermes;
+  const ToolCallFormat& h = HermesToolFormat();
   const std::string one =
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\", \"unit\": "
       "\"celsius\"}}\n</tool_call>";
@@ -142,7 +142,7 @@ TEST(ToolCalls, HermesGoldens) {
 }
 
 TEST(ToolCalls, MalformedCallsStayText) {
-  const auto h = ToolCallFormat::kHermes;
+  const ToolCallFormat& h = HermesToolFormat();
   for (const std::string& s : {
            std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": "
                        "</tool_call>"),
@@ -165,15 +165,14 @@ TEST(ToolCalls, MalformedCallsStayText) {
   // Unbalanced or hostile input never throws.
   for (const std::string& s : {std::string("[TOOL_CALLS][[[[["), std::string("{\"a\": \"\\"),
                                std::string("[TOOL_CALLS]get_time[ARGS]"), std::string(1000, '{')}) {
-    for (auto f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kMistral,
-                   ToolCallFormat::kGeneric}) {
-      EXPECT_TRUE(Parse(f, s).calls.empty()) << s;
+    for (const ToolCallFormat* f : ToolCallFormats()) {
+      EXPECT_TRUE(Parse(*f, s).calls.empty()) << s;
     }
   }
 }
 
 TEST(ToolCalls, Llama3Goldens) {
-  const auto l = ToolCallFormat::kLlama3;
+  const ToolCallFormat& l = Llama3ToolFormat();
   const std::string json =
       R"({"name": "get_weather", "parameters": {"location": "Paris", "unit": "celsius"}})";
   for (const std::string& s : {json, "<|python_tag|>" + json, "\n " + json + "\n"}) {
@@ -189,7 +188,7 @@ TEST(ToolCalls, Llama3Goldens) {
 }
 
 TEST(ToolCalls, MistralGoldens) {
-  const auto m = ToolCallFormat::kMistral;
+  const ToolCallFormat& m = MistralToolFormat();
   ParsedAnswer p = Parse(
       m,
       R"([TOOL_CALLS][{"name": "get_weather", "arguments": {"location": "Paris", "unit": "celsius"}, "id": "abcdefghi"}])");
@@ -211,7 +210,7 @@ TEST(ToolCalls, MistralGoldens) {
 }
 
 TEST(ToolCalls, GenericGoldens) {
-  const auto g = ToolCallFormat::kGeneric;
+  const ToolCallFormat& g = GenericToolFormat();
   const char* weather =
       R"({"name": "get_weather", "arguments": {"location": "Paris", "unit": "celsius"}})";
   for (const std::string& s :
@@ -244,7 +243,7 @@ TEST(ToolCalls, IdsDependOnSeedChoiceAndIndexOnly) {
 
 ToolParseFn HermesParse() {
   return [](int index, const ChoiceResult& c) {
-    return ParseToolCalls(ToolCallFormat::kHermes, c.text, c.text, Tools(), 5, index);
+    return ParseToolCalls(HermesToolFormat(), c.text, c.text, Tools(), 5, index);
   };
 }
 
@@ -270,8 +269,8 @@ TEST(ToolCalls, ChatResponseAndStreamCarryTheCalls) {
 
   ChatStream cs(meta, false, 0, false, piece);
   cs.SetToolParsing(HermesParse());
-  EXPECT_EQ(cs.Token(0, call.text.substr(0, 10), nullptr), "");  // held back
-  const std::string out = cs.Finish(0, call.text.substr(10), FinishReason::kStop);
+  EXPECT_EQ(cs.Token(0, call.text.substr(0, 10), nullptr, call), "");  // held back
+  const std::string out = cs.Finish(0, call.text.substr(10), FinishReason::kStop, call);
   std::vector<Json> chunks;
   for (size_t pos = 0; (pos = out.find("data: ", pos)) != std::string::npos; pos += 6) {
     chunks.push_back(Json::parse(out.substr(pos + 6, out.find("\n\n", pos) - pos - 6)));
@@ -281,7 +280,9 @@ TEST(ToolCalls, ChatResponseAndStreamCarryTheCalls) {
   EXPECT_EQ(chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "get_time");
   EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "tool_calls");
   // Text without calls comes out whole at the end.
-  const std::string plain = cs.Finish(1, "hello", FinishReason::kLength);
+  ChoiceResult cut = text;
+  cut.finish = FinishReason::kLength;
+  const std::string plain = cs.Finish(1, "hello", FinishReason::kLength, cut);
   EXPECT_NE(plain.find("\"content\":\"hello\""), std::string::npos) << plain;
   EXPECT_NE(plain.find("\"finish_reason\":\"length\""), std::string::npos) << plain;
 }

@@ -14,11 +14,15 @@
 #include "base/hash.h"
 #include "base/rng.h"
 #include "base/utc_time.h"
-#include "forensics/client/json_field.h"
-#include "forensics/client/stream_fold.h"
+#include "forensics/client/answer_shaping.h"
 #include "forensics/store/exchange.h"
+#include "wire/answer.h"
+#include "wire/json_read.h"
+#include "wire/stream_fold.h"
 
 namespace stet::forensics {
+
+using wire::Str;
 
 namespace {
 
@@ -29,46 +33,21 @@ struct Step {
   double top1 = 0;
 };
 
-// The greedy path of one answer: per position, the top-1 token and its logprob.
+// The greedy path of one answer: per position, the top-1 token and its logprob
+// (the largest of its alternatives, else the token's own).
 std::vector<Step> PathOf(const OJson& resp) {
   std::vector<Step> out;
-  if (!resp.is_object() || !resp.contains("choices") || !resp["choices"].is_array() ||
-      resp["choices"].empty()) {
-    return out;
-  }
-  const OJson& c = resp["choices"][0];
-  if (!c.contains("logprobs") || !c["logprobs"].is_object()) return out;
-  const OJson& lp = c["logprobs"];
-  if (lp.contains("content") && lp["content"].is_array()) {
-    for (const auto& e : lp["content"]) {
-      Step s{Str(e, "token"), e.value("logprob", 0.0)};
-      if (e.contains("top_logprobs") && e["top_logprobs"].is_array()) {
-        bool first = true;
-        for (const auto& t : e["top_logprobs"]) {
-          const double v = t.value("logprob", -1e300);
-          if (first || v > s.top1) s = Step{Str(t, "token"), v};
-          first = false;
-        }
-      }
-      out.push_back(s);
+  const wire::Answer a = wire::ReadAnswer(resp, wire::ApiKind::kChat);
+  if (a.choices.empty()) return out;
+  for (const wire::AnswerToken& t : a.choices[0].tokens) {
+    Step s{t.token, t.logprob.value_or(0.0)};
+    bool first = true;
+    for (const auto& [token, lp] : t.top) {
+      const double v = lp.value_or(-1e300);
+      if (first || v > s.top1) s = Step{token, v};
+      first = false;
     }
-  } else if (lp.contains("tokens") && lp["tokens"].is_array()) {
-    const OJson empty = OJson::array();
-    const OJson& lps = lp.contains("token_logprobs") ? lp["token_logprobs"] : empty;
-    const OJson& tops = lp.contains("top_logprobs") ? lp["top_logprobs"] : empty;
-    for (size_t k = 0; k < lp["tokens"].size(); ++k) {
-      Step s{lp["tokens"][k].is_string() ? lp["tokens"][k].get<std::string>() : "",
-             k < lps.size() && lps[k].is_number() ? lps[k].get<double>() : 0.0};
-      if (k < tops.size() && tops[k].is_object()) {
-        bool first = true;
-        for (auto it = tops[k].begin(); it != tops[k].end(); ++it) {
-          const double v = it.value().is_number() ? it.value().get<double>() : -1e300;
-          if (first || v > s.top1) s = Step{it.key(), v};
-          first = false;
-        }
-      }
-      out.push_back(s);
-    }
+    out.push_back(s);
   }
   return out;
 }

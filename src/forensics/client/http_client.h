@@ -16,9 +16,14 @@
 #include <vector>
 
 #include "base/status.h"
-#include "forensics/client/sse.h"
+#include "wire/sse.h"
 
 namespace stet::forensics {
+
+// Read through the OpenAI wire module (src/wire).
+using wire::IsDoneEvent;
+using wire::SseEvent;
+using wire::SseParser;
 
 struct HttpOptions {
   std::string api_key;          // sent as "Authorization: Bearer <key>" when non-empty

@@ -1,12 +1,15 @@
-// Response parsing is tolerant of the variations real servers send: top
+// Requests in both endpoint shapes, and answers read through the OpenAI wire
+// module (wire/answer.h), which takes the variations real servers send: top
 // logprobs as an object {token: lp} (legacy completions) or as a list of
-// {token, logprob} (chat, newer servers), null entries, a missing fingerprint,
-// and Python's non-JSON -Infinity/NaN for impossible tokens.
+// {token, logprob} (chat, newer servers), null entries, a missing fingerprint;
+// here Python's non-JSON -Infinity/NaN for impossible tokens is read too.
 #include "forensics/client/openai.h"
 
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "wire/answer.h"
 
 namespace stet::forensics {
 
@@ -37,9 +40,7 @@ Result<json> ParseJson(const std::string& body) {
   return j;
 }
 
-double Num(const json& v, double fallback) { return v.is_number() ? v.get<double>() : fallback; }
-
-std::string Str(const json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
+constexpr double kNoLogprob = -1e300;  // a logprob the server left out (or sent as non-finite)
 
 void SortTop(std::vector<std::pair<std::string, double>>* top) {
   std::stable_sort(top->begin(), top->end(), [](const auto& a, const auto& b) {
@@ -48,63 +49,24 @@ void SortTop(std::vector<std::pair<std::string, double>>* top) {
   });
 }
 
-std::vector<std::pair<std::string, double>> ReadTop(const json& t) {
-  std::vector<std::pair<std::string, double>> top;
-  if (t.is_object()) {
-    for (auto it = t.begin(); it != t.end(); ++it)
-      top.emplace_back(it.key(), Num(it.value(), -1e300));
-  } else if (t.is_array()) {
-    for (const json& e : t) {
-      if (e.is_object())
-        top.emplace_back(Str(e.value("token", json())), Num(e.value("logprob", json()), -1e300));
-    }
-  }
-  SortTop(&top);
-  return top;
-}
-
-// Appends the tokens of a choice's "logprobs" member, either shape.
-void ReadLogprobs(const json& lp, Completion* out) {
-  if (!lp.is_object()) return;
-  if (lp.contains("content") && lp["content"].is_array()) {  // chat shape
-    out->has_logprobs = true;
-    for (const json& e : lp["content"]) {
-      if (!e.is_object()) continue;
-      TokenLogprob t;
-      t.token = Str(e.value("token", json()));
-      t.logprob = Num(e.value("logprob", json()), -1e300);
-      if (e.contains("top_logprobs")) t.top = ReadTop(e["top_logprobs"]);
-      out->tokens.push_back(std::move(t));
-    }
-    return;
-  }
-  if (lp.contains("tokens") && lp["tokens"].is_array()) {  // completions shape
-    out->has_logprobs = true;
-    const json& toks = lp["tokens"];
-    const json empty_array = json::array();
-    const json& lps = lp.contains("token_logprobs") && lp["token_logprobs"].is_array()
-                          ? lp["token_logprobs"]
-                          : empty_array;
-    const json& tops = lp.contains("top_logprobs") && lp["top_logprobs"].is_array()
-                           ? lp["top_logprobs"]
-                           : empty_array;
-    for (size_t i = 0; i < toks.size(); ++i) {
-      TokenLogprob t;
-      t.token = Str(toks[i]);
-      t.logprob = i < lps.size() ? Num(lps[i], -1e300) : -1e300;
-      if (i < tops.size()) t.top = ReadTop(tops[i]);
-      out->tokens.push_back(std::move(t));
-    }
+// The tokens of one choice as the wire reader read them, alternatives best first.
+void AppendTokens(const wire::AnswerChoice& c, Completion* out) {
+  if (!c.has_logprobs) return;
+  out->has_logprobs = true;
+  for (const wire::AnswerToken& t : c.tokens) {
+    TokenLogprob tl;
+    tl.token = t.token;
+    tl.logprob = t.logprob.value_or(kNoLogprob);
+    for (const auto& [token, lp] : t.top) tl.top.emplace_back(token, lp.value_or(kNoLogprob));
+    SortTop(&tl.top);
+    out->tokens.push_back(std::move(tl));
   }
 }
 
-Status ErrorFromBody(const json& j) {
-  if (j.is_object() && j.contains("error")) {
-    const json& e = j["error"];
-    std::string msg = e.is_object() ? Str(e.value("message", json())) : e.dump();
-    return InvalidArgument("server error: " + msg);
-  }
-  return Status::Ok();
+Status ErrorFromAnswer(const wire::Answer& a) {
+  if (a.error.is_null()) return Status::Ok();
+  const std::string msg = a.error.is_object() ? wire::Str(a.error, "message") : a.error.dump();
+  return InvalidArgument("server error: " + msg);
 }
 
 }  // namespace
@@ -155,45 +117,41 @@ Status AppendStreamChunk(const std::string& data, Completion* acc) {
 
 Result<Completion> ParseCompletionImpl(const std::string& body) {
   STET_ASSIGN_OR_RETURN(json j, ParseJson(body));
-  STET_RETURN_IF_ERROR(ErrorFromBody(j));
-  if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
-      j["choices"].empty()) {
+  const wire::Answer a = wire::ReadAnswer(wire::Json(j));
+  STET_RETURN_IF_ERROR(ErrorFromAnswer(a));
+  if (a.choices.empty() || !j.contains("choices")) {
     return DataLoss("response has no choices: " + body.substr(0, 200));
   }
-  const json& c = j["choices"][0];
+  const wire::AnswerChoice& c = a.choices[0];
   Completion out;
-  out.system_fingerprint = Str(j.value("system_fingerprint", json()));
-  out.model = Str(j.value("model", json()));
-  out.finish_reason = Str(c.value("finish_reason", json()));
-  if (c.contains("message") && c["message"].is_object()) {
-    out.text = Str(c["message"].value("content", json()));
-  } else {
-    out.text = Str(c.value("text", json()));
-  }
-  if (c.contains("logprobs")) ReadLogprobs(c["logprobs"], &out);
+  out.system_fingerprint = a.system_fingerprint;
+  out.model = a.model;
+  out.finish_reason = c.finish_reason;
+  out.text = c.text;
+  AppendTokens(c, &out);
   return out;
 }
 
 Status AppendStreamChunkImpl(const std::string& data, Completion* acc) {
   STET_ASSIGN_OR_RETURN(json j, ParseJson(data));
-  STET_RETURN_IF_ERROR(ErrorFromBody(j));
   if (!j.is_object()) return DataLoss("stream chunk is not a JSON object: " + data.substr(0, 200));
-  const std::string fp = Str(j.value("system_fingerprint", json()));
-  if (!fp.empty()) acc->system_fingerprint = fp;
-  const std::string model = Str(j.value("model", json()));
-  if (!model.empty()) acc->model = model;
-  if (!j.contains("choices") || !j["choices"].is_array())
-    return Status::Ok();  // e.g. a usage chunk
-  for (const json& c : j["choices"]) {
-    if (!c.is_object() || c.value("index", 0) != 0) continue;
-    if (c.contains("delta") && c["delta"].is_object()) {
-      acc->text += Str(c["delta"].value("content", json()));
-    } else {
-      acc->text += Str(c.value("text", json()));
+  // A streamed choice must say which choice it continues: an index of another
+  // type cannot be folded (a non-streamed answer's order says it instead).
+  if (j.contains("choices") && j["choices"].is_array()) {
+    for (const json& c : j["choices"]) {
+      if (c.is_object() && c.contains("index") && !c["index"].is_number_integer())
+        return DataLoss("unexpected stream chunk shape: a choice's index is not an integer");
     }
-    const std::string fr = Str(c.value("finish_reason", json()));
-    if (!fr.empty()) acc->finish_reason = fr;
-    if (c.contains("logprobs")) ReadLogprobs(c["logprobs"], acc);
+  }
+  const wire::Answer a = wire::ReadAnswer(wire::Json(j));
+  STET_RETURN_IF_ERROR(ErrorFromAnswer(a));
+  if (!a.system_fingerprint.empty()) acc->system_fingerprint = a.system_fingerprint;
+  if (!a.model.empty()) acc->model = a.model;
+  for (const wire::AnswerChoice& c : a.choices) {  // a usage chunk has none
+    if (c.index != 0) continue;
+    acc->text += c.text;
+    if (!c.finish_reason.empty()) acc->finish_reason = c.finish_reason;
+    AppendTokens(c, acc);
   }
   return Status::Ok();
 }

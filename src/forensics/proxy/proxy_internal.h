@@ -10,15 +10,24 @@
 #include <optional>
 #include <string>
 
-#include "forensics/client/stream_fold.h"
+#include "forensics/client/answer_shaping.h"
 #include "forensics/proxy/proxy.h"
 #include "forensics/proxy/proxy_path.h"
 #include "http/api_error.h"
 #include "http/http_conn.h"
 #include "http/http_gate.h"
 #include "http/http_server.h"
+#include "wire/stream_fold.h"
 
 namespace stet::forensics {
+
+// Read through the OpenAI wire module (src/wire).
+using wire::ApiKind;
+using wire::ApiKindOfPath;
+using wire::IsTerminalEvent;
+using wire::SseEvent;
+using wire::SseParser;
+using wire::StreamFold;
 
 using ProxyClock = std::chrono::steady_clock;
 

@@ -15,13 +15,19 @@
 
 #include "base/progress.h"
 #include "forensics/client/http_client.h"
-#include "forensics/client/json_field.h"
+#include "wire/answer.h"
 
 namespace stet::forensics {
 
 using OJson = nlohmann::ordered_json;
 
 namespace {
+
+using wire::Flag;
+using wire::Ids;
+using wire::IntOr;
+using wire::Num;
+using wire::Str;
 
 constexpr size_t kSnippetBytes = 40;
 
@@ -37,31 +43,6 @@ struct Side {
   bool has_tops = false;
   std::string finish;
 };
-
-// A flag as the server reads it: true only when it is the boolean true (null,
-// absent or another type reads as false, never as an exception).
-bool Flag(const OJson& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-int64_t IntOr(const OJson& j, const char* key, int64_t fallback) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
-}
-
-std::optional<double> Num(const OJson& v) {
-  if (v.is_number()) return v.get<double>();
-  return std::nullopt;
-}
-
-std::optional<std::vector<int64_t>> Ids(const OJson& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return std::nullopt;
-  std::vector<int64_t> v;
-  for (const auto& e : *it) v.push_back(e.is_number_integer() ? e.get<int64_t>() : -1);
-  return v;
-}
 
 bool SameBits(const std::optional<double>& a, const std::optional<double>& b) {
   if (a.has_value() != b.has_value()) return false;
@@ -134,14 +115,6 @@ std::optional<std::string> EchoPrefix(const OJson& request, size_t prompt_index)
   return std::nullopt;
 }
 
-std::string BytesToString(const OJson& bytes) {
-  std::string s;
-  for (const auto& b : bytes) {
-    if (b.is_number_integer()) s.push_back(static_cast<char>(b.get<int>()));
-  }
-  return s;
-}
-
 bool IsResponses(const RecordJson& record) { return Str(record, "endpoint") == "/v1/responses"; }
 
 // Templated endpoints: the request's clock is pinned and the answer is a chat message.
@@ -149,121 +122,67 @@ bool IsChatLike(const RecordJson& record) {
   return Str(record, "endpoint") == "/v1/chat/completions" || IsResponses(record);
 }
 
-// A /v1/responses answer (with stet's return_token_ids) in chat's shape: one
-// choice whose text is its message text. A function-call answer has no text
-// of its own to compare: its token ids (which the text is a function of,
-// under the same fingerprint) stand for it, so it takes the recorded text
-// when it carries token ids, and a text that cannot match when it does not.
-OJson ResponsesAsChat(const OJson& resp, const std::vector<Side>& rec) {
-  std::string text;
-  bool calls = false;
-  OJson lps = OJson::array();
-  bool has_lps = false;
-  if (resp.contains("output") && resp["output"].is_array()) {
-    for (const auto& item : resp["output"]) {
-      if (Str(item, "type") == "function_call") calls = true;
-      if (Str(item, "type") != "message" || !item.contains("content") ||
-          !item["content"].is_array())
-        continue;
-      for (const auto& part : item["content"]) {
-        text += Str(part, "text");
-        if (part.contains("logprobs") && part["logprobs"].is_array()) {
-          has_lps = true;
-          for (const auto& e : part["logprobs"]) lps.push_back(e);
-        }
-      }
-    }
+// One choice of an answer as a Side. Prompt positions at the head of echoed
+// completions logprobs (`skip`) are not generated tokens.
+Side AnswerSide(const wire::AnswerChoice& c, size_t skip) {
+  Side s;
+  s.text = c.text;
+  s.token_ids = c.token_ids;
+  s.prompt_ids = c.prompt_token_ids;
+  s.finish = c.finish_reason;
+  s.has_tokens = s.has_logprobs = c.has_logprobs;
+  for (size_t k = skip; k < c.tokens.size(); ++k) {
+    const wire::AnswerToken& t = c.tokens[k];
+    s.tokens.push_back(t.bytes.value_or(t.token));
+    s.logprobs.push_back(t.logprob);
+    std::vector<std::optional<double>> vals;
+    for (const auto& alt : t.top) vals.push_back(alt.second);
+    s.has_tops |= !vals.empty();
+    s.tops.push_back(std::move(vals));
   }
-  OJson c = OJson::object();
-  c["index"] = 0;
-  if (calls) text = resp.contains("token_ids") && !rec.empty() ? rec[0].text : "(function calls)";
-  c["message"] = OJson{{"role", "assistant"}, {"content", text}};
-  if (resp.contains("token_ids")) c["token_ids"] = resp["token_ids"];
-  if (has_lps && !calls) c["logprobs"] = OJson{{"content", lps}};
-  c["finish_reason"] = Str(resp, "status") == "incomplete" ? "length" : "stop";
-  OJson out = OJson::object();
-  out["choices"] = OJson::array({c});
-  if (resp.contains("prompt_token_ids")) out["prompt_token_ids"] = resp["prompt_token_ids"];
-  out["system_fingerprint"] =
-      resp.contains("system_fingerprint") ? resp["system_fingerprint"] : OJson();
-  return out;
+  return s;
+}
+
+// A /v1/responses answer (with stet's return_token_ids) as one chat-like
+// choice. A function-call answer has no text of its own to compare: its
+// token ids (which the text is a function of, under the same fingerprint)
+// stand for it, so it takes the recorded text when it carries token ids, and a
+// text that cannot match when it does not.
+Side ResponsesSide(const wire::Answer& a, const std::vector<Side>& rec) {
+  wire::AnswerChoice c = a.choices.empty() ? wire::AnswerChoice() : a.choices[0];
+  const bool calls = !c.tool_calls.empty();
+  if (calls) {
+    c.text = c.token_ids && !rec.empty() ? rec[0].text : "(function calls)";
+    c.has_logprobs = false;
+    c.tokens.clear();
+  }
+  c.finish_reason = a.status == "incomplete" ? "length" : "stop";
+  c.prompt_token_ids = a.prompt_token_ids;
+  return AnswerSide(c, 0);
 }
 
 std::vector<Side> AnswerSides(const RecordJson& record, const OJson& resp,
                               const std::vector<Side>& rec) {
-  std::vector<Side> out;
+  if (IsResponses(record))
+    return {ResponsesSide(wire::ReadAnswer(resp, wire::ApiKind::kResponses), rec)};
   const bool chat = IsChatLike(record);
+  const wire::Answer a =
+      wire::ReadAnswer(resp, chat ? wire::ApiKind::kChat : wire::ApiKind::kCompletions);
   const OJson& request = record["request"];  // an object: ValidateRecord
   const bool echo = !chat && Flag(request, "echo");
   const int n = RecordN(record);
-  std::vector<const OJson*> choices;
-  if (resp.contains("choices") && resp["choices"].is_array()) {
-    for (const auto& c : resp["choices"]) choices.push_back(&c);
-  }
-  std::stable_sort(choices.begin(), choices.end(), [](const OJson* a, const OJson* b) {
-    return IntOr(*a, "index", 0) < IntOr(*b, "index", 0);
-  });
-  for (size_t i = 0; i < choices.size(); ++i) {
-    const OJson& c = *choices[i];
-    Side s;
-    if (chat) {
-      if (c.contains("message") && c["message"].is_object()) s.text = Str(c["message"], "content");
-      s.prompt_ids = Ids(resp, "prompt_token_ids");
-    } else {
-      s.text = Str(c, "text");
-      s.prompt_ids = Ids(c, "prompt_token_ids");
-    }
-    s.token_ids = Ids(c, "token_ids");
-    s.finish = Str(c, "finish_reason");
-    // Prompt positions at the head of echoed logprobs are not generated tokens.
+  std::vector<Side> out;
+  for (size_t i = 0; i < a.choices.size(); ++i) {
     size_t skip = 0;
+    if (echo && i < rec.size() && rec[i].prompt_ids) skip = rec[i].prompt_ids->size();
+    Side s = AnswerSide(a.choices[i], skip);
+    if (chat) s.prompt_ids = a.prompt_token_ids;
     if (echo) {
-      if (i < rec.size() && rec[i].prompt_ids) skip = rec[i].prompt_ids->size();
       auto prefix = EchoPrefix(request, i / n);
       if (prefix && s.text.compare(0, prefix->size(), *prefix) == 0) {
         s.text.erase(0, prefix->size());
       } else if (i < rec.size() && s.text.size() >= rec[i].text.size()) {
         s.text.erase(0, s.text.size() - rec[i].text.size());  // token-id prompt: compare the tail
-      }
-    }
-    auto lp = c.find("logprobs");
-    if (lp != c.end() && lp->is_object()) {
-      if (lp->contains("content") && (*lp)["content"].is_array()) {  // chat
-        s.has_tokens = s.has_logprobs = true;
-        for (const auto& e : (*lp)["content"]) {
-          s.tokens.push_back(e.contains("bytes") && e["bytes"].is_array()
-                                 ? BytesToString(e["bytes"])
-                                 : Str(e, "token"));
-          s.logprobs.push_back(e.contains("logprob") ? Num(e["logprob"]) : std::nullopt);
-          std::vector<std::optional<double>> vals;
-          if (e.contains("top_logprobs") && e["top_logprobs"].is_array()) {
-            for (const auto& t : e["top_logprobs"])
-              vals.push_back(t.contains("logprob") ? Num(t["logprob"]) : std::nullopt);
-          }
-          s.has_tops |= !vals.empty();
-          s.tops.push_back(std::move(vals));
-        }
-      } else if (lp->contains("tokens") && (*lp)["tokens"].is_array()) {  // completions
-        s.has_tokens = s.has_logprobs = true;
-        const OJson& toks = (*lp)["tokens"];
-        const OJson empty = OJson::array();
-        const auto array_or_empty = [&](const char* key) -> const OJson& {
-          auto it = lp->find(key);
-          return it != lp->end() && it->is_array() ? *it : empty;
-        };
-        const OJson& lps = array_or_empty("token_logprobs");
-        const OJson& tops = array_or_empty("top_logprobs");
-        for (size_t k = skip; k < toks.size(); ++k) {
-          s.tokens.push_back(toks[k].is_string() ? toks[k].get<std::string>() : "");
-          s.logprobs.push_back(k < lps.size() ? Num(lps[k]) : std::nullopt);
-          std::vector<std::optional<double>> vals;
-          if (k < tops.size() && tops[k].is_object()) {
-            for (auto it = tops[k].begin(); it != tops[k].end(); ++it)
-              vals.push_back(Num(it.value()));
-          }
-          s.has_tops |= !vals.empty();
-          s.tops.push_back(std::move(vals));
-        }
       }
     }
     out.push_back(std::move(s));
@@ -510,8 +429,7 @@ ReplayOutcome CompareReplay(const RecordJson& record, const OJson& response) {
   o.recorded_fingerprint = Str(record, "system_fingerprint");
   o.replayed_fingerprint = Str(response, "system_fingerprint");
   const std::vector<Side> rec = RecordSides(record);
-  const std::vector<Side> rep =
-      AnswerSides(record, IsResponses(record) ? ResponsesAsChat(response, rec) : response, rec);
+  const std::vector<Side> rep = AnswerSides(record, response, rec);
   o.choices = static_cast<int>(rec.size());
   for (const Side& s : rec) o.tokens += s.token_ids ? static_cast<int64_t>(s.token_ids->size()) : 0;
   if (rec.size() != rep.size()) {

@@ -10,13 +10,18 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
+#include "forensics/client/answer_shaping.h"
 #include "forensics/client/http_client.h"
-#include "forensics/client/json_field.h"
-#include "forensics/client/stream_fold.h"
 #include "forensics/store/exchange.h"
+#include "wire/answer.h"
+#include "wire/json_read.h"
+#include "wire/stream_fold.h"
 
 namespace stet::forensics {
+
+using wire::Str;
 
 namespace {
 
@@ -33,77 +38,35 @@ struct Choice {
   std::string finish;
 };
 
+// {name, arguments} of each call, canonical: what two answers' calls are compared on.
+std::string CallsText(const std::vector<wire::ToolCall>& calls, bool responses) {
+  if (calls.empty()) return "";
+  std::string text;
+  OJson arr = OJson::array();
+  for (const wire::ToolCall& c : calls) {
+    OJson one = OJson{{"name", c.name}, {"arguments", c.arguments}};
+    if (responses) text += Dump(one);  // one object per function_call item
+    arr.push_back(std::move(one));
+  }
+  return responses ? text : Dump(arr);
+}
+
 std::vector<Choice> ChoicesOf(const std::string& endpoint, const OJson& answer) {
   std::vector<Choice> out;
   if (!answer.is_object()) return out;
-  if (endpoint == "/v1/responses") {
-    Choice c;
-    if (answer.contains("output") && answer["output"].is_array()) {
-      for (const auto& item : answer["output"]) {
-        if (!item.is_object()) continue;
-        if (item.value("type", "") == "function_call") {
-          c.tool_calls += Dump(
-              OJson{{"name", item.value("name", "")}, {"arguments", item.value("arguments", "")}});
-        }
-        if (!item.contains("content") || !item["content"].is_array()) continue;
-        for (const auto& part : item["content"]) {
-          if (part.is_object() && part.value("type", "") == "output_text")
-            c.text += Str(part, "text");
-        }
-      }
-    } else {
-      c.text = Str(answer, "output_text");
-    }
-    c.finish = Str(answer, "status");
-    out.push_back(std::move(c));
-    return out;
-  }
-  if (!answer.contains("choices") || !answer["choices"].is_array()) return out;
-  std::vector<const OJson*> sorted;
-  for (const auto& c : answer["choices"]) sorted.push_back(&c);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const OJson* a, const OJson* b) {
-    return a->value("index", 0) < b->value("index", 0);
-  });
-  for (const OJson* cp : sorted) {
-    const OJson& c = *cp;
+  const bool responses = endpoint == "/v1/responses";
+  const wire::Answer a =
+      wire::ReadAnswer(answer, responses ? wire::ApiKind::kResponses : wire::ApiKind::kChat);
+  for (const wire::AnswerChoice& c : a.choices) {
     Choice ch;
-    ch.finish = Str(c, "finish_reason");
-    if (c.contains("message") && c["message"].is_object()) {
-      const OJson& m = c["message"];
-      ch.text = Str(m, "content");
-      if (m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty()) {
-        OJson calls = OJson::array();
-        for (const auto& t : m["tool_calls"]) {
-          const OJson f = t.is_object() && t.contains("function") ? t["function"] : OJson::object();
-          calls.push_back(
-              OJson{{"name", f.value("name", "")}, {"arguments", f.value("arguments", "")}});
-        }
-        ch.tool_calls = Dump(calls);
-      }
-    } else {
-      ch.text = Str(c, "text");
-    }
-    const auto lp = c.find("logprobs");
-    if (lp != c.end() && lp->is_object()) {
-      if (lp->contains("content") && (*lp)["content"].is_array()) {
-        ch.has_tokens = true;
-        for (const auto& e : (*lp)["content"]) {
-          ch.tokens.push_back(Str(e, "token"));
-          ch.logprobs.push_back(e.contains("logprob") && e["logprob"].is_number()
-                                    ? std::optional<double>(e["logprob"].get<double>())
-                                    : std::nullopt);
-        }
-      } else if (lp->contains("tokens") && (*lp)["tokens"].is_array()) {
-        ch.has_tokens = true;
-        const OJson& lps =
-            lp->contains("token_logprobs") ? (*lp)["token_logprobs"] : OJson::array();
-        for (size_t k = 0; k < (*lp)["tokens"].size(); ++k) {
-          const OJson& t = (*lp)["tokens"][k];
-          ch.tokens.push_back(t.is_string() ? t.get<std::string>() : "");
-          ch.logprobs.push_back(k < lps.size() && lps[k].is_number()
-                                    ? std::optional<double>(lps[k].get<double>())
-                                    : std::nullopt);
-        }
+    ch.text = c.text;
+    ch.tool_calls = CallsText(c.tool_calls, responses);
+    ch.finish = responses ? a.status : c.finish_reason;
+    if (!responses && c.has_logprobs) {
+      ch.has_tokens = true;
+      for (const wire::AnswerToken& t : c.tokens) {
+        ch.tokens.push_back(t.token);
+        ch.logprobs.push_back(t.logprob);
       }
     }
     out.push_back(std::move(ch));

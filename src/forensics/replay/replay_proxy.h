@@ -10,7 +10,7 @@
 // runs again, and an earlier departure never changes a later request.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>

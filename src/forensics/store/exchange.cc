@@ -11,6 +11,8 @@
 
 namespace stet::forensics {
 
+using wire::Str;
+
 namespace {
 
 constexpr uint32_t kSampleStream = 0x53544c50;  // "STLP": the logprob-sample draws

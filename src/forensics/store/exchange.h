@@ -11,11 +11,15 @@
 #include <vector>
 
 #include "base/status.h"
-#include "forensics/client/stream_fold.h"
+#include "forensics/client/answer_shaping.h"
 #include "forensics/client/upstream.h"
 #include "forensics/store/exchange_store.h"
+#include "wire/stream_fold.h"
 
 namespace stet::forensics {
+
+using wire::ApiKind;
+using wire::ApiKindOfPath;
 
 // Whether request number `index` (0-based, in arrival order) gets logprobs:
 // u = Philox4x32-10(key = seed; counter = index) as a double in [0, 1), sampled when u < rate.

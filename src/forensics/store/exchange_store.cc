@@ -6,11 +6,13 @@
 
 #include <sqlite3.h>
 
-#include "forensics/client/json_field.h"
 #include "forensics/store/group_commit.h"
 #include "forensics/store/sqlite_util.h"
+#include "wire/json_read.h"
 
 namespace stet::forensics {
+
+using wire::Str;
 
 namespace {
 

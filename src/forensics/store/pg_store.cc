@@ -9,11 +9,13 @@
 
 #include <memory>
 
-#include "forensics/client/json_field.h"
 #include "forensics/store/exchange_store.h"
 #include "forensics/store/group_commit.h"
+#include "wire/json_read.h"
 
 namespace stet::forensics {
+
+using wire::Str;
 
 namespace {
 

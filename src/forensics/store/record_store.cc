@@ -9,10 +9,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "forensics/client/json_field.h"
 #include "forensics/store/sqlite_util.h"
+#include "wire/json_read.h"
 
 namespace stet::forensics {
+
+using wire::Str;
 
 namespace {
 

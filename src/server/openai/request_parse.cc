@@ -324,33 +324,69 @@ std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
   return std::nullopt;
 }
 
+// tool_choice: "none", "auto", "required" or {"type": "function", "function": {"name"}}.
+std::optional<ApiError> ReadToolChoice(const Json& body, ToolUse* t) {
+  auto choice = body.find("tool_choice");
+  bool choice_none = false;
+  if (choice != body.end() && !choice->is_null()) {
+    if (choice->is_object()) {  // {"type": "function", "function": {"name": ...}}
+      const Json fn = choice->value("function", Json());
+      if (choice->value("type", Json()) != "function" || !fn.is_object() ||
+          !fn.value("name", Json()).is_string())
+        return BadRequest(
+            "'tool_choice' as an object must be {\"type\": \"function\", \"function\": "
+            "{\"name\": ...}}",
+            "tool_choice");
+      t->forced = fn["name"].get<std::string>();
+      if (t->forced.empty())
+        return BadRequest("'tool_choice.function.name' must not be empty", "tool_choice");
+    } else if (choice->is_string() && *choice == "required") {
+      t->forced = "*";
+    } else if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
+      return BadRequest(
+          "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+          "\"function\": {\"name\": ...}}",
+          "tool_choice");
+    }
+    choice_none = choice->is_string() && *choice == "none";
+  }
+  if (!t->forced.empty() && t->tools.is_null())
+    return BadRequest("'tool_choice' forces a tool call but 'tools' is empty", "tool_choice");
+  STET_API_TRY(ReadBool(body, "parallel_tool_calls", &t->parallel));
+  t->parse = !t->tools.is_null() && !choice_none;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool ServedModel::Matches(const std::string& name) const {
   return name == id || name == file_name || name == file_stem;
 }
 
-ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedModel& model) {
-  CompletionRequest r;
-  STET_API_TRY(ReadModel(body, model, &r.model));
+ApiOr<GenerationRequest> ParseCompletionRequest(const Json& body, const ServedModel& model) {
+  GenerationRequest r;
+  r.api = WireApi::kCompletions;
+  r.default_max_tokens = kCompletionDefaultMaxTokens;
+  std::string name;
+  STET_API_TRY(ReadModel(body, model, &name));
   STET_API_TRY(ReadPrompt(body, &r.prompts));
   STET_API_TRY(ReadCommon(body, &r.s));
   STET_API_TRY(
       ReadMaxTokens(body, "max_tokens", kIntMin, &r.s.max_tokens));  // >= 0: the engine's check
-  STET_API_TRY(ReadBool(body, "echo", &r.echo));
+  STET_API_TRY(ReadBool(body, "echo", &r.out.echo));
   auto lp = body.find("logprobs");
   if (lp != body.end() && !lp->is_null()) {
     int v = 0;
     STET_API_TRY(ReadInt(body, "logprobs", 0, kMaxCompletionLogprobs, &v));
-    r.logprobs = v;
+    r.out.logprobs = v;
     r.s.params.top_logprobs = v;
-    r.s.params.prompt_logprobs = r.echo;  // echo with logprobs scores the prompt
+    r.s.params.prompt_logprobs = r.out.echo;  // echo with logprobs scores the prompt
   }
   auto plp = body.find("prompt_logprobs");
   if (plp != body.end() && !plp->is_null()) {
     int k = 0;
     STET_API_TRY(ReadInt(body, "prompt_logprobs", 0, kMaxTopLogprobs, &k));
-    r.prompt_logprobs = k;
+    r.out.prompt_logprobs = k;
     r.s.params.prompt_logprobs = true;
     // One top-k serves both lists; each response trims to what it asked.
     r.s.params.top_logprobs = std::max(r.s.params.top_logprobs, k);
@@ -369,9 +405,11 @@ ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedMo
   return r;
 }
 
-ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) {
-  ChatRequest r;
-  STET_API_TRY(ReadModel(body, model, &r.model));
+ApiOr<GenerationRequest> ParseChatRequest(const Json& body, const ServedModel& model) {
+  GenerationRequest r;
+  r.api = WireApi::kChat;
+  std::string name;
+  STET_API_TRY(ReadModel(body, model, &name));
   auto ids = body.find("prompt_token_ids");
   if (ids != body.end() && !ids->is_null()) {
     if (!ids->is_array() || ids->empty())
@@ -384,57 +422,37 @@ ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model) 
           "not both",
           "prompt_token_ids");
     }
-    r.prompt_ids.emplace();
-    STET_API_TRY(ReadTokenArray(*ids, "prompt_token_ids", &*r.prompt_ids));
+    PromptInput in;  // token in: the client rendered the prompt itself
+    in.is_text = false;
+    STET_API_TRY(ReadTokenArray(*ids, "prompt_token_ids", &in.ids));
+    r.prompts.push_back(std::move(in));
+    r.prompt_param = "prompt_token_ids";
   } else {
     STET_API_TRY(ReadMessages(body, &r.messages));
+    r.prompt_param = "messages";
   }
   STET_API_TRY(ReadCommon(body, &r.s));
   // OpenAI's chat API asks for at least one token (the engine would score the prompt on 0).
   STET_API_TRY(ReadMaxTokens(body, "max_tokens", 1, &r.s.max_tokens));
   STET_API_TRY(ReadMaxTokens(body, "max_completion_tokens", 1, &r.s.max_tokens));
-  STET_API_TRY(ReadBool(body, "logprobs", &r.logprobs));
+  bool logprobs = false;
+  STET_API_TRY(ReadBool(body, "logprobs", &logprobs));
+  int top_logprobs = 0;
   auto tl = body.find("top_logprobs");
   if (tl != body.end() && !tl->is_null()) {
-    STET_API_TRY(ReadInt(body, "top_logprobs", &r.top_logprobs));  // 0..20: the engine's check
-    if (!r.logprobs)
+    STET_API_TRY(ReadInt(body, "top_logprobs", &top_logprobs));  // 0..20: the engine's check
+    if (!logprobs)
       return BadRequest("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
-    r.s.params.top_logprobs = r.top_logprobs;
+    r.s.params.top_logprobs = top_logprobs;
   }
-  STET_API_TRY(ParseTools(body, &r.tools));
-  auto choice = body.find("tool_choice");
-  bool choice_none = false;
-  if (choice != body.end() && !choice->is_null()) {
-    if (choice->is_object()) {  // {"type": "function", "function": {"name": ...}}
-      const Json fn = choice->value("function", Json());
-      if (choice->value("type", Json()) != "function" || !fn.is_object() ||
-          !fn.value("name", Json()).is_string())
-        return BadRequest(
-            "'tool_choice' as an object must be {\"type\": \"function\", \"function\": "
-            "{\"name\": ...}}",
-            "tool_choice");
-      r.forced_tool = fn["name"].get<std::string>();
-      if (r.forced_tool.empty())
-        return BadRequest("'tool_choice.function.name' must not be empty", "tool_choice");
-    } else if (choice->is_string() && *choice == "required") {
-      r.forced_tool = "*";
-    } else if (!choice->is_string() || (*choice != "none" && *choice != "auto")) {
-      return BadRequest(
-          "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-          "\"function\": {\"name\": ...}}",
-          "tool_choice");
-    }
-    choice_none = choice->is_string() && *choice == "none";
-  }
-  if (!r.forced_tool.empty() && r.tools.is_null())
-    return BadRequest("'tool_choice' forces a tool call but 'tools' is empty", "tool_choice");
-  STET_API_TRY(ReadBool(body, "parallel_tool_calls", &r.parallel_tool_calls));
-  r.parse_tool_calls = !r.tools.is_null() && !choice_none;
-  STET_API_TRY(ReadResponseFormat(body, &r.s.params));
-  if (!r.forced_tool.empty() && r.s.params.grammar)
-    return BadRequest(
-        "a forced 'tool_choice' cannot be combined with 'response_format' or 'grammar'",
-        "tool_choice");
+  if (logprobs) r.out.logprobs = top_logprobs;
+  STET_API_TRY(ParseTools(body, &r.tools.tools));
+  STET_API_TRY(ReadToolChoice(body, &r.tools));
+  STET_API_TRY(ReadResponseFormat(body, &r.s.params, &r.text_schema));
+  // A forced call with a response format is OpenAI's: the call this turn, the
+  // format for text turns. A raw GBNF grammar has no such meaning.
+  if (!r.tools.forced.empty() && r.s.params.grammar && r.text_schema.is_null())
+    return BadRequest("a forced 'tool_choice' cannot be combined with 'grammar'", "tool_choice");
   return r;
 }
 
@@ -467,11 +485,11 @@ std::optional<ApiError> ParseTokenIds(const Json& arr, const char* param,
 }
 
 ApiOr<RequestParams> BuildParams(const CommonFields& s, std::vector<int32_t> prompt,
-                                 const RequestLimits& limits, int default_max_tokens,
+                                 const RequestLimits& limits, std::optional<int> default_max_tokens,
                                  const char* prompt_param) {
   RequestParams p = s.params;
   const int room = limits.n_ctx - static_cast<int>(prompt.size());
-  p.max_tokens = std::min(s.max_tokens.value_or(default_max_tokens), room);
+  p.max_tokens = std::min(s.max_tokens.value_or(default_max_tokens.value_or(limits.n_ctx)), room);
   p.prompt = std::move(prompt);
   std::string field;
   const Status st = ValidateRequest(p, limits, &field);

@@ -8,13 +8,13 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
 #include "http/api_error.h"
+#include "server/generation.h"
 
 namespace stet::server {
 
@@ -23,9 +23,10 @@ constexpr size_t kMaxStopBytes = 4096;      // per stop string (stet's bound; Op
 constexpr int kMaxLogitBias = 1024;         // logit_bias entries (stet's bound)
 constexpr size_t kMaxCacheSaltBytes = 256;  // cache_salt (vLLM's prefix-cache scope)
 constexpr int kMaxPrompts = 128;
-constexpr int kMaxChoicesPerRequest = 256;  // prompts x n
-constexpr int kMaxCompletionLogprobs = 5;   // /v1/completions' logprobs (the engine allows 20)
-constexpr float kMaxTemperature = 2.0f;     // OpenAI's range is [0, 2]; the engine allows more
+constexpr int kMaxChoicesPerRequest = 256;       // prompts x n
+constexpr int kMaxCompletionLogprobs = 5;        // /v1/completions' logprobs (the engine allows 20)
+constexpr float kMaxTemperature = 2.0f;          // OpenAI's range is [0, 2]; the engine allows more
+constexpr int kCompletionDefaultMaxTokens = 16;  // as OpenAI's /v1/completions
 
 // The names a client may use for the served model.
 struct ServedModel {
@@ -33,52 +34,6 @@ struct ServedModel {
   std::string file_name;  // "model.Q4_1.gguf"
   std::string file_stem;  // "model.Q4_1"
   bool Matches(const std::string& name) const;
-};
-
-// Fields shared by both endpoints.
-struct CommonFields {
-  // As the body sets them: n, sampling (seed included), stop, ignore_eos,
-  // top_logprobs and prompt_logprobs; prompt and max_tokens are filled per
-  // prompt by BuildParams.
-  RequestParams params;
-  std::optional<int> max_tokens;  // absent: the endpoint's default
-  bool stream = false;
-  bool include_usage = false;
-  std::string user;
-  std::string cache_salt;  // empty: none; scopes prefix-cache hits to requests that send it
-};
-struct PromptInput {
-  bool is_text = true;
-  std::string text;          // is_text
-  std::vector<int32_t> ids;  // !is_text (checked against the vocabulary later)
-};
-
-struct CompletionRequest {
-  std::string model;
-  std::vector<PromptInput> prompts;
-  CommonFields s;
-  bool echo = false;
-  std::optional<int> logprobs;  // 0..5: tokens + that many alternatives per token
-  // vLLM's prompt_logprobs: every prompt token's logprob and this many alternatives (0..20).
-  std::optional<int> prompt_logprobs;
-};
-
-struct ChatRequest {
-  std::string model;
-  // Normalized for the template: [{role, content (string), name?, tool_calls?, tool_call_id?}].
-  Json messages;
-  Json tools;  // null when none
-  // stet's token-in extension: the prompt as token ids, no template rendered
-  // ("messages" then absent or empty).
-  std::optional<std::vector<int32_t>> prompt_ids;
-  bool parse_tool_calls = false;  // tools given and tool_choice not "none"
-  // tool_choice "required" ("*") or a named function: the answer is forced to
-  // be tool calls (a grammar the handler builds in the template's format).
-  std::string forced_tool;
-  bool parallel_tool_calls = true;
-  CommonFields s;
-  bool logprobs = false;
-  int top_logprobs = 0;
 };
 
 // The chat parser's parts that /tokenize, /apply-template and /v1/responses share.
@@ -92,16 +47,20 @@ std::optional<ApiError> ParseSampling(const Json& body, SamplingParams* sp);
 std::optional<ApiError> ParseTokenIds(const Json& arr, const char* param,
                                       std::vector<int32_t>* out);
 
-ApiOr<CompletionRequest> ParseCompletionRequest(const Json& body, const ServedModel& model);
-ApiOr<ChatRequest> ParseChatRequest(const Json& body, const ServedModel& model);
+// /v1/completions: prompts as text or ids, echo, logprobs (0..5), prompt_logprobs.
+ApiOr<GenerationRequest> ParseCompletionRequest(const Json& body, const ServedModel& model);
+// /v1/chat/completions: messages (or stet's prompt_token_ids), tools and
+// tool_choice, logprobs / top_logprobs, response_format.
+ApiOr<GenerationRequest> ParseChatRequest(const Json& body, const ServedModel& model);
 
 // Engine parameters for one prompt: `s.params` with the prompt and max_tokens
 // (max_tokens beyond the context is clamped: generation ends with "length"),
 // checked by the engine's ValidateRequest. Its refusal becomes a 400 naming
 // the field — `prompt_param` for the prompt — and a prompt that leaves no room
 // is a 400 context_length_exceeded.
+// `default_max_tokens` absent: as many as the context leaves.
 ApiOr<RequestParams> BuildParams(const CommonFields& s, std::vector<int32_t> prompt,
-                                 const RequestLimits& limits, int default_max_tokens,
+                                 const RequestLimits& limits, std::optional<int> default_max_tokens,
                                  const char* prompt_param);
 
 }  // namespace stet::server

@@ -7,7 +7,7 @@
 // rather than enforced as `anyOf`, which would accept values `oneOf` forbids.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 

@@ -38,7 +38,7 @@ std::optional<ApiError> CheckOptional(const Json& obj, const char* key, bool (Js
 
 }  // namespace
 
-std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
+std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p, Json* text_schema) {
   bool constrained = false;
   auto rf = body.find("response_format");
   if (rf != body.end() && !rf->is_null()) {
@@ -47,6 +47,7 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
     const Json type = rf->value("type", Json());
     if (type == "json_object") {
       STET_API_TRY(Compile(JsonObjectGbnf(), "response_format", p));
+      if (text_schema) *text_schema = Json{{"type", "object"}};
       constrained = true;
     } else if (type == "json_schema") {
       auto js = rf->find("json_schema");
@@ -62,6 +63,7 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
         return BadRequest("'response_format.json_schema.schema' is required",
                           "response_format.json_schema.schema");
       STET_API_TRY(CompileSchema(*schema, "response_format.json_schema.schema", p));
+      if (text_schema) *text_schema = *schema;
       constrained = true;
     } else if (type != "text") {
       return BadRequest(
@@ -81,81 +83,40 @@ std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p) {
 }
 
 std::optional<ApiError> ReadTextFormat(const Json& format, const std::string& param,
-                                       RequestParams* p) {
+                                       RequestParams* p, Json* text_schema) {
   if (format.is_null()) return std::nullopt;
   if (!format.is_object()) return BadRequest("'" + param + "' must be an object", param);
   const Json type = format.value("type", Json());
   if (type == "text") return std::nullopt;
-  if (type == "json_object") return Compile(JsonObjectGbnf(), param, p);
+  if (type == "json_object") {
+    if (text_schema) *text_schema = Json{{"type", "object"}};
+    return Compile(JsonObjectGbnf(), param, p);
+  }
   if (type == "json_schema") {
     STET_API_TRY(CheckOptional(format, "name", &Json::is_string, param, "a string"));
     STET_API_TRY(CheckOptional(format, "strict", &Json::is_boolean, param, "a boolean"));
     auto schema = format.find("schema");
     if (schema == format.end())
       return BadRequest("'" + param + ".schema' is required", param + ".schema");
+    if (text_schema) *text_schema = *schema;
     return CompileSchema(*schema, param + ".schema", p);
   }
   return BadRequest("'" + param + ".type' must be \"text\", \"json_object\" or \"json_schema\"",
                     param + ".type");
 }
 
-Result<std::string> ToolCallGbnf(ToolCallFormat f, const Json& tools, const std::string& name,
-                                 bool parallel) {
-  JsonGrammarBuilder b;
-  const std::string ws = b.Blanks();
-  const std::string key = f == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
-  std::string calls;
-  for (const Json& t : tools) {
-    if (!t.is_object()) continue;
-    const Json& fn = t.contains("function") ? t["function"] : t;
-    if (!fn.is_object() || !fn.contains("name") || !fn["name"].is_string()) continue;
-    const std::string fname = fn["name"].get<std::string>();
-    if (!name.empty() && fname != name) continue;
-    Json params = fn.value("parameters", Json(nullptr));
-    if (params.is_null()) params = Json{{"type", "object"}};
-    auto args = b.AddSchema(params, "args-" + fname);
-    if (!args.ok()) {
-      return InvalidArgument("tool '" + fname + "' parameters: " + args.status().message());
-    }
-    calls += (calls.empty() ? "" : " | ") + std::string("\"{\" ") + ws + " " +
-             GbnfLiteral("\"name\"") + " " + ws + " \":\" " + ws + " " +
-             GbnfLiteral(Json(fname).dump()) + " " + ws + " \",\" " + ws + " " +
-             GbnfLiteral("\"" + key + "\"") + " " + ws + " \":\" " + ws + " " + *args + " " + ws +
-             " \"}\"";
-  }
-  if (calls.empty()) {
-    return InvalidArgument(name.empty() ? "no function in 'tools' to call"
-                                        : "the function '" + name + "' is not in 'tools'");
-  }
-  b.AddRule("call", calls);
-  const bool many = parallel && name.empty();
-  std::string root;
-  switch (f) {
-    case ToolCallFormat::kHermes: {
-      const std::string one = R"("<tool_call>\n" call "\n</tool_call>")";
-      root = one + (many ? " (\"\\n\" " + one + ")*" : "");
-      break;
-    }
-    case ToolCallFormat::kLlama3:
-      root = many ? "call (\"; \" call)*" : "call";
-      break;
-    case ToolCallFormat::kMistral:
-      root = "\"[TOOL_CALLS][\" call" + (many ? " (\",\" " + ws + " call)*" : std::string()) +
-             " \"]\"";
-      break;
-    case ToolCallFormat::kGeneric:
-      root = many ? "call | \"[\" call (\",\" " + ws + " call)* \"]\"" : "call";
-      break;
-  }
-  b.AddRule("root", root);
-  return b.Text();
-}
-
-std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools, const std::string& name,
-                                       bool parallel, RequestParams* p) {
+std::optional<ApiError> ForceToolCalls(const ToolCallFormat& f, const Json& tools,
+                                       const std::string& name, bool parallel, RequestParams* p) {
   auto gbnf = ToolCallGbnf(f, tools, name, parallel);
   if (!gbnf.ok())
     return BadRequest(gbnf.status().message(), name.empty() ? "tools" : "tool_choice");
+  return Compile(*gbnf, "tools", p);
+}
+
+std::optional<ApiError> ForceToolsOrText(const ToolCallFormat& f, const Json& tools, bool parallel,
+                                         const Json& text_schema, RequestParams* p) {
+  auto gbnf = ToolCallGbnf(f, tools, "", parallel, &text_schema);
+  if (!gbnf.ok()) return BadRequest(gbnf.status().message(), "tools");
   return Compile(*gbnf, "tools", p);
 }
 

@@ -17,23 +17,27 @@ namespace stet::server {
 
 // "response_format" ({"type": "text" | "json_object" | "json_schema",
 // "json_schema": {"name", "schema", "strict"}}) and "grammar" (GBNF text); at
-// most one of them constrains the output.
-std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p);
+// most one of them constrains the output. `text_schema` (optional) gets the
+// format as a JSON Schema (json_object: any object), for ForceToolsOrText.
+std::optional<ApiError> ReadResponseFormat(const Json& body, RequestParams* p,
+                                           Json* text_schema = nullptr);
 
 // /v1/responses' text.format: {"type": "text" | "json_object"} or
 // {"type": "json_schema", "name", "schema", "strict"}; `param` names it in errors.
 std::optional<ApiError> ReadTextFormat(const Json& format, const std::string& param,
-                                       RequestParams* p);
+                                       RequestParams* p, Json* text_schema = nullptr);
 
 // tool_choice "required" (`name` empty: any of `tools`) or a named function:
 // the output must be tool calls in format `f` whose arguments match the
-// function's parameters schema; several calls (for "required") only with
-// `parallel`.
-std::optional<ApiError> ForceToolCalls(ToolCallFormat f, const Json& tools, const std::string& name,
-                                       bool parallel, RequestParams* p);
+// function's parameters schema (ToolCallGbnf); several calls (for
+// "required") only with `parallel`.
+std::optional<ApiError> ForceToolCalls(const ToolCallFormat& f, const Json& tools,
+                                       const std::string& name, bool parallel, RequestParams* p);
 
-// The GBNF of ForceToolCalls (exposed for tests).
-Result<std::string> ToolCallGbnf(ToolCallFormat f, const Json& tools, const std::string& name,
-                                 bool parallel);
+// tool_choice "auto" with a response format (OpenAI's meaning: the model may
+// call a tool, and a text answer follows the format): the output is tool
+// calls in format `f` or a JSON document valid under `text_schema`.
+std::optional<ApiError> ForceToolsOrText(const ToolCallFormat& f, const Json& tools, bool parallel,
+                                         const Json& text_schema, RequestParams* p);
 
 }  // namespace stet::server

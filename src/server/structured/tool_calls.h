@@ -1,49 +1,87 @@
-// Tool calls parsed out of a model's answer, in the format its chat template
-// teaches (detected from the template text, as llama.cpp does): Hermes / Qwen
-// <tool_call>{json}</tool_call>, Llama 3.x {"name", "parameters"} (after
-// <|python_tag|> or alone), Mistral [TOOL_CALLS] (a JSON array, or
-// name[ARGS]{json} per call), and a generic JSON fallback. Invariants: an
-// answer that is not entirely well-formed calls (bad JSON, an unknown
-// function, text after a call) comes back as text, never an error; call ids
-// depend only on (seed, choice, call index), so a replay gives the same ids.
+// Tool calls in the format a chat template teaches. Each format is one object
+// (server/structured/tool_format_*.cc) that owns its detection from the
+// template text, its stop strings, the root of the grammar that forces a call
+// and its parser; the registry (tool_formats.cc) lists them in detection
+// order, the generic JSON format last. Invariants: an answer that is not
+// entirely well-formed calls (bad JSON, an unknown function, text after a
+// call) comes back as text, never an error; call ids depend only on (seed,
+// choice, call index), so a replay gives the same ids.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "http/api_error.h"
+#include "wire/answer.h"
 
 namespace stet::server {
 
-enum class ToolCallFormat { kHermes, kLlama3, kMistral, kGeneric };
-
-ToolCallFormat DetectToolCallFormat(const std::string& template_source);
-const char* ToolCallFormatName(ToolCallFormat f);  // "hermes", "llama3", "mistral", "generic"
-
-struct ToolCall {
-  std::string id;         // ToolCallId(seed, choice, index)
-  std::string name;       // one of the request's functions
-  std::string arguments;  // a JSON object, as compact text
-};
+// The wire's call (wire/answer.h): its id is ToolCallId(seed, choice,
+// index), its name one of the request's functions, its arguments a JSON
+// object as compact text.
+using wire::ToolCall;
+using wire::ToolCallsJson;
 
 struct ParsedAnswer {
   std::string content;  // text before the calls (trimmed), or the whole text when there are none
   std::vector<ToolCall> calls;
 };
 
+class ToolCallFormat {
+ public:
+  virtual ~ToolCallFormat() = default;
+  // Its name in logs and docs ("hermes").
+  virtual const char* name() const = 0;
+  // True when a chat template's text teaches this format.
+  virtual bool Detects(const std::string& template_source) const = 0;
+  // A fragment of a template that teaches it: the registry test checks that
+  // Detects() holds on it and that no earlier row claims it.
+  virtual std::string TemplateSample() const = 0;
+  // Stop strings generation needs with this format, beyond the template's
+  // end-of-turn tokens. None of today's formats needs one: a call ends where
+  // the model's turn does.
+  virtual std::vector<std::string> StopStrings() const { return {}; }
+  // The member holding a call's arguments in the forced grammar ("arguments";
+  // Llama 3.x writes "parameters").
+  virtual const char* ArgumentsKey() const { return "arguments"; }
+  // The forced grammar's root over the rule `call` (one call object); `many`:
+  // one call or more. `ws` is the bounded-blanks rule.
+  virtual std::string ForcedRoot(bool many, const std::string& ws) const = 0;
+  // The calls the whole answer `raw` (special tokens written out) holds,
+  // appended to `calls`; `*first`: where they start (what precedes them is
+  // content). False unless the answer after `*first` is calls and blanks only.
+  virtual bool Parse(const std::string& raw, const Json& tools, std::vector<ToolCall>* calls,
+                     size_t* first) const = 0;
+  // `calls` written as a model of this format writes them (what the forced
+  // grammar accepts and Parse reads back: the registry test's round trip).
+  virtual std::string Write(const std::vector<ToolCall>& calls) const = 0;
+};
+
+// Every format, in detection order (the first whose Detects() holds wins; the generic one last).
+const std::vector<const ToolCallFormat*>& ToolCallFormats();
+const ToolCallFormat& DetectToolCallFormat(const std::string& template_source);
+// The format of that name; null when there is none.
+const ToolCallFormat* FindToolCallFormat(const std::string& name);
+
 // `raw`: the answer with special tokens written out (markers such as
 // <|python_tag|> and [TOOL_CALLS] are control tokens); `text`: the answer as
 // content (special tokens dropped), returned unchanged when there are no
 // calls. `tools`: the request's tools array (calls must name one of them).
-ParsedAnswer ParseToolCalls(ToolCallFormat f, const std::string& raw, const std::string& text,
-                            const Json& tools, uint64_t seed, int choice);
+ParsedAnswer ParseToolCalls(const ToolCallFormat& f, const std::string& raw,
+                            const std::string& text, const Json& tools, uint64_t seed, int choice);
+
+// The GBNF that forces tool calls in format `f`: a call of any of `tools`
+// (`name` empty) or of the function `name`, whose arguments match its
+// parameters schema; several calls (for "required") only with `parallel`.
+// With `text_schema`: calls, or else a JSON document valid under it.
+Result<std::string> ToolCallGbnf(const ToolCallFormat& f, const Json& tools,
+                                 const std::string& name, bool parallel,
+                                 const Json* text_schema = nullptr);
 
 // "call_" + 24 hex digits mixed from (seed, choice, index).
 std::string ToolCallId(uint64_t seed, int choice, int index);
-
-// [{"id", "type": "function", "function": {"name", "arguments"}}]; with
-// `indexed` (stream deltas) each entry also carries its "index".
-Json ToolCallsJson(const std::vector<ToolCall>& calls, bool indexed);
 
 }  // namespace stet::server

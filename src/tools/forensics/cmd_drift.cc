@@ -2,6 +2,7 @@
 // --against, the second endpoint is the baseline and --endpoint the current.
 #include "tools/forensics/cmd_drift.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>

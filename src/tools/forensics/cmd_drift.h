@@ -3,7 +3,9 @@
 // capture only), 1 over the threshold, 2 error — for cron and CI.
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -3,6 +3,7 @@
 // round's test (src/forensics/analysis/canary.h); `stet drift report STORE [--html]`
 // recomputes the test over every stored round. Exit codes: 0 nothing flagged,
 // 1 a round flagged, 2 error or bad command line.
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

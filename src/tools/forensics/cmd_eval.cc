@@ -2,6 +2,7 @@
 // directory holds results.json (every run, with what shaped it) and report.html.
 #include "tools/forensics/cmd_eval.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

@@ -3,7 +3,9 @@
 // (including any failed request; results are still written).
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

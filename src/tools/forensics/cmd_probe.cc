@@ -2,6 +2,7 @@
 // table and verdict; stderr the progress bar and errors.
 #include "tools/forensics/cmd_probe.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>

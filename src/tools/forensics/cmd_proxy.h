@@ -1,7 +1,9 @@
 // `stet proxy`: the recording reverse proxy (src/forensics/proxy/proxy.h).
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

@@ -5,6 +5,7 @@
 // 1 failed (message on stderr), 2 bad command line.
 #include "tools/forensics/cmd_record.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -2,13 +2,15 @@
 // cassettes, and the recorder `stet serve --record FILE.db` plugs into the
 // server (the tools layer is where the server meets the forensics store).
 #pragma once
-
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
 #include "base/status.h"
 #include "server/recorder.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

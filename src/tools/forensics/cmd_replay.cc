@@ -4,6 +4,7 @@
 // or against an in-process stet serve of a local file (--against stet).
 #include "tools/forensics/cmd_replay.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -3,7 +3,9 @@
 // identical, 1 a divergence, 2 error or refusal (fingerprint changed).
 #pragma once
 
-#include <CLI/CLI.hpp>
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace stet::tools {
 

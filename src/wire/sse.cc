@@ -1,8 +1,8 @@
-// Line splitting accepts "\n", "\r\n" and a bare "\r" (the spec allows all
-// three), including a "\r\n" pair that straddles two chunks.
-#include "forensics/client/sse.h"
+// SSE reading and writing. Line splitting accepts "\n", "\r\n" and a bare
+// "\r" (the spec allows all three), including a "\r\n" pair that straddles two chunks.
+#include "wire/sse.h"
 
-namespace stet::forensics {
+namespace stet::wire {
 
 void SseParser::Feed(std::string_view chunk, std::vector<SseEvent>* out) {
   if (!bom_checked_ && !chunk.empty()) {
@@ -78,4 +78,20 @@ void SseParser::Dispatch(std::vector<SseEvent>* out) {
   has_data_ = false;
 }
 
-}  // namespace stet::forensics
+std::string SseData(std::string_view data) {
+  std::string s = "data: ";
+  s.append(data);
+  s += "\n\n";
+  return s;
+}
+
+std::string SseTyped(std::string_view type, std::string_view data) {
+  std::string s = "event: ";
+  s.append(type);
+  s += "\ndata: ";
+  s.append(data);
+  s += "\n\n";
+  return s;
+}
+
+}  // namespace stet::wire

@@ -1,11 +1,11 @@
 // SSE parsing: events complete only at a blank line, whatever the chunking;
 // CRLF / CR / LF line ends; comments, multi-line data, [DONE], a final event
 // without its blank line, a byte-order mark split across chunks.
-#include "forensics/client/sse.h"
+#include "wire/sse.h"
 
 #include <gtest/gtest.h>
 
-namespace stet::forensics {
+namespace stet::wire {
 namespace {
 
 std::vector<SseEvent> ParseChunks(const std::vector<std::string>& chunks) {
@@ -95,4 +95,4 @@ TEST(Sse, EventsWithoutDataAreNotDispatched) {
 }
 
 }  // namespace
-}  // namespace stet::forensics
+}  // namespace stet::wire

@@ -1,13 +1,15 @@
-// Server-sent events parsing (the WHATWG event-stream format as OpenAI-style
-// servers use it): bytes arrive in arbitrary chunks; an event is complete only
-// at a blank line, so a `data:` field split across network reads is never cut.
+// Server-sent events as OpenAI-style servers use them (the WHATWG
+// event-stream format), written (`stet serve`) and read (forensics, the
+// proxy) by this one module. Reading: bytes arrive in arbitrary chunks; an
+// event is complete only at a blank line, so a `data:` field split across
+// network reads is never cut.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace stet::forensics {
+namespace stet::wire {
 
 struct SseEvent {
   std::string event;  // the `event:` field; empty for the default "message"
@@ -37,4 +39,11 @@ class SseParser {
 // True for the OpenAI end-of-stream sentinel `data: [DONE]`.
 inline bool IsDoneEvent(const SseEvent& e) { return e.data == "[DONE]"; }
 
-}  // namespace stet::forensics
+// "data: <data>\n\n" (chat and completions chunks: one line of JSON).
+std::string SseData(std::string_view data);
+// "event: <type>\ndata: <data>\n\n" (the Responses API's typed events).
+std::string SseTyped(std::string_view type, std::string_view data);
+// The end of a chat or completions stream.
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+}  // namespace stet::wire

@@ -1,0 +1,112 @@
+// The tool-call formats' shared reading of call objects.
+#include "server/structured/tool_call_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace stet::server::tool_json {
+
+namespace {
+
+bool Blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// Just past the JSON object or array that starts at s[pos]; npos when there is none.
+size_t JsonEnd(const std::string& s, size_t pos) {
+  if (pos >= s.size() || (s[pos] != '{' && s[pos] != '[')) return npos;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = pos; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return npos;
+}
+
+bool KnownTool(const Json& tools, const std::string& name) {
+  if (!tools.is_array()) return false;
+  for (const Json& t : tools) {
+    if (!t.is_object()) continue;
+    const Json& fn = t.contains("function") ? t["function"] : t;  // chat's nesting, or flat
+    if (fn.is_object() && fn.contains("name") && fn["name"].is_string() &&
+        fn["name"].get<std::string>() == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Arguments as a JSON object's compact text; a string holding one counts too.
+std::optional<std::string> ArgumentsText(const Json& args) {
+  if (args.is_object()) return Dump(args);
+  if (args.is_string()) {
+    Json j = Json::parse(args.get<std::string>(), nullptr, false);
+    if (!j.is_discarded() && j.is_object()) return Dump(j);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+size_t SkipSpace(const std::string& s, size_t pos) {
+  while (pos < s.size() && Blank(s[pos])) ++pos;
+  return pos;
+}
+
+std::string Trim(const std::string& s) {
+  const size_t b = SkipSpace(s, 0);
+  size_t e = s.size();
+  while (e > b && Blank(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+std::optional<Json> ParseJsonAt(const std::string& s, size_t pos, size_t* end) {
+  *end = JsonEnd(s, pos);
+  if (*end == npos) return std::nullopt;
+  Json j = Json::parse(s.begin() + static_cast<std::ptrdiff_t>(pos),
+                       s.begin() + static_cast<std::ptrdiff_t>(*end), nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+bool AddCall(const Json& o, const Json& tools, std::vector<ToolCall>* out) {
+  if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) return false;
+  const std::string name = o["name"].get<std::string>();
+  if (!KnownTool(tools, name)) return false;
+  const Json args =
+      o.contains("arguments") ? o["arguments"] : o.value("parameters", Json::object());
+  auto text = ArgumentsText(args);
+  if (!text) return false;
+  out->push_back({"", name, *text});
+  return true;
+}
+
+bool AddNamedCall(const std::string& name, const Json& args, const Json& tools,
+                  std::vector<ToolCall>* out) {
+  Json o = Json::object();
+  o["name"] = name;
+  o["arguments"] = args;
+  return AddCall(o, tools, out);
+}
+
+std::string CallObject(const ToolCall& call, const char* key) {
+  return "{\"name\": " + Dump(Json(call.name)) + ", \"" + key + "\": " + call.arguments + "}";
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  return out;
+}
+
+}  // namespace stet::server::tool_json
