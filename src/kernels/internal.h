@@ -266,6 +266,8 @@ struct MatMulArgs {
 namespace ref {
 void QuantizeActQ8(const float* x, ActQ8* act);  // all act->m rows
 void QuantizeActQ8K(const float* x, ActQ8K* act);
+// r = x - the activation QuantizeActQ8 (block 32) / QuantizeActQ8K (block 256) hands the kernels.
+void ActResidual(const float* x, int64_t m, int64_t k, int block, float* r);
 void MatMulFloatRows(const MatMulArgs& a, int64_t r0, int64_t r1);
 // q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl
 void MatMulQ8Rows(const MatMulArgs& a, int64_t r0, int64_t r1);

@@ -366,6 +366,30 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
   MatMulGroup(ws, 1, x, m, ys, pool, isa);
 }
 
+int ActQuantBlock(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+      return 0;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS:
+      return kQKK;
+    default:
+      return kQK;
+  }
+}
+
+void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r) {
+  const int block = ActQuantBlock(t);
+  STET_CHECK(block > 0 && k % block == 0);
+  ref::ActResidual(x, m, k, block, r);
+}
+
 float Dot(const float* a, const float* b, int64_t n, Isa isa) {
   return STET_PATH(UseSimd(isa), Dot)(a, b, n);
 }

@@ -51,6 +51,10 @@ class Forward {
     if (v.size() < n) v.resize(n);
   }
   void MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y);
+  // Whether w's MatMul runs on refined activations (invariant mode, quantized w).
+  bool Refined(const kernels::WeightView& w) const;
+  void MatMulPrecise(const kernels::WeightView& w, const float* x, int64_t m, float* y);
+  const float* RefinedInput(const kernels::WeightView& w, const float* x, int64_t m);
   // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call
   // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
@@ -73,6 +77,7 @@ class Forward {
   std::unique_ptr<RopeTable> rope_swa_;  // windowed layers' table (gemma3), or null
   // Workspace, grown on demand and then reused (no allocation in steady state).
   std::vector<float> x_, xn_, q_, k_, v_, attn_, ff_gate_, ff_up_, out_rows_;
+  std::vector<float> refine_x_, refine_y_;   // refined activations' stacked rows and outputs
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
   // One attention call: query rows (i0, h0) and, for a pair, (i1, h1) over the
   // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query); or,

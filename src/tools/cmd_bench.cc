@@ -49,6 +49,8 @@ struct BenchArgs {
 Result<NumericsMode> ParseNumerics(const std::string& name) {
   if (name == "invariant") return NumericsMode::kInvariant;
   if (name == "adaptive") return NumericsMode::kAdaptive;
+  if (name == "fast") return NumericsMode::kFast;
+  if (name == "precise") return NumericsMode::kPrecise;
   return InvalidArgument("unknown --numerics '" + name + "' (expected invariant or adaptive)");
 }
 
