@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: stet_fidelity_score MODEL.gguf IDS_FILE OUT.f32 [--kv f16|f32] [--threads N]\n"
-    "                           [--numerics invariant|adaptive]\n"
+    "                           [--numerics invariant|fast|precise|adaptive]\n"
     "IDS_FILE: one sequence of token ids per line (space-separated). OUT: the float32\n"
     "logits of every position of every sequence, in order. ISA: STET_ISA, else the best.\n";
 
@@ -43,8 +43,8 @@ int Main(int argc, char** argv) {
       kv_type = v == "f16" ? DType::kF16 : DType::kF32;
     } else if (a == "--threads") {
       threads = std::max(1, std::atoi(v.c_str()));
-    } else if (a == "--numerics" && (v == "invariant" || v == "adaptive")) {
-      mode = v == "invariant" ? NumericsMode::kInvariant : NumericsMode::kAdaptive;
+    } else if (a == "--numerics" && NumericsFromName(v)) {
+      mode = *NumericsFromName(v);
     } else {
       std::fprintf(stderr, "stet_fidelity_score: bad option '%s %s'\n%s", a.c_str(), v.c_str(),
                    kUsage);

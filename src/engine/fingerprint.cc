@@ -13,7 +13,7 @@ std::string FingerprintDescriptor(const FingerprintInputs& in) {
 std::string Fingerprint(const FingerprintInputs& in) {
   const std::string d = FingerprintDescriptor(in);
   std::string fp = "fp_" + Sha256Hex(d.data(), d.size()).substr(0, 12);
-  if (in.mode == NumericsMode::kAdaptive) fp += "-adaptive";
+  if (in.mode != NumericsMode::kInvariant) fp += std::string("-") + NumericsModeName(in.mode);
   return fp;
 }
 

@@ -8,7 +8,25 @@
 namespace stet {
 
 const char* NumericsModeName(NumericsMode m) {
-  return m == NumericsMode::kInvariant ? "invariant" : "adaptive";
+  switch (m) {
+    case NumericsMode::kInvariant:
+      return "invariant";
+    case NumericsMode::kAdaptive:
+      return "adaptive";
+    case NumericsMode::kFast:
+      return "fast";
+    case NumericsMode::kPrecise:
+      return "precise";
+  }
+  return "?";
+}
+
+std::optional<NumericsMode> NumericsFromName(std::string_view name) {
+  for (NumericsMode m : {NumericsMode::kInvariant, NumericsMode::kAdaptive, NumericsMode::kFast,
+                         NumericsMode::kPrecise}) {
+    if (name == NumericsModeName(m)) return m;
+  }
+  return std::nullopt;
 }
 
 namespace kernels {

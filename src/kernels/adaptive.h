@@ -13,13 +13,17 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "kernels/kernels.h"
 
 namespace stet {
 
-enum class NumericsMode { kInvariant, kAdaptive };
+enum class NumericsMode { kInvariant, kAdaptive, kFast, kPrecise };
 const char* NumericsModeName(NumericsMode m);
+// The mode named `name` (as NumericsModeName writes it), or nullopt.
+std::optional<NumericsMode> NumericsFromName(std::string_view name);
 
 namespace kernels {
 

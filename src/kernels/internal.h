@@ -271,6 +271,8 @@ struct MatMulArgs {
 
 namespace ref {
 STET_DECLARE_PATH_OPS()
+// r = x - the activation QuantizeActQ8 (block 32) / QuantizeActQ8K (block 256) hands the kernels.
+void ActResidual(const float* x, int64_t m, int64_t k, int block, float* r);
 }  // namespace ref
 
 namespace avx2 {

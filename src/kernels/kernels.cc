@@ -55,6 +55,23 @@ bool UseAvx512(Isa isa) { return UseSimd(isa) && ResolveIsa(isa) == Isa::kAvx512
 
 }  // namespace
 
+int ActQuantBlock(DType t) {
+  switch (GetDTypeTraits(static_cast<uint32_t>(t))->act) {
+    case ActFormat::kQ8:
+      return kQK;
+    case ActFormat::kQ8K:
+      return kQKK;
+    default:
+      return 0;
+  }
+}
+
+void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r) {
+  const int block = ActQuantBlock(t);
+  STET_CHECK(block > 0 && k % block == 0);
+  ref::ActResidual(x, m, k, block, r);
+}
+
 float Dot(const float* a, const float* b, int64_t n, Isa isa) {
   return STET_PATH(UseSimd(isa), Dot)(a, b, n);
 }

@@ -72,6 +72,15 @@ constexpr int kMaxMatMulGroup = 4;
 void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, float* const* ys,
                  ThreadPool* pool, Isa isa);
 
+// The block length along K over which a MatMul with weights of type t quantizes
+// its activations to int8 (32, or 256 for the K-quants and iq4_xs); 0 for the
+// float types, whose kernels read the activations as they are.
+int ActQuantBlock(DType t);
+// r[m, k] = x - the quantized activation the kernels compute from x for weights
+// of type t (ActQuantBlock(t) != 0): the rounding error of the int8 activation,
+// exact up to one rounding per element. Row-local; scalar on every ISA.
+void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r);
+
 // Canonical 8-lane dot product of two float vectors of length n.
 float Dot(const float* a, const float* b, int64_t n, Isa isa);
 

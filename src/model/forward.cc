@@ -279,18 +279,101 @@ Status Forward::GatherColumns(const float* local, int64_t m, const std::vector<R
 
 void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x,
                       int64_t m, std::initializer_list<float*> ys) {
+  const kernels::WeightView& w0 = **ws.begin();
+  bool one_block = true;  // one refined input serves matrices of one activation block
+  for (const kernels::WeightView* w : ws)
+    one_block &= kernels::ActQuantBlock(w->type) == kernels::ActQuantBlock(w0.type);
+  if (mode_ == NumericsMode::kPrecise || (Refined(w0) && !one_block)) {
+    for (size_t j = 0; j < ws.size(); ++j) MatMul(*ws.begin()[j], x, m, ys.begin()[j]);
+    return;
+  }
+  if (Refined(w0)) {
+    // One refined input for every matrix (they share the activation's type).
+    int64_t total = 0;
+    for (const kernels::WeightView* w : ws) total += w->rows;
+    const float* xr = RefinedInput(w0, x, m);
+    Grow(refine_y_, 2 * m * total);
+    float* y2[kernels::kMaxMatMulGroup];
+    int64_t at = 0;
+    for (size_t j = 0; j < ws.size(); ++j) {
+      y2[j] = refine_y_.data() + at;
+      at += 2 * m * ws.begin()[j]->rows;
+    }
+    kernels::MatMulGroup(ws.begin(), static_cast<int>(ws.size()), xr, 2 * m, y2, pool_, isa_);
+    for (size_t j = 0; j < ws.size(); ++j) {
+      const int64_t n = ws.begin()[j]->rows;
+      kernels::Add(y2[j], y2[j] + m * n, m * n, ys.begin()[j], isa_);
+    }
+    return;
+  }
   // Adaptive mode from kAdaptiveSplitRows rows on runs the canonical kernel, so
   // it gets the fused call too (a fair invariant/adaptive comparison).
-  if (mode_ == NumericsMode::kInvariant || m >= kernels::kAdaptiveSplitRows) {
+  if (mode_ != NumericsMode::kAdaptive || m >= kernels::kAdaptiveSplitRows) {
     kernels::MatMulGroup(ws.begin(), static_cast<int>(ws.size()), x, m, ys.begin(), pool_, isa_);
     return;
   }
   for (size_t j = 0; j < ws.size(); ++j) MatMul(*ws.begin()[j], x, m, ys.begin()[j]);
 }
 
+bool Forward::Refined(const kernels::WeightView& w) const {
+  return mode_ == NumericsMode::kInvariant && kernels::ActQuantBlock(w.type) > 0;
+}
+
+// x = (its int8 activation) + r: rows 0..m-1 hold x, rows m..2m-1 its residual
+// r, which the kernels quantize to int8 in turn, so y = y(x rows) + y(r rows).
+const float* Forward::RefinedInput(const kernels::WeightView& w, const float* x, int64_t m) {
+  const int64_t k = w.cols;
+  Grow(refine_x_, 2 * m * k);
+  std::copy(x, x + m * k, refine_x_.begin());
+  kernels::ActResidual(w.type, x, m, k, refine_x_.data() + m * k);
+  return refine_x_.data();
+}
+
+namespace {
+
+// Precise mode's weight tiles: kPreciseTile rows of a quantized matrix,
+// dequantized exactly to f32 per call (per thread), then the float kernel.
+constexpr int64_t kPreciseTile = 32;
+thread_local std::vector<float> tls_tile_w, tls_tile_y;
+
+}  // namespace
+
+// Float activations against the exactly dequantized weights: each output is
+// the float kernel's canonical 8-lane dot over K, whatever the tiling.
+void Forward::MatMulPrecise(const kernels::WeightView& w, const float* x, int64_t m, float* y) {
+  const int64_t k = w.cols, n = w.rows, tiles = (n + kPreciseTile - 1) / kPreciseTile;
+  auto run = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r0 = t * kPreciseTile, rows = std::min(kPreciseTile, n - r0);
+      Grow(tls_tile_w, rows * k);
+      Grow(tls_tile_y, m * rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto* src = static_cast<const uint8_t*>(w.data) + (r0 + r) * w.row_bytes;
+        STET_CHECK(DequantizeRow(w.type, src, k, &tls_tile_w[r * k]).ok());
+      }
+      const kernels::WeightView tile{
+          DType::kF32, rows, k, tls_tile_w.data(), k * static_cast<int64_t>(sizeof(float)),
+          nullptr};
+      kernels::MatMul(tile, x, m, tls_tile_y.data(), nullptr, isa_);
+      for (int64_t i = 0; i < m; ++i)
+        std::copy(&tls_tile_y[i * rows], &tls_tile_y[(i + 1) * rows], y + i * n + r0);
+    }
+  };
+  if (pool_ == nullptr || pool_->size() == 1) return run(0, tiles);
+  pool_->ParallelFor(tiles, 1, run);
+}
+
 void Forward::MatMul(const kernels::WeightView& w, const float* x, int64_t m, float* y) {
-  if (mode_ == NumericsMode::kAdaptive) {
+  if (mode_ == NumericsMode::kPrecise && kernels::ActQuantBlock(w.type) > 0) {
+    MatMulPrecise(w, x, m, y);
+  } else if (mode_ == NumericsMode::kAdaptive) {
     kernels::MatMulAdaptive(w, x, m, y, pool_, isa_);
+  } else if (Refined(w)) {
+    const int64_t n = w.rows;
+    const float* xr = RefinedInput(w, x, m);
+    Grow(refine_y_, 2 * m * n);
+    kernels::MatMul(w, xr, 2 * m, refine_y_.data(), pool_, isa_);
+    kernels::Add(refine_y_.data(), refine_y_.data() + m * n, m * n, y, isa_);
   } else {
     kernels::MatMul(w, x, m, y, pool_, isa_);
   }

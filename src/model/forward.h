@@ -78,6 +78,10 @@ class Forward {
   // local KV head c: [*h0, *h1).
   int KvOf(int j) const { return (q0_ + j) / group_ - kv0_; }
   void QueriesOf(int c, int* h0, int* h1) const;
+  // Whether w's MatMul runs on refined activations (invariant mode, quantized w).
+  bool Refined(const kernels::WeightView& w) const;
+  void MatMulPrecise(const kernels::WeightView& w, const float* x, int64_t m, float* y);
+  const float* RefinedInput(const kernels::WeightView& w, const float* x, int64_t m);
   // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call
   // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
@@ -110,6 +114,7 @@ class Forward {
   // columns, the gathered FFN activation, gather buffers, the owners' rows.
   std::vector<float> attn_local_, cols_local_, ff_full_, gathered_, embd_local_;
   std::vector<int64_t> counts_;
+  std::vector<float> refine_x_, refine_y_;   // refined activations' stacked rows and outputs
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
   // One attention call: query rows (i0, h0) and, for a pair, (i1, h1) over the
   // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query); or,

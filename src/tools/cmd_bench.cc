@@ -47,16 +47,11 @@ struct BenchArgs {
   int reps = 5;
   std::string isa = "auto";
   std::string numerics = "invariant";
-  std::string kv_type = "f16";
+  std::string kv_type = "auto";
   bool json = false;
   bool explain = false;
 };
 
-Result<NumericsMode> ParseNumerics(const std::string& name) {
-  if (name == "invariant") return NumericsMode::kInvariant;
-  if (name == "adaptive") return NumericsMode::kAdaptive;
-  return InvalidArgument("unknown --numerics '" + name + "' (expected invariant or adaptive)");
-}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -491,17 +486,12 @@ int RunBench(const BenchArgs& a) {
     std::fprintf(stderr, "stet: error: %s\n", msg.c_str());
     return kExitUsage;
   };
-  auto numerics = ParseNumerics(a.numerics);
-  if (!numerics.ok()) return usage(numerics.status().message());
+  auto choice = ParseNumericsChoice(a.numerics, a.kv_type);
+  if (!choice.ok()) return usage(choice.status().message());
+  const NumericsMode* numerics = &choice->mode;
+  const DType kv_type = choice->kv_type;
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
-  DType kv_type;
-  if (a.kv_type == "f16")
-    kv_type = DType::kF16;
-  else if (a.kv_type == "f32")
-    kv_type = DType::kF32;
-  else
-    return usage("--kv-type must be f16 or f32, not '" + a.kv_type + "'");
   if (a.reps < 1) return usage("--reps must be at least 1");
   if (a.tg_prompt < 0) return usage("--tg-prompt must be >= 0");
   for (int v : a.n_prompt)
@@ -561,10 +551,12 @@ int RunBench(const BenchArgs& a) {
     if (!all.ok()) return ReportError(all.status());
     ranks = *all;
   }
+  BenchArgs shown = a;  // the KV type in use, not "auto"
+  shown.kv_type = DTypeName(kv_type);
   if (a.json) {
-    PrintJson(a, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
+    PrintJson(shown, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
   } else {
-    PrintTable(a, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
+    PrintTable(shown, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
   }
   return kExitOk;
 }
@@ -608,11 +600,8 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
   cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2, avx512 or neon")
       ->capture_default_str();
-  cmd->add_option("--numerics", a->numerics,
-                  "invariant (batch-invariant kernels) or adaptive (batch-variant split-K for "
-                  "small batches, rule R8: what ordinary engines do)")
-      ->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
+  cmd->add_option("--numerics", a->numerics, kNumericsHelp)->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->add_flag("--explain", a->explain,
                 "Print the kernel table first: which MatMul row serves each weight type and row "

@@ -14,25 +14,20 @@ namespace stet::tools {
 namespace {
 struct FingerprintArgs {
   std::string model;
-  std::string kv_type = "f16";
+  std::string kv_type = "auto";
   std::string numerics = "invariant";
   bool verbose = false;
 };
 
 int RunFingerprint(const FingerprintArgs& a) {
   FingerprintInputs in;
-  if (a.kv_type == "f16")
-    in.kv_type = DType::kF16;
-  else if (a.kv_type == "f32")
-    in.kv_type = DType::kF32;
-  else
-    return ReportError(InvalidArgument("--kv-type must be f16 or f32"));
-  if (a.numerics == "invariant")
-    in.mode = NumericsMode::kInvariant;
-  else if (a.numerics == "adaptive")
-    in.mode = NumericsMode::kAdaptive;
-  else
-    return ReportError(InvalidArgument("--numerics must be invariant or adaptive"));
+  auto numerics = ParseNumericsChoice(a.numerics, a.kv_type);
+  if (!numerics.ok()) {
+    std::fprintf(stderr, "stet: error: %s\n", numerics.status().message().c_str());
+    return kExitUsage;
+  }
+  in.kv_type = numerics->kv_type;
+  in.mode = numerics->mode;
   auto sha = Sha256File(a.model);
   if (!sha.ok()) return ReportError(sha.status());
   in.model_sha256 = *sha;
@@ -51,8 +46,8 @@ CLI::App* AddFingerprintCommand(CLI::App& app, int* exit_code) {
       "equal fingerprints and equal requests give equal bytes");
   cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")
       ->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
-  cmd->add_option("--numerics", a->numerics, "invariant or adaptive")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)->capture_default_str();
+  cmd->add_option("--numerics", a->numerics, kNumericsHelp)->capture_default_str();
   cmd->add_flag("-v,--verbose", a->verbose, "Also print what the fingerprint hashes");
   cmd->callback([a, exit_code] {
     if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunFingerprint(*a);

@@ -32,7 +32,8 @@ struct RunArgs {
   int threads = 0;
   int ctx = 4096;
   int chunk = 256;
-  std::string kv_type = "f16";
+  std::string kv_type = "auto";
+  std::string numerics = "invariant";
   std::string isa = "auto";
   bool echo = false;
   bool logits_hash = false;
@@ -56,19 +57,15 @@ int RunRun(const RunArgs& a) {
   }
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
-  DType kv_type;
-  if (a.kv_type == "f16")
-    kv_type = DType::kF16;
-  else if (a.kv_type == "f32")
-    kv_type = DType::kF32;
-  else
-    return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
+  auto numerics = ParseNumericsChoice(a.numerics, a.kv_type);
+  if (!numerics.ok()) return ReportError(numerics.status());
 
   // `stet run` is one client of the serving engine: the same scheduler, paged
   // KV cache, sampler and kernels as `stet serve`, with one sequence slot.
   EngineOptions eo;
   eo.n_ctx = a.ctx;
-  eo.kv_type = kv_type;
+  eo.kv_type = numerics->kv_type;
+  eo.numerics = numerics->mode;
   eo.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   eo.isa = *isa;
   eo.chunk_size = std::max(1, a.chunk);
@@ -220,7 +217,12 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-c,--ctx", a->ctx, "Context length")->capture_default_str();
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
       ->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f16", "f32", "auto"}));
+  cmd->add_option("--numerics", a->numerics, kNumericsHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"invariant", "fast", "precise", "adaptive"}));
   cmd->add_option("--isa", a->isa,
                   "Kernel path: auto, scalar, avx2, avx512 or neon; never changes the output")
       ->capture_default_str();

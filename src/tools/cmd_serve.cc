@@ -47,7 +47,7 @@ struct ServeArgs {
   std::string api_key_file;
   int max_queue = 64;
   int ctx = 4096;
-  std::string kv_type = "f16";
+  std::string kv_type = "auto";
   std::string numerics = "invariant";
   std::string isa = "auto";
   int max_seqs = 64;
@@ -96,21 +96,10 @@ void RaiseFileLimit() {
 
 int RunServe(const ServeArgs& a) {
   BoundMallocArenas();
-  DType kv_type;
-  if (a.kv_type == "f16")
-    kv_type = DType::kF16;
-  else if (a.kv_type == "f32")
-    kv_type = DType::kF32;
-  else
-    return ReportError(InvalidArgument("--kv-type must be f16 or f32, not '" + a.kv_type + "'"));
-  NumericsMode mode;
-  if (a.numerics == "invariant")
-    mode = NumericsMode::kInvariant;
-  else if (a.numerics == "adaptive")
-    mode = NumericsMode::kAdaptive;
-  else
-    return ReportError(
-        InvalidArgument("--numerics must be invariant or adaptive, not '" + a.numerics + "'"));
+  auto numerics = ParseNumericsChoice(a.numerics, a.kv_type);
+  if (!numerics.ok()) return ReportError(numerics.status());
+  const DType kv_type = numerics->kv_type;
+  const NumericsMode mode = numerics->mode;
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
   std::string chat_template_override;
@@ -360,14 +349,12 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-c,--ctx", a->ctx, "Context length per sequence (clamped to the model's)")
       ->capture_default_str()
       ->check(CLI::Range(2, 1 << 24));
-  cmd->add_option("--kv-type", a->kv_type, "KV cache storage: f16 or f32 (part of the fingerprint)")
+  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)
       ->capture_default_str()
-      ->check(CLI::IsMember({"f16", "f32"}));
-  cmd->add_option("--numerics", a->numerics,
-                  "invariant (batch-invariant, default) or adaptive (faster, batch-variant; says "
-                  "so in the fingerprint)")
+      ->check(CLI::IsMember({"f16", "f32", "auto"}));
+  cmd->add_option("--numerics", a->numerics, kNumericsHelp)
       ->capture_default_str()
-      ->check(CLI::IsMember({"invariant", "adaptive"}));
+      ->check(CLI::IsMember({"invariant", "fast", "precise", "adaptive"}));
   cmd->add_option("--isa", a->isa,
                   "Kernel path: auto, scalar, avx2, avx512 or neon; never changes results")
       ->capture_default_str()

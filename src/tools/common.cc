@@ -50,6 +50,34 @@ Result<Isa> ParseIsa(const std::string& name) {
                          "' (use auto, scalar, avx2, avx512 or neon)");
 }
 
+const char* const kNumericsHelp =
+    "invariant (default: batch-invariant; int8 activations refined by an int8 correction, "
+    "within ~1e-3 nats of float64), fast (one int8 pass: faster, llama.cpp's distance from "
+    "float64), precise (float activations over exactly dequantized weights, f32 KV: float64's "
+    "log-probabilities to ~1e-5) or adaptive (batch-variant, for comparison); the fingerprint "
+    "names the mode";
+const char* const kKvTypeHelp =
+    "KV cache storage: f16, f32 or auto (f32 under --numerics precise, else f16); part of the "
+    "fingerprint";
+
+Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const std::string& kv) {
+  NumericsChoice c;
+  auto mode = NumericsFromName(numerics);
+  if (!mode) {
+    return InvalidArgument("--numerics must be invariant, fast, precise or adaptive, not '" +
+                           numerics + "'");
+  }
+  c.mode = *mode;
+  if (kv == "f16" || (kv == "auto" && c.mode != NumericsMode::kPrecise)) {
+    c.kv_type = DType::kF16;
+  } else if (kv == "f32" || kv == "auto") {
+    c.kv_type = DType::kF32;
+  } else {
+    return InvalidArgument("--kv-type must be f16, f32 or auto, not '" + kv + "'");
+  }
+  return c;
+}
+
 int ReportError(const Status& s) {
   std::fprintf(stderr, "stet: error: %s\n", s.ToString().c_str());
   return kExitError;

@@ -30,6 +30,17 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path);
 // by measurement at load), erroring for a path this CPU cannot run.
 Result<Isa> ParseIsa(const std::string& name);
 
+// --numerics and --kv-type, which together decide the bits (and the fingerprint).
+// kv "auto": f32 under --numerics precise (its promise needs it), else f16.
+struct NumericsChoice {
+  NumericsMode mode = NumericsMode::kInvariant;
+  DType kv_type = DType::kF16;
+};
+Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const std::string& kv);
+// The help text of --numerics, one for every subcommand.
+extern const char* const kNumericsHelp;
+extern const char* const kKvTypeHelp;
+
 int ReportError(const Status& s);  // prints "stet: error: ..." and returns kExitError
 
 // The API keys a server accepts: `flag_keys` (--api-key), then each line of

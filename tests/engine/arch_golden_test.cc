@@ -13,7 +13,9 @@
 // differently). Greedy ids must match on every step
 // (the goldens' paths keep top-2 gaps >= 0.05); first-step logits must agree within what
 // llama.cpp's own rounding explains (f16 KV: ~2e-2; q8_0 activations: ~0.2). Run through the
-// serving engine (Engine::Open): the goldens pin the served path.
+// serving engine (Engine::Open) in --numerics fast, the single int8 activation pass llama.cpp
+// also makes (the default mode's refined activations are held to float64 instead:
+// tests/model/smollm2_logprobs_test.cc, fidelity_test.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +49,7 @@ TEST_P(ArchGolden, GreedyIdsAndLogitsMatchLlamaCpp) {
   const auto golden = nlohmann::json::parse(testing::ReadFileOrDie(dir + name + ".json"));
   for (Isa isa : {Isa::kScalar, BestIsa()}) {
     EngineOptions eo;
+    eo.numerics = NumericsMode::kFast;  // llama.cpp's arithmetic: one int8 activation pass
     eo.isa = isa;
     eo.n_ctx = 256;
     auto engine = Engine::Open(dir + name + ".gguf", eo);

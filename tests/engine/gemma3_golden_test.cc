@@ -4,7 +4,8 @@
 // and on every prompt; greedy ids equal over each prompt's confident prefix (the
 // steps before llama.cpp's first top-2 gap below kNearTie); the chosen token's
 // log-probability within kLogprobTol there (after a near-tie the paths may
-// part, so nothing later is compared). Runs through the serving engine, the path `stet run` takes.
+// part, so nothing later is compared). Runs through the serving engine, the path `stet run` takes,
+// in --numerics fast (llama.cpp's kind of arithmetic: one int8 activation pass).
 //
 // Tolerance, derived: both engines quantize activations to 8 bits per block
 // before each quantized matmul (with different scale rounding) and keep K/V
@@ -42,6 +43,7 @@ nlohmann::json Golden() {
 
 std::unique_ptr<Engine> Open(Isa isa) {
   EngineOptions eo;
+  eo.numerics = NumericsMode::kFast;  // llama.cpp's arithmetic: one int8 activation pass
   eo.isa = isa;
   eo.n_threads = 2;
   eo.n_ctx = 512;

@@ -9,7 +9,10 @@
 // llama.cpp's (a divergence only at a near-tie, never before token 32); and
 // stet's log-probabilities must be at least as close to float64 as llama.cpp's
 // (that half: tests/model/smollm2_logprobs_test.cc). Greedy generation runs
-// through the serving engine, the path `stet run` and `stet serve` take.
+// through the serving engine, the path `stet run` and `stet serve` take, in
+// --numerics fast: llama.cpp's kind of arithmetic (one int8 pass), so the two
+// engines are compared like with like; the default mode, much closer to
+// float64 than either, is held to float64 itself in smollm2_logprobs_test.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,6 +33,7 @@ TEST(SmolLM2, GreedyMatchesLlamaCpp) {
       testing::ReadFileOrDie(testing::SourceDir() + "/tests/golden/smollm2/f64_reference.json"));
   size_t case_index = 0;
   EngineOptions eo;
+  eo.numerics = NumericsMode::kFast;  // llama.cpp's numerics: one int8 activation pass
   eo.isa = BestIsa();
   eo.n_threads = 2;
   eo.n_ctx = 512;

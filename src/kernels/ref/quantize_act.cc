@@ -62,4 +62,12 @@ void QuantizeActQ8K(const float* x, ActQ8K* a) {
   }
 }
 
+void ActResidual(const float* x, int64_t m, int64_t k, int block, float* r) {
+  int8_t q[kQKK];
+  for (int64_t i = 0; i < m * k; i += block) {
+    const float d = QuantizeBlock(x + i, block, q);
+    for (int e = 0; e < block; ++e) r[i + e] = x[i + e] - d * static_cast<float>(q[e]);
+  }
+}
+
 }  // namespace stet::kernels::ref
