@@ -18,6 +18,7 @@ it). llama.cpp comes from bench/build_llamacpp.sh (native build).
   python3 bench/fidelity/run.py                       # every model, both engines
   python3 bench/fidelity/run.py --types q8_0,q4_k     # a subset (real files: smollm2, gemma3)
   python3 bench/fidelity/run.py --no-llamacpp --json out.json
+  python3 bench/fidelity/run.py --modes invariant     # stet's modes (default: invariant,fast,precise)
 Env: STET_BUILD (default build/), STET_LLAMACPP_DIR (default ~/.cache/stet/llama.cpp-0.3.36).
 """
 import argparse
@@ -132,6 +133,8 @@ def main():
                          "to requantize SmolLM2 into")
     ap.add_argument("--no-llamacpp", action="store_true", help="stet only")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--modes", default="invariant,fast,precise",
+                    help="stet numerics modes, one column each (precise runs with f32 KV)")
     ap.add_argument("--stet-args", default="", help="extra stet_fidelity_score options")
     ap.add_argument("--json", default="", help="write the per-step numbers here")
     a = ap.parse_args()
@@ -140,8 +143,13 @@ def main():
     llama_dir = os.path.expanduser(os.environ.get("STET_LLAMACPP_DIR",
                                                   "~/.cache/stet/llama.cpp-0.3.36"))
     tmp_root = tempfile.mkdtemp(prefix="stet-fidelity-")
-    engines = {"stet": lambda m: [os.path.join(stet_bin, "stet_fidelity_score"), m, "{IDS}", "{OUT}",
-                                  "--threads", str(a.threads)] + a.stet_args.split()}
+    engines = {}
+    for mode in [m for m in a.modes.split(",") if m]:
+        kv = ["--kv", "f32"] if mode == "precise" else []
+        engines[f"stet {mode}"] = (
+            lambda m, mode=mode, kv=kv: [os.path.join(stet_bin, "stet_fidelity_score"), m, "{IDS}",
+                                         "{OUT}", "--threads", str(a.threads), "--numerics", mode]
+            + kv + a.stet_args.split())
     if not a.no_llamacpp:
         exe = build_llamacpp_driver(llama_dir, tmp_root)
         engines["llama.cpp"] = lambda m: [exe, "score", m, "512", str(a.threads), "{OUT}"]
@@ -163,7 +171,7 @@ def main():
         if not os.path.exists(path):
             sys.exit(f"fidelity: {path} is missing (scripts/setup --model ...)")
         r = measure(path, paths_of(golden), engines, a.threads)
-        row = {"model": name, "type": t, "steps": len(r["stet"]["dlp"]),
+        row = {"model": name, "type": t, "steps": len(next(iter(r.values()))["dlp"]),
                "seconds": round(time.time() - t0, 1)}
         for eng, v in r.items():
             row[eng] = {"dlogprob": stats(v["dlp"]), "kl": stats(v["kl"]), "raw": v}
@@ -185,18 +193,13 @@ def print_row(row, engines, flush=False):
 
 
 def print_table(results, engines):
-    head = ["model"]
-    for e in engines:
-        head += [f"{e} mean", f"{e} p95", f"{e} max", f"{e} KL mean", f"{e} KL max"]
-    print("\n| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
+    print("\n| model | engine | mean | p95 | max | KL mean | KL max |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
-        cells = [r["model"]]
         for e in engines:
             d, k = r[e]["dlogprob"], r[e]["kl"]
-            cells += [f"{d['mean']:.4f}", f"{d['p95']:.4f}", f"{d['max']:.4f}",
-                      f"{k['mean']:.1e}", f"{k['max']:.1e}"]
-        print("| " + " | ".join(cells) + " |")
+            print(f"| {r['model']} | {e} | {d['mean']:.4f} | {d['p95']:.4f} | {d['max']:.4f} | "
+                  f"{k['mean']:.1e} | {k['max']:.1e} |")
 
 
 if __name__ == "__main__":

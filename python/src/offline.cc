@@ -19,23 +19,26 @@ using server::Json;
 
 namespace {
 
-Result<DType> KvType(const std::string& name) {
-  if (name == "auto" || name == "f16" || name == "fp16" || name == "float16") return DType::kF16;
-  if (name == "f32" || name == "fp32" || name == "float32") return DType::kF32;
-  return InvalidArgument("kv_cache_dtype must be auto, f16 or f32, not '" + name + "'");
-}
-
-Result<NumericsMode> Numerics(const std::string& name) {
-  if (name == "invariant") return NumericsMode::kInvariant;
-  if (name == "adaptive") return NumericsMode::kAdaptive;
-  return InvalidArgument("numerics must be invariant or adaptive, not '" + name + "'");
+// vLLM's spellings of the KV type, in stet's: auto | f16 | f32.
+std::string KvName(const std::string& name) {
+  if (name == "fp16" || name == "float16") return "f16";
+  if (name == "fp32" || name == "float32") return "f32";
+  return name;
 }
 
 Result<EngineOptions> EngineOptionsOf(const LlmOptions& o) {
   EngineOptions eo;
   eo.n_ctx = o.max_model_len;
-  STET_ASSIGN_OR_RETURN(eo.kv_type, KvType(o.kv_cache_dtype));
-  STET_ASSIGN_OR_RETURN(eo.numerics, Numerics(o.numerics));
+  // As the CLI's --numerics / --kv-type (kv "auto": f32 under precise, else f16).
+  auto nc = tools::ParseNumericsChoice(o.numerics, KvName(o.kv_cache_dtype));
+  if (!nc.ok()) {  // the CLI's message, in the Python names
+    std::string m = nc.status().message();
+    if (m.rfind("--numerics", 0) == 0) m = "numerics" + m.substr(10);
+    if (m.rfind("--kv-type", 0) == 0) m = "kv_cache_dtype" + m.substr(9);
+    return InvalidArgument(m);
+  }
+  eo.kv_type = nc->kv_type;
+  eo.numerics = nc->mode;
   STET_ASSIGN_OR_RETURN(eo.isa, tools::ParseIsa(o.isa));
   if (o.threads < 0 || o.threads > 1024)
     return InvalidArgument("threads must be in [0, 1024] (0: every core), not " +

@@ -42,9 +42,11 @@ class LLM:
 
     ``model``: a GGUF file or a pulled model's name (``stet list``, ``stet pull``).
     ``threads`` (default: every core), ``max_model_len`` (context positions,
-    default 4096, clamped to the model's), ``kv_cache_dtype`` ("auto" = f16, or
-    "f32"), ``numerics`` ("invariant", or "adaptive": batch-variant, as other
-    engines, in the fingerprint), ``speculative`` ("lookup", "draft" with
+    default 4096, clamped to the model's), ``kv_cache_dtype`` ("auto": f32 under
+    numerics="precise", else f16; or "f16", "f32"), ``numerics`` ("invariant", the
+    default; "fast": one int8 activation pass, as llama.cpp; "precise": float
+    activations, within 1e-3 nats of a float64 forward; "adaptive": batch-variant,
+    as other engines — each in the fingerprint; docs/numerics.md "Modes"), ``speculative`` ("lookup", "draft" with
     ``draft_model``, or vLLM's ``speculative_config`` dict) — threads, ISA,
     batching and speculation never change a bit. ``seed``: the seed of
     requests whose SamplingParams name none (else each draws its own, reported

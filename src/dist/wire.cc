@@ -157,7 +157,8 @@ Result<GroupConfig> DecodeConfig(const std::string& bytes) {
   int32_t numerics = 0, isa = 0;
   if (!r.GetString(&c.model_path) || !r.Get(&c.max_ctx) || !r.Get(&numerics) || !r.Get(&isa) ||
       !r.Get(&c.n_threads) || !r.done() || c.max_ctx < 1 || c.n_threads < 1 || numerics < 0 ||
-      numerics > 1 || isa < 0 || isa > 3) {
+      numerics > static_cast<int32_t>(NumericsMode::kPrecise) || isa < 0 ||
+      isa > static_cast<int32_t>(Isa::kAuto)) {
     return Malformed("start");
   }
   c.numerics = static_cast<NumericsMode>(numerics);

@@ -62,6 +62,16 @@ TEST(Wire, MalformedPayloadsAreErrors) {
   EXPECT_EQ(cc->model_path, "/m.gguf");
   EXPECT_EQ(cc->n_threads, 3);
   EXPECT_EQ(cc->isa, Isa::kAvx2);
+  // Every numerics mode and ISA choice (kAuto included) reaches the workers.
+  for (NumericsMode m : {NumericsMode::kInvariant, NumericsMode::kAdaptive, NumericsMode::kFast,
+                         NumericsMode::kPrecise}) {
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon, Isa::kAuto}) {
+      auto one = DecodeConfig(EncodeConfig({"/m.gguf", 256, m, isa, 1}));
+      ASSERT_TRUE(one.ok()) << NumericsModeName(m) << " " << IsaName(isa);
+      EXPECT_EQ(one->numerics, m);
+      EXPECT_EQ(one->isa, isa);
+    }
+  }
   auto err = DecodeConfig(EncodeConfig(c).substr(1));
   ASSERT_FALSE(err.ok());
   EXPECT_NE(err.status().message().find("malformed"), std::string::npos);

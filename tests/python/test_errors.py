@@ -106,7 +106,7 @@ def test_bad_options_and_files_are_exceptions(tmp_path):
     with pytest.raises(ValueError, match="kv_cache_dtype"):
         stet.LLM(stories_path(), kv_cache_dtype="int3")
     with pytest.raises(ValueError, match="numerics"):
-        stet.LLM(stories_path(), numerics="fast")
+        stet.LLM(stories_path(), numerics="quick")
     with pytest.raises(TypeError):
         stet.LLM(stories_path(), no_such_option=1)
     garbage = tmp_path / "garbage.gguf"

@@ -625,7 +625,7 @@ class KeysHostsAndFlags(unittest.TestCase):
             ["--threads", "-1"], ["--port", "70000"], ["--port", "-1"], ["--max-body-bytes", "10"],
             ["--max-body-bytes", "-1"], ["--api-key", ""], ["--api-key", "ok", "--api-key", ""],
             ["--allowed-hosts", "bad host"], ["--allowed-hosts", "http://x"], ["-c", "abc"],
-            ["--kv-type", "f8"], ["--numerics", "fast"], ["--isa", "sse"],
+            ["--kv-type", "f8"], ["--numerics", "quick"], ["--isa", "sse"],
         ]
         for args in cases:
             cmd = [S.stet_binary(), "serve", "-m", STORIES, "--host", "127.0.0.1", "--port", "0", *args]

@@ -197,12 +197,19 @@ class ResponsesToolsTest(S.ClientTest):
         # They did run together (the engine's high-water mark; every other test here is serial).
         self.assertGreater(self.srv.metrics()[("stet_running_sequences_max", frozenset())], 2)
 
+    def test_forced_call_with_a_text_format(self):
+        # The forced call is this turn's output; text.format is for text turns.
+        body = {"model": self.model, "input": ASK, "seed": 3,
+                **{k: v for k, v in FORCED.items() if k != "extra_body"},
+                "text": {"format": {"type": "json_object"}}}
+        status, out = self.srv.post("/v1/responses", body)
+        self.assertEqual(status, 200, out)
+        self.assertIn("function_call", [item["type"] for item in out["output"]], out)
+
     def test_refusals(self):
         cases = [({"tools": TOOLS, "tool_choice": {"type": "function", "name": "nope"}}, "tool_choice"),
                  ({"tools": [{"type": "function", "name": ""}]}, "tools[0].name"),
                  ({"tools": [{"type": "function", "name": "f", "parameters": "x"}]}, "tools[0].parameters"),
-                 ({"tools": TOOLS, "tool_choice": "required",
-                   "text": {"format": {"type": "json_object"}}}, "tool_choice"),
                  ({"input": [{"type": "function_call_output", "call_id": "c", "output": 3}]}, "input[0].output")]
         for extra, param in cases:
             body = {"model": self.model, "input": ASK, "max_output_tokens": 4}

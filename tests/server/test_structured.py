@@ -219,6 +219,26 @@ class StructuredTest(S.ClientTest):
         self.assertEqual(j["error"]["param"], "grammar")
         self.assertIn("parse stacks", j["error"]["message"])
 
+    def test_tools_with_a_response_format(self):
+        # OpenAI's meaning: a forced call is the call this turn; with tool_choice
+        # "auto" the model calls a tool or answers in the format.
+        j = self.chat(tools=WEATHER_TOOLS, tool_choice="required",
+                      response_format={"type": "json_object"}, max_tokens=120)
+        msg = j["choices"][0]["message"]
+        self.assertEqual(j["choices"][0]["finish_reason"], "tool_calls", j)
+        self.assertIn(msg["tool_calls"][0]["function"]["name"], ("get_weather", "get_time"))
+        schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}},
+                  "required": ["answer"], "additionalProperties": False}
+        j = self.chat(tools=WEATHER_TOOLS, temperature=0.9, n=4, max_tokens=120,
+                      response_format={"type": "json_schema",
+                                       "json_schema": {"name": "a", "schema": schema}})
+        for c in j["choices"]:
+            if c["message"].get("tool_calls"):
+                self.assertEqual(c["finish_reason"], "tool_calls", c)
+            else:
+                self.assertEqual(c["finish_reason"], "stop", c)
+                self.assert_valid(c["message"]["content"], schema)
+
     def test_refusals_are_400_with_the_field(self):
         cases = [
             ({"response_format": schema_format({"type": "string", "pattern": "^(?!a)"})}, "look-ahead"),
@@ -233,7 +253,7 @@ class StructuredTest(S.ClientTest):
               "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "nope"),
             ({"tool_choice": "required"}, "tools"),
             ({"tools": WEATHER_TOOLS, "tool_choice": "required",
-              "response_format": {"type": "json_object"}}, "cannot be combined"),
+              "grammar": 'root ::= "a"'}, "cannot be combined"),
         ]
         for extra, needle in cases:
             body = {"model": self.model, "messages": MESSAGES, "max_tokens": 5}
