@@ -34,8 +34,8 @@ std::vector<const MatMulKernel*> Candidates(DType t, RowClass c, bool packed) {
 std::vector<WeightView> Slices(const std::vector<const WeightView*>& mats, int64_t max_bytes) {
   std::vector<WeightView> out;
   for (const WeightView* w : mats) {
-    const int64_t rows = std::max<int64_t>(16, max_bytes / std::max<int64_t>(1, w->row_bytes)) /
-                         16 * 16;
+    const int64_t rows =
+        std::max<int64_t>(16, max_bytes / std::max<int64_t>(1, w->row_bytes)) / 16 * 16;
     for (int64_t r0 = 0; r0 < w->rows; r0 += rows) {
       WeightView v = *w;
       v.rows = std::min(rows, w->rows - r0);
@@ -87,8 +87,9 @@ TuneEntry Measure(DType t, RowClass c, const std::vector<const WeightView*>& mat
     e.chosen = cands.empty() ? nullptr : cands[0];
     return e;
   }
-  const int64_t m = c == RowClass::kDecode ? 1 : c == RowClass::kSmall ? o.small_rows
-                                                                        : o.prefill_rows;
+  const int64_t m = c == RowClass::kDecode  ? 1
+                    : c == RowClass::kSmall ? o.small_rows
+                                            : o.prefill_rows;
   const bool prefill = c == RowClass::kPrefill;
   const int64_t bytes = prefill ? o.prefill_bytes : o.stream_bytes;
   const std::vector<WeightView> slices = Slices(mats, prefill ? bytes / 2 : int64_t{4} << 20);

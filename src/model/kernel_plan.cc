@@ -84,8 +84,8 @@ void WritePlan(const std::string& path, const std::string& text) {
 std::vector<const kernels::WeightView*> Model::MatMulViews() const {
   std::vector<const kernels::WeightView*> out;
   for (const LayerWeights& L : w_.layers) {
-    for (const kernels::WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up,
-                                         &L.w_down, &L.router}) {
+    for (const kernels::WeightView* w :
+         {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.router}) {
       if (w->data != nullptr) out.push_back(w);
     }
     for (const auto* exps : {&L.gate_exps, &L.up_exps, &L.down_exps}) {
@@ -99,8 +99,8 @@ std::vector<const kernels::WeightView*> Model::MatMulViews() const {
 void Model::SetKernelPlan(const kernels::MatMulPlan& plan) {
   plan_ = std::make_unique<kernels::MatMulPlan>(plan);
   for (LayerWeights& L : w_.layers) {
-    for (kernels::WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down,
-                                   &L.router}) {
+    for (kernels::WeightView* w :
+         {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.router}) {
       w->plan = plan_.get();
     }
     for (auto* exps : {&L.gate_exps, &L.up_exps, &L.down_exps}) {

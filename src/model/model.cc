@@ -281,8 +281,8 @@ Status Model::LoadWeights(bool progress, int rank, int n_ranks) {
 
 void Model::FreeDeleter::operator()(void* p) const { std::free(p); }
 
-Status Model::LoadVector(const std::string& name, int64_t n, std::vector<float>* dst,
-                         bool required, RowSpan part) {
+Status Model::LoadVector(const std::string& name, int64_t n, std::vector<float>* dst, bool required,
+                         RowSpan part) {
   STET_ASSIGN_OR_RETURN(*dst, Vector(*file_, name, n, required, part));
   if (!dst->empty() && part.size() == 0) vectors_[name] = dst;
   return Status::Ok();
@@ -345,7 +345,7 @@ Result<std::unique_ptr<uint8_t, Model::FreeDeleter>> Model::NewValues(const Tens
 Status Model::ReplaceTensors(const std::vector<TensorValues>& values) {
   if (shard_.n_ranks > 1)  // each rank maps only its rows, and the workers would need them too
     return Unimplemented("weights cannot be replaced in a tensor-parallel group (" +
-                              std::to_string(shard_.n_ranks) + " ranks); run one process");
+                         std::to_string(shard_.n_ranks) + " ranks); run one process");
   // All converted first: a refusal leaves every weight as it was.
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> bufs;
   for (size_t i = 0; i < values.size(); ++i) {

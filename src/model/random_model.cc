@@ -45,10 +45,10 @@ const RandomModelShape kShapes[] = {
     // 768, 8 per token; 30.5 B parameters, ~17 GiB as q4_k) and OLMoE-1B-7B's dimensions
     // (16 layers of 64 experts of 1024, 8 per token; 6.9 B, ~4 GiB) in the qwen3moe
     // architecture, which differs from OLMoE's only in where the q/k norms apply.
-    {"qwen3-30b-a3b", "Qwen3-30B-A3B", "qwen3moe", 48, 2048, 32, 4, 768, 151936, 40960,
-     1000000.0, 1e-6f, false, RandomVocabStyle::kQwen2, 128, 8, 128},
-    {"olmoe-1b-7b", "OLMoE-1B-7B", "qwen3moe", 16, 2048, 16, 16, 1024, 50304, 4096, 10000.0,
-     1e-5f, false, RandomVocabStyle::kQwen2, 64, 8},
+    {"qwen3-30b-a3b", "Qwen3-30B-A3B", "qwen3moe", 48, 2048, 32, 4, 768, 151936, 40960, 1000000.0,
+     1e-6f, false, RandomVocabStyle::kQwen2, 128, 8, 128},
+    {"olmoe-1b-7b", "OLMoE-1B-7B", "qwen3moe", 16, 2048, 16, 16, 1024, 50304, 4096, 10000.0, 1e-5f,
+     false, RandomVocabStyle::kQwen2, 64, 8},
     // Small enough for unit tests; K = 256 / 512 so K-quants need no fallback.
     {"tiny", "tiny", "llama", 2, 256, 4, 2, 512, 1024, 2048, 10000.0, 1e-5f, false,
      RandomVocabStyle::kSmolLm},
@@ -503,9 +503,8 @@ Result<gguf::GgufWriter> BuildRandomModel(const RandomModelOptions& opts,
 
   b.Matrix("token_embd.weight", out_type, shape->n_vocab, d);
   if (shape->llama3_rope) {
-    b.VectorValues("rope_freqs.weight",
-                   Llama3RopeFactors(static_cast<int>(head_dim), shape->rope_base,
-                                     shape->rope_factor));
+    b.VectorValues("rope_freqs.weight", Llama3RopeFactors(static_cast<int>(head_dim),
+                                                          shape->rope_base, shape->rope_factor));
   }
   for (int l = 0; l < n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

@@ -40,9 +40,9 @@ struct RandomModelShape {
   float rms_eps;
   bool llama3_rope;  // rope_freqs.weight with Llama 3.1+ scaling (factor 32, low 1, high 4, 8192)
   RandomVocabStyle vocab;
-  int n_expert = 0;       // qwen3moe: experts per layer (n_ff is each expert's width)
-  int n_expert_used = 0;  // qwen3moe: experts per token
-  int head_dim = 0;       // 0: n_embd / n_head (else attention.key_length, as Qwen3's 128)
+  int n_expert = 0;           // qwen3moe: experts per layer (n_ff is each expert's width)
+  int n_expert_used = 0;      // qwen3moe: experts per token
+  int head_dim = 0;           // 0: n_embd / n_head (else attention.key_length, as Qwen3's 128)
   double rope_factor = 32.0;  // llama3_rope's scaling factor (Llama 3.1: 8, 3.2: 32)
 };
 

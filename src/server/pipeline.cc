@@ -49,8 +49,8 @@ ApiOr<PreparedPrompts> Prepare(const ServeModel& m, GenerationRequest& g, bool k
                                 g.tools.forced == "*" ? "" : g.tools.forced, g.tools.parallel,
                                 &params));
   } else if (g.tools.parse && !g.text_schema.is_null()) {  // calls, or text in the format
-    STET_API_TRY(ForceToolsOrText(*m.tool_format, g.tools.tools, g.tools.parallel, g.text_schema,
-                                  &params));
+    STET_API_TRY(
+        ForceToolsOrText(*m.tool_format, g.tools.tools, g.tools.parallel, g.text_schema, &params));
   }
   if (g.templated()) {
     for (const std::string& stop : m.chat->extra_stops()) params.stop.push_back(stop);

@@ -52,7 +52,6 @@ struct BenchArgs {
   bool explain = false;
 };
 
-
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

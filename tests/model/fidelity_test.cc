@@ -125,7 +125,8 @@ void CheckModes(const Case& c, const char* label) {
 
   const Errors precise = StetErrors(**model, f64, NumericsMode::kPrecise, DType::kF32);
   Report(label, "stet precise (f32 KV)", precise);
-  for (size_t i = 0; i < precise.steps.size(); ++i) EXPECT_LE(precise.steps[i], 1e-3) << "step " << i;
+  for (size_t i = 0; i < precise.steps.size(); ++i)
+    EXPECT_LE(precise.steps[i], 1e-3) << "step " << i;
 }
 
 TEST(Fidelity, SmolLM2Q4_1) { CheckModes(kSmol, "smollm2"); }

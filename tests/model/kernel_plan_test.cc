@@ -103,9 +103,9 @@ TEST(KernelPlan, SmolLM2OddAndMeasuredPlansGiveTheSameBits) {
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const std::vector<float> want = ScriptLogits(**model, ResolveIsa(Isa::kAuto), 2);
-  const std::string odd = CpuHasAvx512()  ? "decode=scalar,small=avx2,prefill=avx512"
-                          : CpuHasNeon()  ? "decode=scalar,small=neon,prefill=scalar"
-                                          : "decode=scalar,small=avx2,prefill=scalar";
+  const std::string odd = CpuHasAvx512() ? "decode=scalar,small=avx2,prefill=avx512"
+                          : CpuHasNeon() ? "decode=scalar,small=neon,prefill=scalar"
+                                         : "decode=scalar,small=avx2,prefill=scalar";
   auto plan = kernels::MatMulPlan::Parse(odd);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   (*model)->SetKernelPlan(*plan);

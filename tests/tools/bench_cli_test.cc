@@ -127,7 +127,8 @@ TEST(BenchCli, UsageErrors) {
   EXPECT_NE(h.out.find("--numerics"), std::string::npos);
   auto sloppy = Sh("bench -m /nonexistent.gguf --numerics sloppy", true);
   EXPECT_EQ(sloppy.exit_code, 2);
-  EXPECT_NE(sloppy.out.find("invariant, fast, precise or adaptive"), std::string::npos) << sloppy.out;
+  EXPECT_NE(sloppy.out.find("invariant, fast, precise or adaptive"), std::string::npos)
+      << sloppy.out;
   EXPECT_EQ(Sh("bench -m /nonexistent.gguf --reps 0").exit_code, 2);
   auto missing = Sh("bench -m /nonexistent.gguf", true);
   EXPECT_EQ(missing.exit_code, 1);

@@ -86,8 +86,8 @@ TEST(Gemma3Cli, RunPrintsWhatLlamaCppPrints) {
     if (!confident) continue;
     const std::string prompt = c["prompt"];
     int rc = -1;
-    const std::string out =
-        RunStet("run -m " + model + " -p " + Quote(prompt) + " -n 16 --temp 0 -t 2 --numerics fast", &rc);
+    const std::string out = RunStet(
+        "run -m " + model + " -p " + Quote(prompt) + " -n 16 --temp 0 -t 2 --numerics fast", &rc);
     EXPECT_EQ(rc, 0) << prompt;
     EXPECT_EQ(out, c["text_16"].get<std::string>()) << "prompt: " << prompt;
     ++checked;
@@ -99,9 +99,10 @@ TEST(Gemma3Cli, RunPrintsWhatLlamaCppPrints) {
   const auto& france = golden["cases"][0];
   ASSERT_EQ(france["prompt"], "The capital of France is");
   int rc = -1;
-  EXPECT_EQ(RunStet("run -m " + model + " -p 'The capital of France is' -n 16 --temp 0 --numerics fast",
-                    &rc),
-            france["text_16"].get<std::string>());
+  EXPECT_EQ(
+      RunStet("run -m " + model + " -p 'The capital of France is' -n 16 --temp 0 --numerics fast",
+              &rc),
+      france["text_16"].get<std::string>());
   EXPECT_EQ(rc, 0);
 }
 
