@@ -66,12 +66,6 @@ int ActQuantBlock(DType t) {
   }
 }
 
-void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r) {
-  const int block = ActQuantBlock(t);
-  STET_CHECK(block > 0 && k % block == 0);
-  ref::ActResidual(x, m, k, block, r);
-}
-
 float Dot(const float* a, const float* b, int64_t n, Isa isa) {
   return STET_PATH(UseSimd(isa), Dot)(a, b, n);
 }

@@ -78,8 +78,10 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
 int ActQuantBlock(DType t);
 // r[m, k] = x - the quantized activation the kernels compute from x for weights
 // of type t (ActQuantBlock(t) != 0): the rounding error of the int8 activation,
-// exact up to one rounding per element. Row-local; scalar on every ISA.
-void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r);
+// exact up to one rounding per element. Row-local: the same bits on every ISA
+// and any pool (the ISA's quantizer equals the scalar one; rows split across threads).
+void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r, ThreadPool* pool,
+                 Isa isa);
 
 // Canonical 8-lane dot product of two float vectors of length n.
 float Dot(const float* a, const float* b, int64_t n, Isa isa);

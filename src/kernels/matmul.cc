@@ -155,6 +155,25 @@ void QuantizeRows(ThreadPool* pool, const float* x, int64_t k, Act* act,
   });
 }
 
+// One row's residual: r = x - d * float(q), block by block, from the int8
+// activation `quantize` computes (the kernels' own, so the same d and q).
+template <typename Act>
+void RowResidual(const float* x, int64_t k, float* r, std::vector<uint8_t>* storage,
+                 void (*prepare)(int64_t, int64_t, std::vector<uint8_t>*, Act*),
+                 void (*quantize)(const float*, Act*), int block) {
+  Act a;
+  prepare(1, k, storage, &a);
+  quantize(x, &a);
+  for (int64_t b = 0; b < k / block; ++b) {
+    const float d = a.d[b];
+    const int8_t* q = a.qs + b * block;
+    for (int e = 0; e < block; ++e)
+      r[b * block + e] = x[b * block + e] - d * static_cast<float>(q[e]);
+  }
+}
+
+thread_local std::vector<uint8_t> tls_residual_storage;
+
 // The activation layouts of one call (the thread-local storage they point into
 // outlives it).
 struct Activations {
@@ -296,6 +315,24 @@ void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool
   const WeightView* ws[1] = {&w};
   float* ys[1] = {y};
   MatMulGroup(ws, 1, x, m, ys, pool, isa);
+}
+
+void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r, ThreadPool* pool,
+                 Isa isa) {
+  const int block = ActQuantBlock(t);
+  STET_CHECK(block > 0 && k % block == 0);
+  const bool simd = UseSimd(isa);
+  ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      if (block == kQK) {
+        RowResidual<ActQ8>(x + i * k, k, r + i * k, &tls_residual_storage, PrepareActQ8,
+                           STET_PATH(simd, QuantizeActQ8), block);
+      } else {
+        RowResidual<ActQ8K>(x + i * k, k, r + i * k, &tls_residual_storage, PrepareActQ8K,
+                            STET_PATH(simd, QuantizeActQ8K), block);
+      }
+    }
+  });
 }
 
 }  // namespace stet::kernels

@@ -302,7 +302,7 @@ void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, cons
     kernels::MatMulGroup(ws.begin(), static_cast<int>(ws.size()), xr, 2 * m, y2, pool_, isa_);
     for (size_t j = 0; j < ws.size(); ++j) {
       const int64_t n = ws.begin()[j]->rows;
-      kernels::Add(y2[j], y2[j] + m * n, m * n, ys.begin()[j], isa_);
+      AddParallel(y2[j], y2[j] + m * n, m * n, ys.begin()[j]);
     }
     return;
   }
@@ -315,6 +315,20 @@ void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, cons
   for (size_t j = 0; j < ws.size(); ++j) MatMul(*ws.begin()[j], x, m, ys.begin()[j]);
 }
 
+// out = a + b elementwise, in chunks across the pool (an elementwise add has no
+// order to keep).
+void Forward::AddParallel(const float* a, const float* b, int64_t n, float* out) {
+  constexpr int64_t kChunk = 8192;
+  if (pool_ == nullptr || pool_->size() == 1 || n < 2 * kChunk) {
+    kernels::Add(a, b, n, out, isa_);
+    return;
+  }
+  pool_->ParallelFor((n + kChunk - 1) / kChunk, 1, [&](int64_t c0, int64_t c1) {
+    const int64_t s = c0 * kChunk, e = std::min(n, c1 * kChunk);
+    kernels::Add(a + s, b + s, e - s, out + s, isa_);
+  });
+}
+
 bool Forward::Refined(const kernels::WeightView& w) const {
   return mode_ == NumericsMode::kInvariant && kernels::ActQuantBlock(w.type) > 0;
 }
@@ -325,7 +339,7 @@ const float* Forward::RefinedInput(const kernels::WeightView& w, const float* x,
   const int64_t k = w.cols;
   Grow(refine_x_, 2 * m * k);
   std::copy(x, x + m * k, refine_x_.begin());
-  kernels::ActResidual(w.type, x, m, k, refine_x_.data() + m * k);
+  kernels::ActResidual(w.type, x, m, k, refine_x_.data() + m * k, pool_, isa_);
   return refine_x_.data();
 }
 
@@ -373,7 +387,7 @@ void Forward::MatMul(const kernels::WeightView& w, const float* x, int64_t m, fl
     const float* xr = RefinedInput(w, x, m);
     Grow(refine_y_, 2 * m * n);
     kernels::MatMul(w, xr, 2 * m, refine_y_.data(), pool_, isa_);
-    kernels::Add(refine_y_.data(), refine_y_.data() + m * n, m * n, y, isa_);
+    AddParallel(refine_y_.data(), refine_y_.data() + m * n, m * n, y);
   } else {
     kernels::MatMul(w, x, m, y, pool_, isa_);
   }

@@ -82,6 +82,7 @@ class Forward {
   bool Refined(const kernels::WeightView& w) const;
   void MatMulPrecise(const kernels::WeightView& w, const float* x, int64_t m, float* y);
   const float* RefinedInput(const kernels::WeightView& w, const float* x, int64_t m);
+  void AddParallel(const float* a, const float* b, int64_t n, float* out);
   // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call
   // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
