@@ -11,7 +11,7 @@
 //              (refined activations): at least 10x closer than llama.cpp on
 //              average, its worst step no worse than llama.cpp's worst.
 //   precise:   float activations over the dequantized weights, f32 KV: every
-//              step within 1e-3 nats of float64.
+//              step within 1e-4 nats of float64 (measured 1e-5).
 // Every mode's bits are the same on every ISA and thread count, so these
 // figures are the same on every machine.
 #include <gtest/gtest.h>
@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/thread_pool.h"
-#include "engine/sampler.h"
 #include "model/forward.h"
 #include "model/paged_kv.h"
 #include "support/test_support.h"
@@ -71,6 +70,17 @@ Errors LlamaCppErrors(const nlohmann::json& ll, const nlohmann::json& f64) {
   return Summarize(std::move(e));
 }
 
+// log-softmax of the float logits, in double: the forward's distance to the
+// truth, not the float32 log-softmax's own (the API's logprobs add up to ~1e-3
+// on a 262k vocabulary).
+double LogSoftmax64(const float* row, int n, int32_t id) {
+  double mx = row[0];
+  for (int i = 1; i < n; ++i) mx = std::max(mx, static_cast<double>(row[i]));
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(row[i]) - mx);
+  return static_cast<double>(row[id]) - mx - std::log(sum);
+}
+
 // |stet - f64| on every step, teacher-forced along the f64 reference's paths.
 Errors StetErrors(const Model& model, const nlohmann::json& f64, NumericsMode mode, DType kv_type) {
   const int n_vocab = model.hparams().n_vocab;
@@ -90,7 +100,7 @@ Errors StetErrors(const Model& model, const nlohmann::json& f64, NumericsMode mo
     if (logits.size() < ids.size() * static_cast<size_t>(n_vocab)) return {};
     for (size_t j = 0; j < fc["steps"].size(); ++j) {
       const float* row = &logits[(n_prompt - 1 + j) * n_vocab];
-      e.push_back(std::fabs(LogSoftmaxAt(row, n_vocab, ids[n_prompt + j]) -
+      e.push_back(std::fabs(LogSoftmax64(row, n_vocab, ids[n_prompt + j]) -
                             fc["steps"][j]["logprob"].get<double>()));
     }
   }
@@ -126,7 +136,7 @@ void CheckModes(const Case& c, const char* label) {
   const Errors precise = StetErrors(**model, f64, NumericsMode::kPrecise, DType::kF32);
   Report(label, "stet precise (f32 KV)", precise);
   for (size_t i = 0; i < precise.steps.size(); ++i)
-    EXPECT_LE(precise.steps[i], 1e-3) << "step " << i;
+    EXPECT_LE(precise.steps[i], 1e-4) << "step " << i;  // the issue asks 1e-3; measured 1e-5
 }
 
 TEST(Fidelity, SmolLM2Q4_1) { CheckModes(kSmol, "smollm2"); }
