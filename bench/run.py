@@ -158,8 +158,9 @@ def ensure_model(stet, case, models_dir, threads):
 
 
 def stet_bench(stet, model, args, extra, env, threads=None, contended=False):
+    mode = [] if "--numerics" in extra else ["--numerics", args.numerics]
     out, _, _ = run([stet, "bench", "-m", model, "-t", str(threads or args.threads), "--reps", "1",
-                     "--isa", args.isa, "--json", *extra], nice=0 if contended else args.nice,
+                     "--isa", args.isa, "--json", *mode, *extra], nice=0 if contended else args.nice,
                     env=env, own_session=not contended)
     return json.loads(out)
 
@@ -319,7 +320,8 @@ def write_markdown(res, path):
     L = []
     L.append(f"# stet vs llama.cpp — {h['date']} on {h['host']}\n")
     L.append(f"- CPU: {h['cpu']} ({h['nproc']} logical CPUs), threads: {h['threads']}, "
-             f"stet isa: {h.get('stet_isa')}, numerics: invariant, KV cache f16 on both sides")
+             f"stet isa: {h.get('stet_isa')}, numerics: {h.get('numerics', 'invariant')}, "
+             "KV cache f16 on both sides")
     L.append(f"- stet: commit `{h['stet_commit']}` (binary `{h['stet_binary']}`)")
     if peer:
         info = peer.get("info", {})
@@ -496,6 +498,8 @@ def main():
     ap.add_argument("--isa", default="auto", choices=["auto", "scalar", "avx2", "avx512"],
                     help="stet's kernel path; avx2 also picks the AVX2-only llama.cpp build "
                          "(bench/build_llamacpp.sh --avx2)")
+    ap.add_argument("--numerics", default="invariant", choices=["invariant", "fast", "precise"],
+                    help="stet's numerics mode (docs/numerics.md; numerics v1 tables = fast)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--big-reps", type=int, default=3, help="reps for the 0.5B and 1B cases")
     ap.add_argument("--cases", default="all", help="comma list of: " +
@@ -590,6 +594,7 @@ def main():
     for c in cases:
         if "stet_info" in c:
             header.setdefault("stet_isa", c["stet_info"]["isa"])
+            header.setdefault("numerics", c["stet_info"]["numerics"])
         if "llama_info" in c:
             header.setdefault("llama_build", f"{c['llama_info']['build_commit']} "
                                              f"({c['llama_info']['build_number']})")
