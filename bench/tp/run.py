@@ -25,6 +25,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from benchutil import REPO, cpu_model, git, log  # noqa: E402
+import llamacpp_rpc  # noqa: E402
 
 CACHE = os.path.expanduser("~/.cache/stet")
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -137,6 +138,8 @@ def main():
     ap.add_argument("--mem-gbs", type=float, default=40.0,
                     help="per-machine memory bandwidth for the on-paper decode (GB/s)")
     ap.add_argument("--paper-only", action="store_true", help="skip the measurement")
+    ap.add_argument("--rpc-layers", type=int, default=8,
+                    help="layers llama.cpp's RPC peer puts in its second process (of 16)")
     args = ap.parse_args()
     stet = args.stet or next((p for p in (os.path.join(REPO, d, "bin", "stet") for d in
                                           ("build-bench", "build")) if os.path.exists(p)), None)
@@ -162,6 +165,20 @@ def main():
                   f"| {r['tg'] / base['tg']:.2f} | {wire} | {rss} |")
         measured_tg = rows[-1]["wire_tg"]
         print()
+        peer = llamacpp_rpc.measure(args, ensure_model(stet, 2))
+        if peer is None:
+            print("llama.cpp's RPC peer: not built (bench/build_llamacpp.sh --rpc); not measured.\n")
+        else:
+            print("llama.cpp's RPC backend on the same file (splits by layers; the same "
+                  "caveat on timings):\n")
+            print("| run | pp%d t/s | ratio | tg%d t/s | ratio | greedy text = 1 process |"
+                  % (args.prompt, args.gen))
+            print("|---|---:|---:|---:|---:|---|")
+            for r in peer:
+                same = "—" if "same_text" not in r else ("yes" if r["same_text"] else "**no**")
+                print(f"| {r['name']} | {r['pp']:.1f} | {r['pp'] / peer[0]['pp']:.2f} | "
+                      f"{r['tg']:.2f} | {r['tg'] / peer[0]['tg']:.2f} | {same} |")
+            print()
 
     model = wire_bytes_per_token("llama-3.2-1b", 2)
     print(f"Bytes per decoded token on paper, Llama-3.2-1B, 2 ranks: {model / 1024:.0f} KiB"
