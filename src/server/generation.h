@@ -107,6 +107,7 @@ struct PreparedPrompts {
   std::vector<std::vector<int32_t>> prompt_ids;  // per prompt, with out.return_token_ids
   std::string rendered;                          // the template's output, when kept for a record
   int64_t clock_unix = 0;                        // what strftime_now() saw (templated)
+  bool reasoning_open = false;  // the rendered prompt ends inside a reasoning block
 };
 
 }  // namespace stet::server

@@ -19,9 +19,15 @@ ApiOr<std::vector<int32_t>> Render(const ServeModel& m, const GenerationRequest&
   ChatPromptOptions how = g.template_options;
   how.now_unix = p->clock_unix;
   if (auto e = CheckChatPromptOptions(how)) return *e;
-  auto ids = m.chat->Build(g.messages, g.tools.tools, how, keep_rendered ? &p->rendered : nullptr,
+  // With reasoning, the prompt's end says whether the answer starts inside a block.
+  const bool keep = keep_rendered || m.reasoning;
+  auto ids = m.chat->Build(g.messages, g.tools.tools, how, keep ? &p->rendered : nullptr,
                            m.max_prompt_bytes);
-  if (ids.ok()) return ids;
+  if (ids.ok()) {
+    if (m.reasoning) p->reasoning_open = EndsInsideReasoning(*m.reasoning, p->rendered);
+    if (!keep_rendered) p->rendered.clear();
+    return ids;
+  }
   ApiError e = ids.error();
   if (e.param == "messages") e.param = g.prompt_param;  // /v1/responses names its input
   return e;
@@ -97,12 +103,59 @@ PieceFn RawPiece(const ServeModel& m, const GenerationRequest& g) {
   return [tok](int32_t id) { return tok->TokenToPiece(id, /*render_special=*/true); };
 }
 
-ToolParseFn ToolParser(const ServeModel& m, const GenerationRequest& g) {
-  if (!g.tools.parse) return nullptr;
-  return [fmt = m.tool_format, tools = g.tools.tools, seed = *g.s.params.sampling.seed](
-             int index, const ChoiceResult& c) {
-    return ParseToolCalls(*fmt, c.raw, c.text, tools, seed, index);
+namespace {
+
+// How `g`'s answers are read; null when nothing is read from them.
+std::shared_ptr<const AnswerSyntax> Syntax(const ServeModel& m, const GenerationRequest& g,
+                                           const PreparedPrompts& p) {
+  const bool reasoning = m.reasoning && g.templated();
+  if (!g.tools.parse && !reasoning) return nullptr;
+  auto s = std::make_shared<AnswerSyntax>();
+  if (g.tools.parse) {
+    s->format = m.tool_format;
+    s->tools = g.tools.tools;
+    s->seed = *g.s.params.sampling.seed;
+  }
+  if (reasoning) {
+    s->reasoning = *m.reasoning;
+    s->reasoning->starts_inside = p.reasoning_open;
+  }
+  return s;
+}
+
+// The tokens up to the one that ends the reasoning block (all, when none does).
+int64_t ReasoningTokens(const ReasoningSyntax& r, const std::vector<TokenOut>& tokens) {
+  std::string text;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const size_t from = text.size() > r.close.size() ? text.size() - r.close.size() : 0;
+    text += tokens[i].text;
+    if (text.find(r.close, from) != std::string::npos) return static_cast<int64_t>(i + 1);
+  }
+  return static_cast<int64_t>(tokens.size());
+}
+
+}  // namespace
+
+ToolParseFn ToolParser(const ServeModel& m, const GenerationRequest& g, const PreparedPrompts& p) {
+  return AnswerParser(Syntax(m, g, p));
+}
+
+SafePartsFn SafeParser(const ServeModel& m, const GenerationRequest& g, const PreparedPrompts& p) {
+  return AnswerPrefix(Syntax(m, g, p));
+}
+
+ToolParseFn AnswerParser(std::shared_ptr<const AnswerSyntax> s) {
+  if (!s) return nullptr;
+  return [s](int index, const ChoiceResult& c) {
+    ParsedAnswer a = SplitAnswer(*s, s->format ? c.raw : c.text, c.text, index);
+    if (a.reasoning) a.reasoning_tokens = ReasoningTokens(*s->reasoning, c.tokens);
+    return a;
   };
+}
+
+SafePartsFn AnswerPrefix(std::shared_ptr<const AnswerSyntax> s) {
+  if (!s) return nullptr;
+  return [s](const ChoiceResult& c) { return SafePrefix(*s, s->format ? c.raw : c.text, c.text); };
 }
 
 RecordFn MakeRecordFn(const ServeModel& m, const GenerationRequest& g, PreparedPrompts& p,

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -35,6 +36,9 @@ struct ServeModel {
   size_t max_prompt_bytes = SIZE_MAX;
   std::string model_id;         // the served model's id (responses, records)
   std::string template_sha256;  // of chat->source(), for records
+  // --reasoning-format: the tags of the reasoning block chat answers are split
+  // at (reasoning_content, reasoning items); none: the block stays inline.
+  std::optional<ReasoningSyntax> reasoning;
 };
 
 // A 400 context_length_exceeded when a prompt text of `bytes` cannot fit.
@@ -50,8 +54,16 @@ PieceFn Piece(const ServeModel& m);
 // What the collector folds into ChoiceResult::raw: each token's piece with
 // special tokens written out, for requests that read tool calls; else null.
 PieceFn RawPiece(const ServeModel& m, const GenerationRequest& g);
-// The tool calls in an answer, in the template's format; null unless g.tools.parse.
-ToolParseFn ToolParser(const ServeModel& m, const GenerationRequest& g);
+// An answer's parts: its reasoning block (chat and Responses, with
+// m.reasoning) and its tool calls, in the template's format (with
+// g.tools.parse); null when it reads neither.
+ToolParseFn ToolParser(const ServeModel& m, const GenerationRequest& g, const PreparedPrompts& p);
+// The parts certain while it streams; null when ToolParser is.
+SafePartsFn SafeParser(const ServeModel& m, const GenerationRequest& g, const PreparedPrompts& p);
+// Both for a syntax already made (`raw` is read with s.format, else the text);
+// a reasoning block's tokens are counted up to the one that closes it.
+ToolParseFn AnswerParser(std::shared_ptr<const AnswerSyntax> s);
+SafePartsFn AnswerPrefix(std::shared_ptr<const AnswerSyntax> s);
 
 // Who received a request, and when (the record's identity).
 struct RecordOrigin {

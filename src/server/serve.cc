@@ -97,7 +97,8 @@ void Server::Impl::Serve(const Request& req, Response& res, const RequestParser&
   RecordFn record;
   if (opts.recorder) record = MakeRecordFn(model, g, *prepared, {*in.body, rec.id, in.received_at});
   auto answer = std::make_shared<Answer>();
-  answer->format = MakeWireFormat(g, *prepared, Meta(in.seed), Piece(model), ToolParser(model, g));
+  answer->format = MakeWireFormat(g, *prepared, Meta(in.seed), Piece(model),
+                                  ToolParser(model, g, *prepared), SafeParser(model, g, *prepared));
   answer->record = std::move(record);
   answer->job = in.slot.Take();  // released when the answer is done
   if (auto e = Submit(std::move(prepared->params), RawPiece(model, g), g.prompt_param, *answer))

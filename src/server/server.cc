@@ -282,9 +282,15 @@ Status Server::Attach(std::unique_ptr<Engine> engine, ModelInfo info) {
   // n_ctx such pieces has more than n_ctx tokens.
   const Tokenizer& tok = engine->tokenizer();
   size_t longest = 4;  // an unknown character's token stands for one UTF-8 character
+  const ReasoningSyntax think;
+  bool think_tags = chat.source().find(think.close) != std::string::npos;
   for (int32_t id = 0; id < tok.n_vocab(); ++id) {
-    longest = std::max(longest, tok.TokenToPiece(id, /*render_special=*/true).size());
+    const std::string piece = tok.TokenToPiece(id, /*render_special=*/true);
+    longest = std::max(longest, piece.size());
+    think_tags = think_tags || piece == think.close;
   }
+  if (info.reasoning_format == "deepseek" || (info.reasoning_format == "auto" && think_tags))
+    m.reasoning = think;
   m.max_prompt_bytes = static_cast<size_t>(engine->n_ctx()) * longest;
   I.chat.emplace(std::move(chat));
   I.info = std::move(info);

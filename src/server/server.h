@@ -68,6 +68,10 @@ struct ModelInfo {
   // --chat-template-kwargs: template variables every request gets (its own
   // chat_template_kwargs override them key by key); null or an object.
   nlohmann::ordered_json chat_template_kwargs;
+  // --reasoning-format: "auto" splits a <think>…</think> block out of chat
+  // answers (reasoning_content, reasoning items) when the template or the
+  // vocabulary has the tags; "deepseek" always; "none" never (it stays inline).
+  std::string reasoning_format = "auto";
 };
 
 class Server {

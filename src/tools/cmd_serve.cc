@@ -64,10 +64,11 @@ struct ServeArgs {
   std::vector<std::string> allowed_hosts;
   bool metrics_public = false;
   bool no_log = false;
-  std::string record;                // --record FILE.db
-  std::string chat_template_file;    // replaces the GGUF's tokenizer.chat_template
-  std::string chat_template_kwargs;  // JSON object: template variables for every request
-  std::string spec;                  // "": off, or draft with --draft-model
+  std::string record;                     // --record FILE.db
+  std::string chat_template_file;         // replaces the GGUF's tokenizer.chat_template
+  std::string chat_template_kwargs;       // JSON object: template variables for every request
+  std::string reasoning_format = "auto";  // none | auto | deepseek
+  std::string spec;                       // "": off, or draft with --draft-model
   std::string draft_model;
   int spec_k = 4;
   TemplateLimits template_limits;
@@ -233,6 +234,7 @@ int RunServe(const ServeArgs& a) {
   if (!chat_template_override.empty()) info.chat_template = chat_template_override;
   info.template_limits = a.template_limits;
   info.chat_template_kwargs = template_kwargs;
+  info.reasoning_format = a.reasoning_format;
   const std::string fingerprint = (*engine)->fingerprint();
   const std::string plan_note = (*engine)->model().kernel_plan_note();
   const int n_ctx = (*engine)->n_ctx();
@@ -437,6 +439,12 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
                   "A JSON object of chat template variables every request gets, e.g. "
                   "'{\"enable_thinking\": false}' (a request's chat_template_kwargs override it "
                   "key by key)");
+  cmd->add_option("--reasoning-format", a->reasoning_format,
+                  "Where a chat answer's <think>...</think> block goes: auto (reasoning_content "
+                  "and Responses reasoning items when the template or vocabulary has the tags), "
+                  "deepseek (always split), none (left inline in the content)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "auto", "deepseek"}));
   cmd->add_option(
          "--template-max-steps", a->template_limits.max_steps,
          "Work one chat template render may do (steps of ~50 ns); over it the request gets a 400")

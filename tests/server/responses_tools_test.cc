@@ -138,11 +138,13 @@ TEST(ResponsesTools, TextThenCallsAsOutputItemsAndEvents) {
   EXPECT_EQ(body["status"], "completed");
 
   ResponsesStream rs(Shape(), piece);
-  rs.SetToolParsing(TwoCalls());
+  rs.SetAnswerParsing(TwoCalls(), nullptr);  // nothing certain before the end: all held back
   std::string sse = rs.Start();
-  sse += rs.Token("Let me look. ", nullptr);
-  sse += rs.Finish("{...}");
-  EXPECT_EQ(sse.find("output_text.delta"), std::string::npos);  // held back
+  ChoiceResult part = c;
+  part.text = "Let me look. ";
+  sse += rs.Token("Let me look. ", nullptr, part);
+  sse += rs.Finish("{...}", c);
+  EXPECT_EQ(sse.find("output_text.delta"), std::string::npos);
   sse += rs.Done(UsageCounts{}, c);
   const std::vector<Json> ev = Events(sse);
   std::vector<std::string> types;
@@ -150,22 +152,29 @@ TEST(ResponsesTools, TextThenCallsAsOutputItemsAndEvents) {
     EXPECT_EQ(ev[i]["sequence_number"], i);
     types.push_back(ev[i]["type"]);
   }
+  // The first call's arguments {"a":1} go in two pieces, the second's in one.
   const std::vector<std::string> call = {
       "response.output_item.added", "response.function_call_arguments.delta",
-      "response.function_call_arguments.done", "response.output_item.done"};
+      "response.function_call_arguments.delta", "response.function_call_arguments.done",
+      "response.output_item.done"};
+  std::vector<std::string> call2 = call;
+  call2.erase(call2.begin() + 1);
   std::vector<std::string> want = {"response.created",           "response.in_progress",
                                    "response.output_item.added", "response.content_part.added",
                                    "response.output_text.delta", "response.output_text.done",
                                    "response.content_part.done", "response.output_item.done"};
   want.insert(want.end(), call.begin(), call.end());
-  want.insert(want.end(), call.begin(), call.end());
+  want.insert(want.end(), call2.begin(), call2.end());
   want.push_back("response.completed");
   EXPECT_EQ(types, want);
   EXPECT_EQ(ev[4]["delta"], "Let me look.");
   EXPECT_EQ(ev[8]["output_index"], 1);
   EXPECT_EQ(ev[8]["item"]["arguments"], "");
   EXPECT_EQ(ev[8]["item"]["status"], "in_progress");
-  EXPECT_EQ(ev[9]["delta"], "{\"a\":1}");
+  // The arguments in pieces, as OpenAI streams them; .done carries them whole.
+  EXPECT_EQ(ev[9]["delta"], "{\"a\":");
+  EXPECT_EQ(ev[10]["delta"], "1}");
+  EXPECT_EQ(ev[11]["arguments"], "{\"a\":1}");
   EXPECT_EQ(ev[9]["item_id"], "fc_000000000000000000000001");
   EXPECT_EQ(ev[14]["item_id"], "fc_000000000000000000000002");
   EXPECT_EQ(ev[14]["output_index"], 2);

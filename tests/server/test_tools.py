@@ -1,7 +1,7 @@
 """Tool calls on a live server with the openai client, on stories260K (the
 built-in ChatML fallback, tools listed in its system turn: the generic JSON format): an answer that is not a call comes back as
-text, streamed with tools as one held-back content chunk equal to the
-non-streamed text; tool_choice none leaves the answer unparsed and streamed
+text, streamed with tools token by token (its first bytes cannot start a
+call) and equal to the non-streamed text; tool_choice none leaves the answer unparsed and streamed
 token by token; a tool round trip (call -> tool message -> answer) is
 accepted; tool_choice required / named force a call (constrained decoding),
 and naming an unknown function is a clear 400. The parser itself is
@@ -42,8 +42,8 @@ class ToolsTest(S.ClientTest):
         self.assertIn('"name": "get_weather"', prompt["prompt"])
         chunks = list(self.chat(tools=TOOLS, max_tokens=30, temperature=0.8, seed=2, logprobs=True, stream=True))
         content = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
-        self.assertEqual(len(content), 1)  # held back, then sent whole
-        self.assertEqual(content[0], m.content)
+        self.assertGreater(len(content), 1)  # streamed: prose cannot be a JSON call
+        self.assertEqual("".join(content), m.content)
         streamed_lps = [e.logprob for c in chunks if c.choices and c.choices[0].logprobs
                         for e in c.choices[0].logprobs.content]
         self.assertEqual(streamed_lps, [e.logprob for e in r.choices[0].logprobs.content])

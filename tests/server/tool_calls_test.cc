@@ -268,22 +268,40 @@ TEST(ToolCalls, ChatResponseAndStreamCarryTheCalls) {
   EXPECT_EQ(r["choices"][1]["finish_reason"], "stop");
 
   ChatStream cs(meta, false, 0, false, piece);
-  cs.SetToolParsing(HermesParse());
-  EXPECT_EQ(cs.Token(0, call.text.substr(0, 10), nullptr, call), "");  // held back
+  AnswerSyntax syntax;
+  syntax.format = &HermesToolFormat();
+  syntax.tools = Tools();
+  syntax.seed = 5;
+  cs.SetAnswerParsing(HermesParse(), [syntax](const ChoiceResult& c) {
+    return SafePrefix(syntax, c.text, c.text);
+  });
+  ChoiceResult begun = call;
+  begun.text = call.text.substr(0, 10);  // "<tool_call" may be a call's start: held back
+  EXPECT_EQ(cs.Token(0, begun.text, nullptr, begun), "");
   const std::string out = cs.Finish(0, call.text.substr(10), FinishReason::kStop, call);
   std::vector<Json> chunks;
   for (size_t pos = 0; (pos = out.find("data: ", pos)) != std::string::npos; pos += 6) {
     chunks.push_back(Json::parse(out.substr(pos + 6, out.find("\n\n", pos) - pos - 6)));
   }
-  ASSERT_EQ(chunks.size(), 2u) << out;
-  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
-  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "get_time");
-  EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "tool_calls");
-  // Text without calls comes out whole at the end.
+  // OpenAI's shape: index, id, type and name with arguments "", then the arguments, then the end.
+  ASSERT_EQ(chunks.size(), 3u) << out;
+  const Json& head = chunks[0]["choices"][0]["delta"]["tool_calls"][0];
+  EXPECT_EQ(head["index"], 0);
+  EXPECT_EQ(head["id"], ToolCallId(5, 0, 0));
+  EXPECT_EQ(head["type"], "function");
+  EXPECT_EQ(head["function"]["name"], "get_time");
+  EXPECT_EQ(head["function"]["arguments"], "");
+  const Json& args = chunks[1]["choices"][0]["delta"]["tool_calls"][0];
+  EXPECT_EQ(args, Json::parse(R"({"index": 0, "function": {"arguments": "{}"}})"));
+  EXPECT_EQ(chunks[2]["choices"][0]["finish_reason"], "tool_calls");
+  // Text that cannot start a call streams as it comes; the rest goes out at the end.
+  ChoiceResult start = text;
+  start.text = "hel";
+  EXPECT_NE(cs.Token(1, "hel", nullptr, start).find("\"content\":\"hel\""), std::string::npos);
   ChoiceResult cut = text;
   cut.finish = FinishReason::kLength;
   const std::string plain = cs.Finish(1, "hello", FinishReason::kLength, cut);
-  EXPECT_NE(plain.find("\"content\":\"hello\""), std::string::npos) << plain;
+  EXPECT_NE(plain.find("\"content\":\"lo\""), std::string::npos) << plain;
   EXPECT_NE(plain.find("\"finish_reason\":\"length\""), std::string::npos) << plain;
 }
 

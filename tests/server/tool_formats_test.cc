@@ -70,6 +70,28 @@ TEST(ToolFormatRegistry, WrittenCallsPassTheForcedGrammarAndParseBack) {
   }
 }
 
+// Streaming reads CallBound on every prefix: no prefix of written calls may
+// place their start later than it is (content would go out that is a call),
+// and a prefix of plain prose either bounds at its end or rules calls out.
+TEST(ToolFormatRegistry, CallBoundNeverPassesACallsStart) {
+  for (const ToolCallFormat* f : ToolCallFormats()) {
+    SCOPED_TRACE(f->name());
+    const std::string two = f->Write({kWeather, kPing});
+    for (size_t n = 0; n <= two.size(); ++n) {
+      const size_t b = f->CallBound(two.substr(0, n));
+      EXPECT_EQ(b, 0u) << two.substr(0, n);
+    }
+    const std::string prose = "It is sunny.";
+    const size_t b = f->CallBound(prose);
+    EXPECT_TRUE(b == prose.size() || b == std::string::npos) << b;
+    if (b == prose.size()) {  // calls may follow prose: never before where they begin
+      const std::string after = prose + " " + two;
+      for (size_t n = prose.size(); n <= after.size(); ++n)
+        EXPECT_LE(f->CallBound(after.substr(0, n)), prose.size() + 1) << after.substr(0, n);
+    }
+  }
+}
+
 // docs/api.md's tool-call table has one row per format, in the registry's order.
 TEST(ToolFormatRegistry, DocsListEveryFormatInOrder) {
   const std::string api = stet::testing::ReadFileOrDie(stet::testing::SourceDir() + "/docs/api.md");

@@ -21,6 +21,10 @@ Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
     Json finish = FinishReasonText(c.finish);
     if (tools) {
       ParsedAnswer p = tools(static_cast<int>(i), c);
+      if (p.reasoning) {
+        msg["content"] = p.content;
+        msg["reasoning_content"] = *p.reasoning;
+      }
       if (!p.calls.empty()) {
         msg["content"] = p.content.empty() ? Json(nullptr) : Json(p.content);
         msg["tool_calls"] = ToolCallsJson(p.calls, /*indexed=*/false);
@@ -73,8 +77,8 @@ std::string ChatStream::Start(int index) {
 }
 
 std::string ChatStream::Token(int index, const std::string& text_delta, const TokenOut* tok,
-                              const ChoiceResult&) {
-  if (parse_) return "";  // held back: the collector keeps the choice until it is parsed
+                              const ChoiceResult& folded) {
+  if (parse_) return TokenParsed(index, tok, folded);
   Json lp = nullptr;
   if (logprobs_ && tok) lp = ChatLogprobs({*tok}, top_logprobs_, piece_);
   if (text_delta.empty() && lp.is_null() && !(token_ids_ && tok)) return "";
@@ -85,31 +89,59 @@ std::string ChatStream::Token(int index, const std::string& text_delta, const To
   return SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr, toks));
 }
 
-std::string ChatStream::FinishHeld(int index, const ChoiceResult& h) {
+Json ChatStream::PartsDelta(int index, const SafeParts& parts) {
+  Sent& sent = sent_[index];
+  Json delta = Json::object();
+  if (parts.reasoning.size() > sent.reasoning) {
+    delta["reasoning_content"] = parts.reasoning.substr(sent.reasoning);
+    sent.reasoning = parts.reasoning.size();
+  }
+  if (parts.content.size() > sent.content) {
+    delta["content"] = parts.content.substr(sent.content);
+    sent.content = parts.content.size();
+  }
+  return delta;
+}
+
+std::string ChatStream::TokenParsed(int index, const TokenOut* tok, const ChoiceResult& folded) {
+  Json delta = PartsDelta(index, safe_ ? safe_(folded) : SafeParts{});
+  Json lp = nullptr;
+  if (logprobs_ && tok) lp = ChatLogprobs({*tok}, top_logprobs_, piece_);
+  if (delta.empty() && lp.is_null() && !(token_ids_ && tok)) return "";
+  std::vector<TokenOut> toks;
+  if (tok) toks.push_back(*tok);
+  return SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr, toks));
+}
+
+std::string ChatStream::FinishParsed(int index, const ChoiceResult& h) {
   const ParsedAnswer p = parse_(index, h);
   std::string out;
+  Json rest = PartsDelta(index, {p.reasoning.value_or(""), p.content, p.reasoning.has_value()});
+  if (!rest.empty()) out += SseEvent(Chunk(index, std::move(rest), nullptr, nullptr));
   if (p.calls.empty()) {
-    Json delta = Json::object();
-    delta["content"] = h.text;
-    Json lp = logprobs_ ? ChatLogprobs(h.tokens, top_logprobs_, piece_) : Json(nullptr);
-    out = SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr, h.tokens));
     return out + SseEvent(Chunk(index, Json::object(), nullptr, FinishReasonText(h.finish)));
   }
-  const Json calls = ToolCallsJson(p.calls, /*indexed=*/true);
-  for (size_t k = 0; k < calls.size(); ++k) {
-    Json delta = Json::object();
-    if (k == 0 && !p.content.empty()) delta["content"] = p.content;
-    delta["tool_calls"] = Json::array({calls[k]});
-    Json lp = k == 0 && logprobs_ ? ChatLogprobs(h.tokens, top_logprobs_, piece_) : Json(nullptr);
-    out += SseEvent(Chunk(index, std::move(delta), std::move(lp), nullptr,
-                          k == 0 ? h.tokens : std::vector<TokenOut>{}));
+  for (size_t k = 0; k < p.calls.size(); ++k) {
+    const ToolCall& call = p.calls[k];
+    Json head = ToolCallsJson({call}, /*indexed=*/true)[0];
+    head["index"] = k;
+    head["function"]["arguments"] = "";
+    out += SseEvent(
+        Chunk(index, Json{{"tool_calls", Json::array({std::move(head)})}}, nullptr, nullptr));
+    for (const std::string& piece : ArgumentPieces(call.arguments)) {
+      Json d = Json::object();
+      d["index"] = k;
+      d["function"] = Json{{"arguments", piece}};
+      out += SseEvent(
+          Chunk(index, Json{{"tool_calls", Json::array({std::move(d)})}}, nullptr, nullptr));
+    }
   }
   return out + SseEvent(Chunk(index, Json::object(), nullptr, "tool_calls"));
 }
 
 std::string ChatStream::Finish(int index, const std::string& text_delta, FinishReason why,
                                const ChoiceResult& folded) {
-  if (parse_) return FinishHeld(index, folded);
+  if (parse_) return FinishParsed(index, folded);
   Json delta = Json::object();
   if (!text_delta.empty()) delta["content"] = text_delta;
   return SseEvent(Chunk(index, std::move(delta), nullptr, FinishReasonText(why)));
@@ -130,7 +162,7 @@ ChatFormat::ChatFormat(FormatContext c)
       stream_(c_.meta, c_.out.logprobs.has_value(), c_.out.logprobs.value_or(0), c_.include_usage,
               c_.piece) {
   if (c_.out.return_token_ids && !c_.prompt_ids.empty()) stream_.SetTokenIds(c_.prompt_ids[0]);
-  if (c_.tools) stream_.SetToolParsing(c_.tools);
+  if (c_.tools) stream_.SetAnswerParsing(c_.tools, c_.safe);
 }
 
 Json ChatFormat::Body(const std::vector<ChoiceResult>& choices, const UsageCounts& usage) {

@@ -1,9 +1,11 @@
-// /v1/chat/completions' answer: the chat.completion body (message, tool
-// calls, logprobs, token ids) and its chat.completion.chunk stream, behind
-// WireFormat. Invariant: a stream's content deltas concatenate to the body's
-// content and its tool-call deltas merge (by index) into the body's calls.
+// /v1/chat/completions' answer: the chat.completion body (message, reasoning,
+// tool calls, logprobs, token ids) and its chat.completion.chunk stream,
+// behind WireFormat. Invariant: a stream's content and reasoning_content
+// deltas concatenate to the body's and its tool-call deltas merge (by index)
+// into the body's calls, byte for byte.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,7 +15,7 @@ namespace stet::server {
 
 // The body. With `tools`, an answer holding tool calls has them in
 // message.tool_calls, what precedes them as content (null when nothing does)
-// and finish_reason "tool_calls".
+// and finish_reason "tool_calls"; a reasoning block is reasoning_content.
 Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, bool logprobs,
                   int top_logprobs, const UsageCounts& usage, const PieceFn& piece,
                   const ToolParseFn& tools = nullptr);
@@ -35,15 +37,27 @@ class ChatStream {
     token_ids_ = true;
     prompt_ = std::move(prompt);
   }
-  // Tool calls: a choice's text is held back until it is finished and parsed;
-  // then its calls go out as tool_calls deltas (one chunk per call, by
-  // "index"), or its text as one content chunk when it holds none.
-  void SetToolParsing(ToolParseFn parse) { parse_ = std::move(parse); }
+  // Tool calls and reasoning: each token sends what `safe` says is certain
+  // (reasoning_content, content; nothing without `safe`); when the choice is
+  // finished and parsed, the rest of its reasoning and content, then each
+  // call — a delta with its index, id, type and name (arguments ""), then its
+  // arguments in pieces — and finish_reason "tool_calls".
+  void SetAnswerParsing(ToolParseFn parse, SafePartsFn safe) {
+    parse_ = std::move(parse);
+    safe_ = std::move(safe);
+  }
 
  private:
   Json Chunk(int index, Json delta, Json logprobs, Json finish,
              const std::vector<TokenOut>& toks = {}) const;
-  std::string FinishHeld(int index, const ChoiceResult& folded);
+  std::string TokenParsed(int index, const TokenOut* tok, const ChoiceResult& folded);
+  std::string FinishParsed(int index, const ChoiceResult& folded);
+  // What of a choice's parts went out.
+  struct Sent {
+    size_t reasoning = 0, content = 0;
+  };
+  // The delta that carries `parts` past what was sent, and marks them sent.
+  Json PartsDelta(int index, const SafeParts& parts);
   ResponseMeta meta_;
   bool logprobs_;
   int top_logprobs_;
@@ -52,6 +66,8 @@ class ChatStream {
   bool token_ids_ = false;
   std::vector<int32_t> prompt_;
   ToolParseFn parse_;
+  SafePartsFn safe_;
+  std::map<int, Sent> sent_;
 };
 
 class ChatFormat final : public WireFormat {

@@ -142,4 +142,30 @@ void AddTokenIds(Json* response, const std::vector<ChoiceResult>& choices,
 
 std::string SseEvent(const Json& j) { return wire::SseData(Dump(j)); }
 
+std::vector<std::string> ArgumentPieces(const std::string& json) {
+  std::vector<std::string> pieces;
+  size_t start = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char ch = json[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    if (ch == ':' || ch == ',') {
+      pieces.push_back(json.substr(start, i + 1 - start));
+      start = i + 1;
+    }
+  }
+  if (start < json.size() || pieces.empty()) pieces.push_back(json.substr(start));
+  return pieces;
+}
+
 }  // namespace stet::server

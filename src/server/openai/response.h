@@ -15,7 +15,7 @@
 
 #include "engine/request.h"
 #include "http/api_error.h"
-#include "server/structured/tool_calls.h"
+#include "server/structured/answer_split.h"
 #include "wire/sse.h"
 
 namespace stet::server {
@@ -49,8 +49,15 @@ struct UsageCounts {
   int64_t cached_tokens = 0;
 };
 
-// The tool calls in choice `index`'s answer (none: its text stays the content).
+// The parts of choice `index`'s answer: its reasoning block, tool calls
+// (none: its text stays the content) — server/structured/answer_split.h.
 using ToolParseFn = std::function<ParsedAnswer(int index, const ChoiceResult& choice)>;
+// The parts of a choice's answer that are certain so far, while it streams.
+using SafePartsFn = std::function<SafeParts(const ChoiceResult& choice)>;
+
+// A call's arguments (compact JSON) in the pieces a stream sends them in, as
+// OpenAI streams them: cut after each ':' and ',' outside strings.
+std::vector<std::string> ArgumentPieces(const std::string& json);
 
 Json UsageJson(const UsageCounts& u);
 const char* FinishReasonText(FinishReason r);  // "stop" / "length" (cancelled/error as named)

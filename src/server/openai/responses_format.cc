@@ -11,14 +11,14 @@ namespace stet::server {
 
 namespace {
 
-Json UsageObject(const UsageCounts& u) {
+Json UsageObject(const UsageCounts& u, int64_t reasoning_tokens) {
   Json j = Json::object();
   j["input_tokens"] = u.prompt_tokens;
   // cache_write_tokens: the prefix cache keeps what it can on its own; nothing is written on
   // request.
   j["input_tokens_details"] = Json{{"cached_tokens", u.cached_tokens}, {"cache_write_tokens", 0}};
   j["output_tokens"] = u.completion_tokens;
-  j["output_tokens_details"] = Json{{"reasoning_tokens", 0}};
+  j["output_tokens_details"] = Json{{"reasoning_tokens", reasoning_tokens}};
   j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
   return j;
 }
@@ -26,6 +26,25 @@ Json UsageObject(const UsageCounts& u) {
 std::string MessageId(const ResponseMeta& meta) {
   const std::string& id = meta.id;
   return "msg_" + (id.rfind("resp_", 0) == 0 ? id.substr(5) : id);
+}
+
+std::string ReasoningId(const ResponseMeta& meta) {
+  const std::string& id = meta.id;
+  return "rs_" + (id.rfind("resp_", 0) == 0 ? id.substr(5) : id);
+}
+
+Json ReasoningText(const std::string& text) {
+  return Json{{"type", "reasoning_text"}, {"text", text}};
+}
+
+Json ReasoningItem(const ResponsesShape& s, const std::string* text, const char* status) {
+  Json item = Json::object();
+  item["id"] = ReasoningId(s.meta);
+  item["type"] = "reasoning";
+  item["summary"] = Json::array();
+  item["content"] = text ? Json::array({ReasoningText(*text)}) : Json::array();
+  item["status"] = status;
+  return item;
 }
 
 Json TextPart(const ResponsesShape& s, const ChoiceResult& c, const PieceFn& piece) {
@@ -90,22 +109,25 @@ ParsedAnswer Calls(const ToolParseFn& parse, const ChoiceResult& c) {
 
 Json FinalResponse(const ResponsesShape& s, const ChoiceResult& c, const UsageCounts& u,
                    const PieceFn& piece, const ParsedAnswer& p) {
+  Json output = Json::array();
+  if (p.reasoning) output.push_back(ReasoningItem(s, &*p.reasoning, "completed"));
   if (!p.calls.empty()) {  // the text before the calls (if any) as a message, then the calls
-    Json output = Json::array();
     if (!p.content.empty()) {
       ChoiceResult text;
       text.text = p.content;
       output.push_back(MessageItem(s, text, "completed", piece, true));
     }
     for (const ToolCall& call : p.calls) output.push_back(FunctionCallItem(call, "completed"));
-    return ResponseObject(s, "completed", std::move(output), UsageObject(u), nullptr);
+    return ResponseObject(s, "completed", std::move(output), UsageObject(u, p.reasoning_tokens),
+                          nullptr);
   }
   const bool incomplete = Incomplete(c.finish);
   Json details = incomplete ? Json{{"reason", "max_output_tokens"}} : Json(nullptr);
-  Json output =
-      Json::array({MessageItem(s, c, incomplete ? "incomplete" : "completed", piece, true)});
+  ChoiceResult message = c;
+  if (p.reasoning) message.text = p.content;
+  output.push_back(MessageItem(s, message, incomplete ? "incomplete" : "completed", piece, true));
   return ResponseObject(s, incomplete ? "incomplete" : "completed", std::move(output),
-                        UsageObject(u), std::move(details));
+                        UsageObject(u, p.reasoning_tokens), std::move(details));
 }
 
 }  // namespace
@@ -160,7 +182,7 @@ std::string ResponsesStream::Start() {
   const Json pending = ResponseObject(shape_, "in_progress", Json::array(), nullptr, nullptr);
   std::string out = Event("response.created", Json{{"response", pending}});
   out += Event("response.in_progress", Json{{"response", pending}});
-  // With tool parsing the answer is held back: its items are known at the end.
+  // With parsing, items open as their parts become certain (Parts).
   return parse_ ? out : out + MessageStart(0);
 }
 
@@ -210,9 +232,11 @@ std::string ResponsesStream::CallEvents(int output_index, const ToolCall& call) 
   Json ref = Json::object();
   ref["item_id"] = FunctionCallItemId(call);
   ref["output_index"] = output_index;
-  Json delta = ref;
-  delta["delta"] = call.arguments;
-  out += Event("response.function_call_arguments.delta", std::move(delta));
+  for (const std::string& piece : ArgumentPieces(call.arguments)) {
+    Json delta = ref;
+    delta["delta"] = piece;
+    out += Event("response.function_call_arguments.delta", std::move(delta));
+  }
   Json done = ref;
   done["arguments"] = call.arguments;
   out += Event("response.function_call_arguments.done", std::move(done));
@@ -221,42 +245,94 @@ std::string ResponsesStream::CallEvents(int output_index, const ToolCall& call) 
   return out;
 }
 
-std::string ResponsesStream::Token(const std::string& text_delta, const TokenOut* tok) {
-  if (parse_) return "";  // held back until the answer is parsed
+std::string ResponsesStream::Token(const std::string& text_delta, const TokenOut* tok,
+                                   const ChoiceResult& folded) {
+  if (parse_) return Parts(safe_ ? safe_(folded) : SafeParts{}, /*reasoning_done=*/false);
   Json lps = Json::array();
   if (shape_.logprobs && tok) lps = ChatLogprobs({*tok}, shape_.top_logprobs, piece_)["content"];
   return TextDelta(0, text_delta, std::move(lps));
 }
 
-std::string ResponsesStream::Finish(const std::string& text_delta) {
-  return text_delta.empty() ? "" : Token(text_delta, nullptr);
+std::string ResponsesStream::Finish(const std::string& text_delta, const ChoiceResult& folded) {
+  if (parse_) return "";  // the rest goes out with the parsed answer (Done)
+  return text_delta.empty() ? "" : Token(text_delta, nullptr, folded);
+}
+
+std::string ResponsesStream::ReasoningStart() {
+  reasoning_index_ = next_output_++;
+  std::string out = Event("response.output_item.added",
+                          Json{{"output_index", reasoning_index_},
+                               {"item", ReasoningItem(shape_, nullptr, "in_progress")}});
+  Json part = TextEvent(reasoning_index_);
+  part["item_id"] = ReasoningId(shape_.meta);
+  part["part"] = ReasoningText("");
+  return out + Event("response.content_part.added", std::move(part));
+}
+
+std::string ResponsesStream::ReasoningEnd(const std::string& text) {
+  reasoning_closed_ = true;
+  Json ref = TextEvent(reasoning_index_);
+  ref["item_id"] = ReasoningId(shape_.meta);
+  Json done = ref;
+  done["text"] = text;
+  std::string out = Event("response.reasoning_text.done", std::move(done));
+  Json part = ref;
+  part["part"] = ReasoningText(text);
+  out += Event("response.content_part.done", std::move(part));
+  return out + Event("response.output_item.done",
+                     Json{{"output_index", reasoning_index_},
+                          {"item", ReasoningItem(shape_, &text, "completed")}});
+}
+
+std::string ResponsesStream::Parts(const SafeParts& parts, bool reasoning_done) {
+  std::string out;
+  const bool content = parts.content.size() > sent_content_;
+  if (parts.block && reasoning_index_ < 0 &&
+      (!parts.reasoning.empty() || content || reasoning_done))
+    out += ReasoningStart();  // the block's item goes first, even when it is empty
+  if (parts.reasoning.size() > sent_reasoning_) {
+    Json d = TextEvent(reasoning_index_);
+    d["item_id"] = ReasoningId(shape_.meta);
+    d["delta"] = parts.reasoning.substr(sent_reasoning_);
+    out += Event("response.reasoning_text.delta", std::move(d));
+    sent_reasoning_ = parts.reasoning.size();
+  }
+  // Content starts after the block's end: the reasoning is whole by then.
+  if (reasoning_index_ >= 0 && !reasoning_closed_ && (content || reasoning_done))
+    out += ReasoningEnd(parts.reasoning);
+  if (!content) return out;
+  if (message_index_ < 0) {
+    message_index_ = next_output_++;
+    out += MessageStart(message_index_);
+  }
+  out += TextDelta(message_index_, parts.content.substr(sent_content_), Json::array());
+  sent_content_ = parts.content.size();
+  return out;
 }
 
 std::string ResponsesStream::Done(const UsageCounts& usage, const ChoiceResult& c) {
   const ParsedAnswer p = Calls(parse_, c);
   const bool incomplete = p.calls.empty() && Incomplete(c.finish);
   std::string out;
-  if (!p.calls.empty()) {
-    int index = 0;
-    if (!p.content.empty()) {
-      ChoiceResult text;
-      text.text = p.content;
-      // One statement per event: each takes the next sequence_number.
-      out += MessageStart(index);
-      out += TextDelta(index, p.content, Json::array());
-      out += MessageEnd(index, text, false);
-      ++index;
-    }
-    for (const ToolCall& call : p.calls) out += CallEvents(index++, call);
-  } else {
-    if (parse_) {  // held back: the whole text in one delta
-      Json lps = shape_.logprobs ? ChatLogprobs(c.tokens, shape_.top_logprobs, piece_)["content"]
-                                 : Json::array();
-      out += MessageStart(0);
-      out += TextDelta(0, c.text, std::move(lps));
-    }
-    out += MessageEnd(0, c, incomplete);
+  // One statement per event: each takes the next sequence_number.
+  if (!parse_) {
+    out = MessageEnd(0, c, incomplete);
+    return out + Event(incomplete ? "response.incomplete" : "response.completed",
+                       Json{{"response", FinalResponse(shape_, c, usage, piece_, p)}});
   }
+  out = Parts({p.reasoning.value_or(""), p.content, p.reasoning.has_value()},
+              /*reasoning_done=*/true);
+  if (p.calls.empty() || !p.content.empty()) {
+    ChoiceResult message;
+    message.text = p.content;
+    if (p.calls.empty()) message.tokens = c.tokens;  // the message's logprobs, as the body's
+    if (message_index_ < 0) {
+      message_index_ = next_output_++;
+      out += MessageStart(message_index_);
+    }
+    out += MessageEnd(message_index_, message, incomplete);
+  }
+  for (const ToolCall& call : p.calls) out += CallEvents(next_output_++, call);
   out += Event(incomplete ? "response.incomplete" : "response.completed",
                Json{{"response", FinalResponse(shape_, c, usage, piece_, p)}});
   return out;
@@ -266,7 +342,7 @@ std::string ResponsesStream::Done(const UsageCounts& usage, const ChoiceResult& 
 
 ResponsesFormat::ResponsesFormat(FormatContext c, const GenerationRequest& g)
     : c_(std::move(c)), shape_(ResponsesShapeOf(c_.meta, g)), stream_(shape_, c_.piece) {
-  if (c_.tools) stream_.SetToolParsing(c_.tools);
+  if (c_.tools) stream_.SetAnswerParsing(c_.tools, c_.safe);
 }
 
 Json ResponsesFormat::Body(const std::vector<ChoiceResult>& choices, const UsageCounts& usage) {

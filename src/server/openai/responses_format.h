@@ -1,8 +1,9 @@
 // /v1/responses' answer: the response object and the typed SSE events of a
 // stream (response.created … response.output_text.delta …
 // response.completed), behind WireFormat. Function-call items:
-// responses_tools.h. Invariant: a stream's deltas concatenate to the text,
-// and its final event carries the non-streamed response object.
+// responses_tools.h; reasoning items hold a reasoning block. Invariant: a
+// stream's deltas concatenate to its items' texts, and its final event
+// carries the non-streamed response object.
 #pragma once
 
 #include <string>
@@ -35,7 +36,9 @@ ResponsesShape ResponsesShapeOf(ResponseMeta meta, const GenerationRequest& g);
 // The response object: status "completed", or "incomplete" (reason
 // max_output_tokens) when generation ended on its length. With `parse` (tools
 // given, tool_choice not "none"), an answer that is well-formed calls is
-// function_call items (after a message with the text before them, if any).
+// function_call items (after a message with the text before them, if any);
+// a reasoning block is a reasoning item before them, its tokens counted in
+// usage.output_tokens_details.reasoning_tokens.
 Json ResponsesBody(const ResponsesShape& shape, const ChoiceResult& choice,
                    const UsageCounts& usage, const PieceFn& piece,
                    const ToolParseFn& parse = nullptr);
@@ -46,20 +49,25 @@ Json ResponsesBody(const ResponsesShape& shape, const ChoiceResult& choice,
 class ResponsesStream {
  public:
   ResponsesStream(ResponsesShape shape, PieceFn piece);
-  // Tool calls: the answer is held back until it is finished and parsed; then
-  // either its message (one output_text.delta) or its function_call items
-  // (output_item.added, function_call_arguments.delta / .done,
-  // output_item.done per call) go out.
-  void SetToolParsing(ToolParseFn parse) { parse_ = std::move(parse); }
+  // Tool calls and reasoning: each token sends what `safe` says is certain
+  // (a reasoning item's reasoning_text.delta, the message's
+  // output_text.delta; nothing without `safe`); at the end the rest, then the
+  // function_call items (output_item.added, function_call_arguments.delta in
+  // pieces, .done, output_item.done per call).
+  void SetAnswerParsing(ToolParseFn parse, SafePartsFn safe) {
+    parse_ = std::move(parse);
+    safe_ = std::move(safe);
+  }
   // response.created, response.in_progress, then (without tool parsing)
   // output_item.added and content_part.added
   std::string Start();
   // response.output_text.delta ("" when the token releases no text and no logprobs are asked)
-  std::string Token(const std::string& text_delta, const TokenOut* tok);
+  std::string Token(const std::string& text_delta, const TokenOut* tok, const ChoiceResult& folded);
   // The last text, if any.
-  std::string Finish(const std::string& text_delta);
-  // output_text.done, content_part.done, output_item.done (or the held-back
-  // items), then response.completed (or response.incomplete) carrying the full response.
+  std::string Finish(const std::string& text_delta, const ChoiceResult& folded);
+  // output_text.done, content_part.done, output_item.done (parsed: the rest
+  // of each item, then the calls), then response.completed (or response.incomplete) carrying the
+  // full response.
   std::string Done(const UsageCounts& usage, const ChoiceResult& folded);
 
  private:
@@ -69,10 +77,19 @@ class ResponsesStream {
   std::string TextDelta(int output_index, const std::string& text, Json lps);
   std::string MessageEnd(int output_index, const ChoiceResult& c, bool incomplete);
   std::string CallEvents(int output_index, const ToolCall& call);
+  // Parsed answers: the parts past what went out, opening and closing items.
+  std::string Parts(const SafeParts& parts, bool reasoning_done);
+  std::string ReasoningStart();
+  std::string ReasoningEnd(const std::string& text);
   ResponsesShape shape_;
   PieceFn piece_;
   ToolParseFn parse_;
+  SafePartsFn safe_;
   int seq_ = 0;
+  // Parsed answers: the items opened so far (-1: none) and what they carry.
+  int next_output_ = 0, reasoning_index_ = -1, message_index_ = -1;
+  bool reasoning_closed_ = false;
+  size_t sent_reasoning_ = 0, sent_content_ = 0;
 };
 
 class ResponsesFormat final : public WireFormat {
@@ -87,9 +104,11 @@ class ResponsesFormat final : public WireFormat {
 
  protected:
   std::string Token(const StreamStep& s) override {
-    return stream_.Token(s.ev.text_delta, s.shown);
+    return stream_.Token(s.ev.text_delta, s.shown, s.choice);
   }
-  std::string Finished(const StreamStep& s) override { return stream_.Finish(s.ev.text_delta); }
+  std::string Finished(const StreamStep& s) override {
+    return stream_.Finish(s.ev.text_delta, s.choice);
+  }
 
  private:
   FormatContext c_;

@@ -20,9 +20,10 @@ std::string WireFormat::Step(const StreamStep& s) {
 }
 
 std::unique_ptr<WireFormat> MakeWireFormat(const GenerationRequest& g, const PreparedPrompts& p,
-                                           ResponseMeta meta, PieceFn piece, ToolParseFn tools) {
+                                           ResponseMeta meta, PieceFn piece, ToolParseFn tools,
+                                           SafePartsFn safe) {
   FormatContext c{std::move(meta), g.s.params.n,     g.s.include_usage, g.out,
-                  p.prompt_ids,    std::move(piece), std::move(tools)};
+                  p.prompt_ids,    std::move(piece), std::move(tools),  std::move(safe)};
   switch (g.api) {
     case WireApi::kCompletions:
       return std::make_unique<CompletionsFormat>(std::move(c), p.echo_text, p.params.size());

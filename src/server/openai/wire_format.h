@@ -35,7 +35,10 @@ struct FormatContext {
   OutputOptions out;
   std::vector<std::vector<int32_t>> prompt_ids;  // per prompt, with out.return_token_ids
   PieceFn piece;
-  ToolParseFn tools;  // null unless the request reads tool calls
+  ToolParseFn tools;  // null unless the request reads tool calls or reasoning
+  // With `tools`: the parts certain while streaming; null holds every part
+  // back until the choice is finished.
+  SafePartsFn safe;
 };
 
 class WireFormat {
@@ -60,8 +63,10 @@ class WireFormat {
 };
 
 // The format `g.api` names, for the prompts `p` made of `g`. `tools`: the
-// calls in an answer (null unless g.tools.parse).
+// parts of an answer (null unless it reads calls or reasoning); `safe`:
+// what of them is certain while it streams.
 std::unique_ptr<WireFormat> MakeWireFormat(const GenerationRequest& g, const PreparedPrompts& p,
-                                           ResponseMeta meta, PieceFn piece, ToolParseFn tools);
+                                           ResponseMeta meta, PieceFn piece, ToolParseFn tools,
+                                           SafePartsFn safe = nullptr);
 
 }  // namespace stet::server

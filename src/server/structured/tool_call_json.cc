@@ -1,6 +1,7 @@
 // The tool-call formats' shared reading of call objects.
 #include "server/structured/tool_call_json.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace stet::server::tool_json {
@@ -68,6 +69,23 @@ std::string Trim(const std::string& s) {
   size_t e = s.size();
   while (e > b && Blank(s[e - 1])) --e;
   return s.substr(b, e - b);
+}
+
+size_t MarkerBound(const std::string& s, std::string_view marker) {
+  const size_t at = s.find(marker);
+  if (at != npos) return at;
+  const size_t longest = std::min(s.size(), marker.size() - 1);
+  for (size_t n = longest; n > 0; --n) {
+    if (s.compare(s.size() - n, n, marker.substr(0, n)) == 0) return s.size() - n;
+  }
+  return s.size();
+}
+
+size_t WholeJsonBound(const std::string& s, std::string_view tag) {
+  const size_t p = SkipSpace(s, 0);
+  if (p == s.size() || s[p] == '{' || s[p] == '[') return 0;
+  const size_t n = std::min(tag.size(), s.size() - p);
+  return n > 0 && s.compare(p, n, tag.substr(0, n)) == 0 ? 0 : npos;
 }
 
 std::optional<Json> ParseJsonAt(const std::string& s, size_t pos, size_t* end) {

@@ -25,6 +25,14 @@ inline bool StartsWith(const std::string& s, size_t pos, std::string_view p) {
 size_t SkipSpace(const std::string& s, size_t pos);
 std::string Trim(const std::string& s);
 
+// Where `marker` could begin in `s`, a prefix of a longer text: its first
+// occurrence, else where a suffix of `s` that starts it begins, else s.size().
+size_t MarkerBound(const std::string& s, std::string_view marker);
+// The same for an answer that is one JSON value (after blanks, and after
+// `tag` when it is not empty): 0 while it may still be one, npos once its
+// first non-blank bytes are neither `tag` nor "{" / "[".
+size_t WholeJsonBound(const std::string& s, std::string_view tag = {});
+
 // The JSON object or array that starts at s[pos], parsed; *end just past it.
 std::optional<Json> ParseJsonAt(const std::string& s, size_t pos, size_t* end);
 

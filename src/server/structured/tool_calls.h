@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ using wire::ToolCallsJson;
 struct ParsedAnswer {
   std::string content;  // text before the calls (trimmed), or the whole text when there are none
   std::vector<ToolCall> calls;
+  // The reasoning block's text (server/structured/answer_split.h), when the answer has one.
+  std::optional<std::string> reasoning;
+  int64_t reasoning_tokens = 0;  // the tokens up to the block's end
 };
 
 class ToolCallFormat {
@@ -55,6 +59,11 @@ class ToolCallFormat {
   // content). False unless the answer after `*first` is calls and blanks only.
   virtual bool Parse(const std::string& raw, const Json& tools, std::vector<ToolCall>* calls,
                      size_t* first) const = 0;
+  // Streaming: where a call could begin in an answer that starts with `raw`
+  // (special tokens written out) — no call starts before the offset returned
+  // — or npos when no continuation of `raw` can be calls. What precedes the
+  // offset is content whatever follows.
+  virtual size_t CallBound(const std::string& raw) const = 0;
   // `calls` written as a model of this format writes them (what the forced
   // grammar accepts and Parse reads back: the registry test's round trip).
   virtual std::string Write(const std::vector<ToolCall>& calls) const = 0;

@@ -44,6 +44,7 @@ class Generic final : public ToolCallFormat {
     }
     return true;
   }
+  size_t CallBound(const std::string& raw) const override { return WholeJsonBound(raw); }
   std::string Write(const std::vector<ToolCall>& calls) const override {
     std::vector<std::string> parts;
     for (const ToolCall& c : calls) parts.push_back(CallObject(c, "arguments"));

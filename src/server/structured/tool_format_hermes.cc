@@ -45,6 +45,7 @@ class Hermes final : public ToolCallFormat {
     }
     return !out->empty();
   }
+  size_t CallBound(const std::string& raw) const override { return MarkerBound(raw, kOpen); }
   std::string Write(const std::vector<ToolCall>& calls) const override {
     std::vector<std::string> parts;
     for (const ToolCall& c : calls)

@@ -63,6 +63,7 @@ class Mistral final : public ToolCallFormat {
     if (pos < s.size() && s[pos] == '[') return ParseArray(s, pos, tools, out);
     return ParseNamed(s, pos, tools, out);
   }
+  size_t CallBound(const std::string& raw) const override { return MarkerBound(raw, kCalls); }
   std::string Write(const std::vector<ToolCall>& calls) const override {
     std::vector<std::string> parts;
     for (const ToolCall& c : calls) parts.push_back(CallObject(c, "arguments"));
