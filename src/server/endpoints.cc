@@ -1,6 +1,8 @@
 // The endpoint handlers: /v1/completions and /v1/chat/completions are their
 // wire shape's parser handed to the one generation path (Serve, serve.cc),
 // and the small GET endpoints.
+#include <algorithm>
+
 #include "http/json_fields.h"
 #include "server/openai/request_parse.h"
 #include "server/server_internal.h"
@@ -34,11 +36,20 @@ void Server::Impl::HandleModels(const Request& req, Response& res) {
   if (req.matches.size() > 1) {
     const std::string name = req.matches[1];
     if (!info.names.Matches(name)) return SendError(res, ModelNotFound(name));
-    return SendJson(res, 200, ModelJson());
+    Json m = ModelJson();
+    const auto& aliases = info.names.aliases;
+    if (std::find(aliases.begin(), aliases.end(), name) != aliases.end()) m["id"] = name;
+    return SendJson(res, 200, m);
   }
   Json list = Json::object();
   list["object"] = "list";
   list["data"] = Json::array({ModelJson()});
+  for (const std::string& alias : info.names.aliases) {  // the same model under each name
+    if (alias == info.names.id) continue;
+    Json m = ModelJson();
+    m["id"] = alias;
+    list["data"].push_back(std::move(m));
+  }
   SendJson(res, 200, list);
 }
 

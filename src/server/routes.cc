@@ -3,6 +3,7 @@
 // under its limits, readiness, and the registration with httplib.
 #include "server/routes.h"
 
+#include <cctype>
 #include <string_view>
 
 #include "http/json_fields.h"
@@ -49,7 +50,9 @@ const std::vector<Route>& RouteTable() {
   return kRoutes;
 }
 
-const Route* FindRoute(const std::string& path) {
+namespace {
+
+const Route* FindExact(const std::string& path) {
   for (const Route& r : RouteTable()) {
     const std::string_view p = r.path;
     const size_t open = p.find("{id}");
@@ -60,6 +63,16 @@ const Route* FindRoute(const std::string& path) {
     }
   }
   return nullptr;
+}
+
+}  // namespace
+
+// "/chat/completions" is "/v1/chat/completions" (llama.cpp serves both).
+const Route* FindRoute(const std::string& path) {
+  if (const Route* r = FindExact(path)) return r;
+  if (path.rfind("/v1/", 0) == 0 || path.empty() || path[0] != '/') return nullptr;
+  const Route* r = FindExact("/v1" + path);
+  return r && std::string_view(r->path).rfind("/v1/", 0) == 0 ? r : nullptr;
 }
 
 std::string EndpointLabel(const std::string& path) {
@@ -82,6 +95,29 @@ bool NeedsKey(const std::string& path, const Route* r, bool metrics_public) {
 // Refused with 503 while the model loads or the server drains.
 bool NeedsReady(const std::string& path, const Route* r) {
   return path.rfind("/v1/", 0) == 0 || (r && r->access == RouteAccess::kKeyed);
+}
+
+// The request's Origin when --cors-origin allows it, else "".
+std::string AllowedOrigin(const Request& req, const std::vector<std::string>& allowed) {
+  if (allowed.empty() || req.get_header_value_count("Origin") != 1) return "";
+  const std::string origin = req.get_header_value("Origin");
+  for (const std::string& a : allowed) {
+    if (a == "*" || a == origin) return origin;
+  }
+  return "";
+}
+
+// A preflight's Access-Control-Request-Headers, echoed when it is a plain list
+// of header names (the openai JS client sends its own x-stainless-* headers).
+std::string RequestedHeaders(const Request& req) {
+  const std::string h = req.get_header_value("Access-Control-Request-Headers");
+  if (h.size() > 1024) return "Authorization, Content-Type";
+  for (char c : h) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ',' ||
+          c == ' '))
+      return "Authorization, Content-Type";
+  }
+  return h.empty() ? "Authorization, Content-Type" : h;
 }
 
 // "/v1/models/{id}" -> httplib's regex "/v1/models/(.+)".
@@ -183,6 +219,22 @@ void Server::Impl::Routes() {
     r.endpoint = EndpointLabel(req.path);
     r.id = (route ? route->id_prefix : "req-") + RandomHex(24);
     res.set_header("X-Request-Id", r.id);
+    if (const std::string origin = AllowedOrigin(req, opts.cors_origins); !origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);  // errors too: a page reads them
+      res.set_header("Vary", "Origin");
+      res.set_header("Access-Control-Expose-Headers", "X-Request-Id");
+      if (req.method == "OPTIONS" && req.has_header("Access-Control-Request-Method")) {
+        if (auto e = CheckHost(req, hosts)) {
+          refuse(req, res, *e);
+          return HandlerResponse::Handled;
+        }
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, HEAD, POST");
+        res.set_header("Access-Control-Allow-Headers", RequestedHeaders(req));
+        res.set_header("Access-Control-Max-Age", "600");
+        return HandlerResponse::Handled;
+      }
+    }
     if (auto e = Gate(req)) {
       refuse(req, res, *e);
       return HandlerResponse::Handled;
@@ -265,16 +317,20 @@ void Server::Impl::Routes() {
                            "Use POST for " + q.path + "."));
   };
   for (const Route& route : RouteTable()) {
-    const std::string pattern = HttplibPattern(route.path);
+    const std::string path = route.path;
+    std::vector<std::string> patterns = {HttplibPattern(route.path)};
+    if (path.rfind("/v1/", 0) == 0) patterns.push_back(HttplibPattern(route.path + 3));
     const Route::Handler handle = route.handle;
-    if (IsPost(route)) {
-      http.Post(pattern,
-                [this, handle](const Request& q, Response& r, const httplib::ContentReader& read) {
-                  WithBody(q, r, read, handle);
-                });
-      http.Get(pattern, not_allowed);
-    } else {
-      http.Get(pattern, [this, handle](const Request& q, Response& r) { (this->*handle)(q, r); });
+    for (const std::string& pattern : patterns) {
+      if (IsPost(route)) {
+        http.Post(pattern, [this, handle](const Request& q, Response& r,
+                                          const httplib::ContentReader& read) {
+          WithBody(q, r, read, handle);
+        });
+        http.Get(pattern, not_allowed);
+      } else {
+        http.Get(pattern, [this, handle](const Request& q, Response& r) { (this->*handle)(q, r); });
+      }
     }
   }
 }

@@ -44,7 +44,10 @@ struct ServerOptions {
   // Empty: only those when bound to a loopback address, any Host otherwise.
   std::vector<std::string> allowed_hosts;
   bool metrics_public = false;  // with api_keys: /metrics answers without a key too
-  bool log_requests = true;     // one JSON line per request on stderr
+  // --cors-origin: browser origins ("https://app.example.com", or "*") whose
+  // pages may call the API (CORS headers, preflight answered); empty: none.
+  std::vector<std::string> cors_origins;
+  bool log_requests = true;  // one JSON line per request on stderr
   // --record: every answered generation request is stored here before its
   // answer is written (server/recorder.h); null: nothing is recorded.
   std::shared_ptr<RequestRecorder> recorder;

@@ -62,6 +62,8 @@ struct ServeArgs {
   size_t body_min_rate = 1024;
   int max_connections_per_client = 256;
   std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
+  std::vector<std::string> served_names;
   bool metrics_public = false;
   bool no_log = false;
   std::string record;                     // --record FILE.db
@@ -162,6 +164,7 @@ int RunServe(const ServeArgs& a) {
   so.body_min_rate = a.body_min_rate;
   so.max_connections_per_client = a.max_connections_per_client;
   so.allowed_hosts = a.allowed_hosts;
+  so.cors_origins = a.cors_origins;
   so.metrics_public = a.metrics_public;
   so.log_requests = !a.no_log;
   if (Status st = server::CheckServerOptions(so); !st.ok()) {
@@ -231,6 +234,10 @@ int RunServe(const ServeArgs& a) {
   auto engine = Engine::Open(a.model, eo, /*progress=*/true);
   if (!engine.ok()) return ReportError(engine.status());
   server::ModelInfo info = server::ModelInfoOf(a.model, **engine);
+  if (!a.served_names.empty()) {  // the first is what answers report; all are accepted
+    info.names.id = a.served_names.front();
+    info.names.aliases = a.served_names;
+  }
   if (!chat_template_override.empty()) info.chat_template = chat_template_override;
   info.template_limits = a.template_limits;
   info.chat_template_kwargs = template_kwargs;
@@ -425,6 +432,23 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
                   "(comma-separated; '*': any). "
                   "Default: those only when --host is a loopback address, any Host otherwise")
       ->delimiter(',');
+  cmd->add_option("--cors-origin", a->cors_origins,
+                  "A browser origin whose pages may call the API (repeatable; '*': any): CORS "
+                  "headers and preflights for it. Default: none (the Host and Content-Type "
+                  "checks against DNS rebinding and CSRF stay either way)")
+      ->check([](const std::string& o) -> std::string {
+        if (o == "*" || o.rfind("http://", 0) == 0 || o.rfind("https://", 0) == 0) {
+          if (o.find_first_of(" \t\r\n,") == std::string::npos && o.back() != '/') return "";
+        }
+        return "an origin is scheme://host[:port] without a path, or '*'";
+      });
+  cmd->add_option("--served-model-name", a->served_names,
+                  "A name the model answers to (repeatable): the first is the id answers and "
+                  "/v1/models report, every one is accepted in requests (besides the file's "
+                  "name). Default: general.name or the file's stem")
+      ->check([](const std::string& n) -> std::string {
+        return n.empty() || n.size() > 256 ? "a name is 1 to 256 bytes" : "";
+      });
   cmd->add_flag("--metrics-public", a->metrics_public,
                 "With --api-key: /metrics answers without a key");
   cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");

@@ -42,6 +42,12 @@ TEST(RouteTable, FindRouteMatchesExactPathsAndIds) {
   EXPECT_EQ(FindRoute("/v1/models/"), nullptr);  // an id is at least one character
   EXPECT_EQ(FindRoute("/v1/chat/completions/"), nullptr);
   EXPECT_EQ(FindRoute("/v1/embeddings"), nullptr);
+  // Every /v1 route answers without the prefix too (llama.cpp's habit); the others do not.
+  EXPECT_EQ(FindRoute("/chat/completions"), FindRoute("/v1/chat/completions"));
+  EXPECT_EQ(FindRoute("/models/x"), FindRoute("/v1/models/{id}"));
+  EXPECT_EQ(FindRoute("/v1/tokenize"), nullptr);
+  EXPECT_EQ(FindRoute("/embeddings"), nullptr);
+  EXPECT_EQ(FindRoute("chat/completions"), nullptr);
   EXPECT_EQ(EndpointLabel("/v2/anything"), "other");
   EXPECT_EQ(EndpointLabel(""), "other");
 }

@@ -360,7 +360,8 @@ std::optional<ApiError> ReadToolChoice(const Json& body, ToolUse* t) {
 }  // namespace
 
 bool ServedModel::Matches(const std::string& name) const {
-  return name == id || name == file_name || name == file_stem;
+  return name == id || name == file_name || name == file_stem ||
+         std::find(aliases.begin(), aliases.end(), name) != aliases.end();
 }
 
 ApiOr<GenerationRequest> ParseCompletionRequest(const Json& body, const ServedModel& model) {

@@ -30,9 +30,12 @@ constexpr int kCompletionDefaultMaxTokens = 16;  // as OpenAI's /v1/completions
 
 // The names a client may use for the served model.
 struct ServedModel {
-  std::string id;         // general.name, or the file stem
+  std::string id;         // general.name, or the file stem; the first --served-model-name
   std::string file_name;  // "model.Q4_1.gguf"
   std::string file_stem;  // "model.Q4_1"
+  // --served-model-name: every name given (the first is `id`), each listed by
+  // /v1/models and accepted in requests; answers report `id`.
+  std::vector<std::string> aliases;
   bool Matches(const std::string& name) const;
 };
 
