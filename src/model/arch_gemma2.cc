@@ -8,20 +8,14 @@
 namespace stet {
 
 const ArchSpec& Gemma2Arch() {
-  static const ArchSpec spec{"gemma2",
-                             kernels::RopeStyle::kNeox,
-                             /*qkv_bias=*/false,
-                             /*qk_norm=*/false,
-                             /*default_rope_base=*/10000.0f,
-                             FfnActivation::kGeluTanh,
-                             /*post_norms=*/true,
-                             /*scale_embd=*/true,
-                             /*swa_pattern=*/2,
-                             /*moe=*/false,
-                             /*fused_gate_up=*/false,
-                             /*softcaps=*/true,
-                             /*swa_own_rope_base=*/false,
-                             /*default_n_swa=*/4096};
+  static const ArchSpec spec{.name = "gemma2",
+                             .rope_style = kernels::RopeStyle::kNeox,
+                             .ffn_act = FfnActivation::kGeluTanh,
+                             .post_norms = true,
+                             .scale_embd = true,
+                             .swa_pattern = 2,
+                             .softcaps = true,
+                             .default_n_swa = 4096};
   return spec;
 }
 

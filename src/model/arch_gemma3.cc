@@ -8,19 +8,15 @@
 namespace stet {
 
 const ArchSpec& Gemma3Arch() {
-  static const ArchSpec spec{"gemma3",
-                             kernels::RopeStyle::kNeox,
-                             /*qkv_bias=*/false,
-                             /*qk_norm=*/true,
-                             /*default_rope_base=*/1000000.0f,
-                             FfnActivation::kGeluTanh,
-                             /*post_norms=*/true,
-                             /*scale_embd=*/true,
-                             /*swa_pattern=*/6,
-                             /*moe=*/false,
-                             /*fused_gate_up=*/false,
-                             /*softcaps=*/false,
-                             /*swa_own_rope_base=*/true};
+  static const ArchSpec spec{.name = "gemma3",
+                             .rope_style = kernels::RopeStyle::kNeox,
+                             .qk_norm = true,
+                             .default_rope_base = 1000000.0f,
+                             .ffn_act = FfnActivation::kGeluTanh,
+                             .post_norms = true,
+                             .scale_embd = true,
+                             .swa_pattern = 6,
+                             .swa_own_rope_base = true};
   return spec;
 }
 

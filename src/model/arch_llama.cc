@@ -6,15 +6,7 @@
 namespace stet {
 
 const ArchSpec& LlamaArch() {
-  static const ArchSpec spec{"llama",
-                             kernels::RopeStyle::kNormal,
-                             /*qkv_bias=*/false,
-                             /*qk_norm=*/false,
-                             /*default_rope_base=*/10000.0f,
-                             FfnActivation::kSilu,
-                             /*post_norms=*/false,
-                             /*scale_embd=*/false,
-                             /*swa_pattern=*/0};
+  static const ArchSpec spec{.name = "llama", .rope_style = kernels::RopeStyle::kNormal};
   return spec;
 }
 

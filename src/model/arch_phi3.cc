@@ -8,17 +8,8 @@
 namespace stet {
 
 const ArchSpec& Phi3Arch() {
-  static const ArchSpec spec{"phi3",
-                             kernels::RopeStyle::kNeox,
-                             /*qkv_bias=*/false,
-                             /*qk_norm=*/false,
-                             /*default_rope_base=*/10000.0f,
-                             FfnActivation::kSilu,
-                             /*post_norms=*/false,
-                             /*scale_embd=*/false,
-                             /*swa_pattern=*/0,
-                             /*moe=*/false,
-                             /*fused_gate_up=*/true};
+  static const ArchSpec spec{
+      .name = "phi3", .rope_style = kernels::RopeStyle::kNeox, .fused_gate_up = true};
   return spec;
 }
 

@@ -4,15 +4,10 @@
 namespace stet {
 
 const ArchSpec& Qwen2Arch() {
-  static const ArchSpec spec{"qwen2",
-                             kernels::RopeStyle::kNeox,
-                             /*qkv_bias=*/true,
-                             /*qk_norm=*/false,
-                             /*default_rope_base=*/1000000.0f,
-                             FfnActivation::kSilu,
-                             /*post_norms=*/false,
-                             /*scale_embd=*/false,
-                             /*swa_pattern=*/0};
+  static const ArchSpec spec{.name = "qwen2",
+                             .rope_style = kernels::RopeStyle::kNeox,
+                             .qkv_bias = true,
+                             .default_rope_base = 1000000.0f};
   return spec;
 }
 

@@ -5,15 +5,10 @@
 namespace stet {
 
 const ArchSpec& Qwen3Arch() {
-  static const ArchSpec spec{"qwen3",
-                             kernels::RopeStyle::kNeox,
-                             /*qkv_bias=*/false,
-                             /*qk_norm=*/true,
-                             /*default_rope_base=*/1000000.0f,
-                             FfnActivation::kSilu,
-                             /*post_norms=*/false,
-                             /*scale_embd=*/false,
-                             /*swa_pattern=*/0};
+  static const ArchSpec spec{.name = "qwen3",
+                             .rope_style = kernels::RopeStyle::kNeox,
+                             .qk_norm = true,
+                             .default_rope_base = 1000000.0f};
   return spec;
 }
 

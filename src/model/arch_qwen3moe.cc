@@ -7,16 +7,11 @@
 namespace stet {
 
 const ArchSpec& Qwen3MoeArch() {
-  static const ArchSpec spec{"qwen3moe",
-                             kernels::RopeStyle::kNeox,
-                             /*qkv_bias=*/false,
-                             /*qk_norm=*/true,
-                             /*default_rope_base=*/1000000.0f,
-                             FfnActivation::kSilu,
-                             /*post_norms=*/false,
-                             /*scale_embd=*/false,
-                             /*swa_pattern=*/0,
-                             /*moe=*/true};
+  static const ArchSpec spec{.name = "qwen3moe",
+                             .rope_style = kernels::RopeStyle::kNeox,
+                             .qk_norm = true,
+                             .default_rope_base = 1000000.0f,
+                             .moe = true};
   return spec;
 }
 
