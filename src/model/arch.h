@@ -1,6 +1,6 @@
 // The architectures stet runs, as data: what differs between Llama, Qwen2,
 // Qwen3, Qwen3-MoE, Gemma 2, Gemma 3 and Phi-3 is a handful of switches on one decoder block
-// (model/forward.cc). Each architecture's file (arch_*.cc) defines its switches
+// (model/forward.cc). Each architecture's file (arch/<name>.cc) defines its switches
 // and GGUF quirks.
 #pragma once
 
