@@ -4,7 +4,7 @@ that bench/fidelity measures engines against.
 Every weight is dequantized by the `gguf` package (an implementation independent of
 stet's), then the decoder runs in numpy float64 with exact exp/sin/cos/tanh, float64
 K/V and no activation quantization. It follows the same architecture switches as
-src/model/arch_*.cc (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3), written out again
+src/model/arch/*.cc (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3), written out again
 here from the architectures' definitions, not from stet's code paths.
 """
 import numpy as np

@@ -16,6 +16,8 @@
 #include <sys/sysctl.h>
 #endif
 
+#include "base/enum_names.h"
+
 namespace stet {
 
 bool CpuHasAvx2Fma() {
@@ -77,21 +79,17 @@ bool CpuHasDotProd() {
 #endif
 }
 
-const char* IsaName(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar:
-      return "scalar";
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kAvx512:
-      return "avx512";
-    case Isa::kNeon:
-      return "neon";
-    case Isa::kAuto:
-      return "auto";
-  }
-  return "unknown";
-}
+namespace {
+
+constexpr EnumName<Isa> kIsaNames[] = {{Isa::kScalar, "scalar"},
+                                       {Isa::kAvx2, "avx2"},
+                                       {Isa::kAvx512, "avx512"},
+                                       {Isa::kNeon, "neon"},
+                                       {Isa::kAuto, "auto"}};
+
+}  // namespace
+
+const char* IsaName(Isa isa) { return NameOf(kIsaNames, isa, "unknown"); }
 
 Isa BestIsa() {
   if (CpuHasNeon()) return Isa::kNeon;

@@ -1,32 +1,26 @@
 #include "base/status.h"
 
+#include "base/enum_names.h"
+
 namespace stet {
 
-const char* StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kInvalidArgument:
-      return "InvalidArgument";
-    case StatusCode::kNotFound:
-      return "NotFound";
-    case StatusCode::kOutOfRange:
-      return "OutOfRange";
-    case StatusCode::kUnimplemented:
-      return "Unimplemented";
-    case StatusCode::kDataLoss:
-      return "DataLoss";
-    case StatusCode::kResourceExhausted:
-      return "ResourceExhausted";
-    case StatusCode::kIoError:
-      return "IoError";
-    case StatusCode::kCancelled:
-      return "Cancelled";
-    case StatusCode::kInternal:
-      return "Internal";
-  }
-  return "Unknown";
-}
+namespace {
+
+constexpr EnumName<StatusCode> kStatusCodeNames[] = {
+    {StatusCode::kOk, "OK"},
+    {StatusCode::kInvalidArgument, "InvalidArgument"},
+    {StatusCode::kNotFound, "NotFound"},
+    {StatusCode::kOutOfRange, "OutOfRange"},
+    {StatusCode::kUnimplemented, "Unimplemented"},
+    {StatusCode::kDataLoss, "DataLoss"},
+    {StatusCode::kResourceExhausted, "ResourceExhausted"},
+    {StatusCode::kIoError, "IoError"},
+    {StatusCode::kCancelled, "Cancelled"},
+    {StatusCode::kInternal, "Internal"}};
+
+}  // namespace
+
+const char* StatusCodeName(StatusCode code) { return NameOf(kStatusCodeNames, code, "Unknown"); }
 
 std::string Status::ToString() const {
   if (ok()) return "OK";

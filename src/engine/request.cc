@@ -8,25 +8,21 @@
 #include <cstdio>
 #include <random>
 
+#include "base/enum_names.h"
 #include "engine/grammar_matcher.h"
 
 namespace stet {
 
-const char* FinishReasonName(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kCancelled:
-      return "cancelled";
-    case FinishReason::kError:
-      return "error";
-    case FinishReason::kNone:
-      break;
-  }
-  return "none";
-}
+namespace {
+
+constexpr EnumName<FinishReason> kFinishReasonNames[] = {{FinishReason::kStop, "stop"},
+                                                         {FinishReason::kLength, "length"},
+                                                         {FinishReason::kCancelled, "cancelled"},
+                                                         {FinishReason::kError, "error"}};
+
+}  // namespace
+
+const char* FinishReasonName(FinishReason r) { return NameOf(kFinishReasonNames, r, "none"); }
 
 uint64_t NewSeed() {
   std::random_device rd;

@@ -6,25 +6,24 @@
 
 #include <algorithm>
 
+#include "base/enum_names.h"
+
 namespace stet {
 
+namespace {
+
+constexpr EnumName<SpecMode> kSpecModeNames[] = {
+    {SpecMode::kOff, "off"}, {SpecMode::kLookup, "lookup"}, {SpecMode::kDraft, "draft"}};
+
+}  // namespace
+
 Result<SpecMode> ParseSpecMode(const std::string& name) {
-  if (name == "off") return SpecMode::kOff;
-  if (name == "lookup") return SpecMode::kLookup;
-  if (name == "draft") return SpecMode::kDraft;
-  return InvalidArgument("unknown speculation mode '" + name + "' (expected off, lookup or draft)");
+  if (auto m = ValueOf(kSpecModeNames, name)) return *m;
+  return InvalidArgument("unknown speculation mode '" + name + "' (expected " +
+                         NameList(kSpecModeNames) + ")");
 }
 
-const char* SpecModeName(SpecMode m) {
-  switch (m) {
-    case SpecMode::kLookup:
-      return "lookup";
-    case SpecMode::kDraft:
-      return "draft";
-    default:
-      return "off";
-  }
-}
+const char* SpecModeName(SpecMode m) { return NameOf(kSpecModeNames, m, "off"); }
 
 Status ValidateSpecOptions(const SpecOptions& o) {
   if (o.k < 1 || o.k > kMaxSpecK)

@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "base/check.h"
+#include "base/enum_names.h"
 
 namespace stet::gguf {
 
@@ -46,22 +47,6 @@ T Load(const uint8_t* p) {
 uint64_t ScalarSize(uint32_t t) { return ValueTypeSize(static_cast<ValueType>(t)); }
 
 bool IsKnownValueType(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::kF64); }
-
-bool IsIntegerType(ValueType t) {
-  switch (t) {
-    case ValueType::kU8:
-    case ValueType::kI8:
-    case ValueType::kU16:
-    case ValueType::kI16:
-    case ValueType::kU32:
-    case ValueType::kI32:
-    case ValueType::kU64:
-    case ValueType::kI64:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // Integer-like scalar at p as a signed 128-bit-free pair: value and sign.
 struct IntValue {
@@ -153,36 +138,33 @@ uint64_t ValueTypeSize(ValueType t) {
   return 0;
 }
 
-const char* ValueTypeName(ValueType t) {
+namespace {
+
+constexpr EnumName<ValueType> kValueTypeNames[] = {
+    {ValueType::kU8, "u8"},       {ValueType::kI8, "i8"},     {ValueType::kU16, "u16"},
+    {ValueType::kI16, "i16"},     {ValueType::kU32, "u32"},   {ValueType::kI32, "i32"},
+    {ValueType::kF32, "f32"},     {ValueType::kBool, "bool"}, {ValueType::kString, "string"},
+    {ValueType::kArray, "array"}, {ValueType::kU64, "u64"},   {ValueType::kI64, "i64"},
+    {ValueType::kF64, "f64"}};
+
+}  // namespace
+
+const char* ValueTypeName(ValueType t) { return NameOf(kValueTypeNames, t, "unknown"); }
+
+bool IsIntegerType(ValueType t) {
   switch (t) {
     case ValueType::kU8:
-      return "u8";
     case ValueType::kI8:
-      return "i8";
     case ValueType::kU16:
-      return "u16";
     case ValueType::kI16:
-      return "i16";
     case ValueType::kU32:
-      return "u32";
     case ValueType::kI32:
-      return "i32";
-    case ValueType::kF32:
-      return "f32";
-    case ValueType::kBool:
-      return "bool";
-    case ValueType::kString:
-      return "string";
-    case ValueType::kArray:
-      return "array";
     case ValueType::kU64:
-      return "u64";
     case ValueType::kI64:
-      return "i64";
-    case ValueType::kF64:
-      return "f64";
+      return true;
+    default:
+      return false;
   }
-  return "unknown";
 }
 
 // ---------------------------------------------------------------------------

@@ -33,6 +33,8 @@ enum class ValueType : uint32_t {
   kF64 = 12,
 };
 const char* ValueTypeName(ValueType t);
+// The eight integer types (u8 ... i64), whatever their width and sign.
+bool IsIntegerType(ValueType t);
 // Bytes of one scalar of type t; 0 for string, array and ids outside the enum.
 uint64_t ValueTypeSize(ValueType t);
 

@@ -3,30 +3,24 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "base/thread_pool.h"
 
 namespace stet {
 
-const char* NumericsModeName(NumericsMode m) {
-  switch (m) {
-    case NumericsMode::kInvariant:
-      return "invariant";
-    case NumericsMode::kAdaptive:
-      return "adaptive";
-    case NumericsMode::kFast:
-      return "fast";
-    case NumericsMode::kPrecise:
-      return "precise";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<NumericsMode> kNumericsModeNames[] = {{NumericsMode::kInvariant, "invariant"},
+                                                         {NumericsMode::kAdaptive, "adaptive"},
+                                                         {NumericsMode::kFast, "fast"},
+                                                         {NumericsMode::kPrecise, "precise"}};
+
+}  // namespace
+
+const char* NumericsModeName(NumericsMode m) { return NameOf(kNumericsModeNames, m, "?"); }
 
 std::optional<NumericsMode> NumericsFromName(std::string_view name) {
-  for (NumericsMode m : {NumericsMode::kInvariant, NumericsMode::kAdaptive, NumericsMode::kFast,
-                         NumericsMode::kPrecise}) {
-    if (name == NumericsModeName(m)) return m;
-  }
-  return std::nullopt;
+  return ValueOf(kNumericsModeNames, name);
 }
 
 namespace kernels {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/enum_names.h"
 #include "template/interpreter.h"
 #include "template/parser.h"
 #include "template/python/builtins.h"
@@ -182,28 +183,20 @@ std::string StrftimeUtc(std::string_view format, int64_t unix_seconds) {
 
 namespace stet::tmpl {
 
-const char* ErrorKindName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kSyntax:
-      return "TemplateSyntaxError";
-    case ErrorKind::kUndefined:
-      return "UndefinedError";
-    case ErrorKind::kType:
-      return "TypeError";
-    case ErrorKind::kValue:
-      return "ValueError";
-    case ErrorKind::kRuntime:
-      return "TemplateRuntimeError";
-    case ErrorKind::kSecurity:
-      return "SecurityError";
-    case ErrorKind::kRaised:
-      return "raise_exception";
-    case ErrorKind::kLimit:
-      return "LimitExceeded";
-    case ErrorKind::kCancelled:
-      return "Cancelled";
-  }
-  return "TemplateError";
-}
+namespace {
+
+constexpr EnumName<ErrorKind> kErrorKindNames[] = {{ErrorKind::kSyntax, "TemplateSyntaxError"},
+                                                   {ErrorKind::kUndefined, "UndefinedError"},
+                                                   {ErrorKind::kType, "TypeError"},
+                                                   {ErrorKind::kValue, "ValueError"},
+                                                   {ErrorKind::kRuntime, "TemplateRuntimeError"},
+                                                   {ErrorKind::kSecurity, "SecurityError"},
+                                                   {ErrorKind::kRaised, "raise_exception"},
+                                                   {ErrorKind::kLimit, "LimitExceeded"},
+                                                   {ErrorKind::kCancelled, "Cancelled"}};
+
+}  // namespace
+
+const char* ErrorKindName(ErrorKind kind) { return NameOf(kErrorKindNames, kind, "TemplateError"); }
 
 }  // namespace stet::tmpl

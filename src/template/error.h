@@ -26,6 +26,13 @@ struct TemplateError {
   std::string message;
   int line = 0;    // 1-based; 0 until the innermost node that saw it fills it in
   int column = 0;  // 1-based byte column
+
+  // The position of the node it passes through, unless a deeper one gave it one.
+  void PlaceAt(int at_line, int at_column) {
+    if (line != 0) return;
+    line = at_line;
+    column = at_column;
+  }
 };
 
 [[noreturn]] inline void Throw(ErrorKind kind, std::string message) {

@@ -283,10 +283,7 @@ Value Interpreter::Eval(const Node& n, const ScopePtr& scope) {
         Throw(ErrorKind::kSyntax, "statement used as an expression");
     }
   } catch (TemplateError& e) {
-    if (e.line == 0) {
-      e.line = n.line;
-      e.column = n.column;
-    }
+    e.PlaceAt(n.line, n.column);
     throw;
   }
 }

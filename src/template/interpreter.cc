@@ -394,10 +394,7 @@ Flow Interpreter::Exec(const Node& n, const ScopePtr& scope, std::string& out) {
         Throw(ErrorKind::kSyntax, "expression used as a statement");
     }
   } catch (TemplateError& e) {
-    if (e.line == 0) {
-      e.line = n.line;
-      e.column = n.column;
-    }
+    e.PlaceAt(n.line, n.column);
     throw;
   }
 }

@@ -13,6 +13,7 @@
 namespace stet {
 namespace {
 
+using gguf::IsIntegerType;
 using gguf::MetaValue;
 using gguf::ValueType;
 
@@ -21,22 +22,6 @@ std::string Describe(const MetaValue& v) {
     return std::string("an array of ") + gguf::ValueTypeName(v.array_type());
   }
   return std::string("a ") + gguf::ValueTypeName(v.type());
-}
-
-bool IsIntegerType(ValueType t) {
-  switch (t) {
-    case ValueType::kU8:
-    case ValueType::kI8:
-    case ValueType::kU16:
-    case ValueType::kI16:
-    case ValueType::kU32:
-    case ValueType::kI32:
-    case ValueType::kU64:
-    case ValueType::kI64:
-      return true;
-    default:
-      return false;
-  }
 }
 
 // An array key of `want` element kind with at least `min_size` elements.

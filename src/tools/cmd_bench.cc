@@ -13,10 +13,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "base/hash.h"
 #include "base/rng.h"
@@ -507,8 +505,7 @@ int RunBench(const BenchArgs& a) {
   TpComm* world = dist::World();  // under mpirun -np N: rank 0 of the group
   auto model = Model::LoadShard(a.model, 0, world ? world->size() : 1, /*progress=*/!a.json);
   if (!model.ok()) return ReportError(model.status());
-  const int threads =
-      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = ThreadsOrAllCores(a.threads);
   // --isa auto: the MatMul rows measured on this model (never changes a bit).
   if (*isa == Isa::kAuto) {
     const std::string note = (*model)->TuneKernels(std::max(1, threads));

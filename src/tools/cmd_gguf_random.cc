@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
-#include <thread>
 
 #include "model/random_model.h"
 #include "tools/common.h"
@@ -43,7 +42,7 @@ int RunGgufRandom(const GgufRandomArgs& a) {
   o.shape = a.shape;
   o.seed = a.seed;
   o.n_layers = a.layers;
-  o.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  o.n_threads = ThreadsOrAllCores(a.threads);
   RandomModelSummary s;
   Status st = WriteRandomModel(o, a.output, &s);
   if (!st.ok()) return ReportError(st);

@@ -4,10 +4,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "dist/mpi_world.h"
@@ -49,11 +47,9 @@ struct RunArgs {
 int RunRun(const RunArgs& a) {
   std::string prompt = a.prompt;
   if (!a.prompt_file.empty()) {
-    std::ifstream f(a.prompt_file, std::ios::binary);
-    if (!f) return ReportError(IoError("cannot read prompt file '" + a.prompt_file + "'"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    prompt = ss.str();
+    auto text = ReadWholeFile(a.prompt_file, "prompt file");
+    if (!text.ok()) return ReportError(text.status());
+    prompt = std::move(*text);
   }
   auto isa = ParseIsa(a.isa);
   if (!isa.ok()) return ReportError(isa.status());
@@ -66,7 +62,7 @@ int RunRun(const RunArgs& a) {
   eo.n_ctx = a.ctx;
   eo.kv_type = numerics->kv_type;
   eo.numerics = numerics->mode;
-  eo.n_threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  eo.n_threads = ThreadsOrAllCores(a.threads);
   eo.isa = *isa;
   eo.chunk_size = std::max(1, a.chunk);
   eo.max_batch_tokens = eo.chunk_size;

@@ -15,10 +15,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "dist/mpi_world.h"
@@ -107,12 +105,9 @@ int RunServe(const ServeArgs& a) {
   if (!isa.ok()) return ReportError(isa.status());
   std::string chat_template_override;
   if (!a.chat_template_file.empty()) {
-    std::ifstream f(a.chat_template_file, std::ios::binary);
-    if (!f)
-      return ReportError(IoError("cannot read chat template file '" + a.chat_template_file + "'"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    chat_template_override = ss.str();
+    auto text = ReadWholeFile(a.chat_template_file, "chat template file");
+    if (!text.ok()) return ReportError(text.status());
+    chat_template_override = std::move(*text);
     if (chat_template_override.empty()) {
       return ReportError(
           InvalidArgument("chat template file '" + a.chat_template_file + "' is empty"));
@@ -217,9 +212,7 @@ int RunServe(const ServeArgs& a) {
   EngineOptions eo;
   eo.n_ctx = a.ctx;
   eo.kv_type = kv_type;
-  eo.n_threads = a.threads > 0
-                     ? a.threads
-                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = ThreadsOrAllCores(a.threads);
   eo.isa = *isa;
   eo.numerics = mode;
   eo.max_seqs = a.max_seqs;

@@ -4,6 +4,7 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/text_lines.h"
 #include "tokenizer/vocab.h"
 
 namespace stet::tools {
@@ -78,20 +80,25 @@ Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const st
   return c;
 }
 
+int ThreadsOrAllCores(int threads) {
+  return threads > 0 ? threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Result<std::string> ReadWholeFile(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError("cannot read " + what + " '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 int ReportError(const Status& s) {
   std::fprintf(stderr, "stet: error: %s\n", s.ToString().c_str());
   return kExitError;
 }
 
-namespace {
-
-std::string Trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<std::vector<std::string>> GatherApiKeys(const std::vector<std::string>& flag_keys,
                                                const std::string& key_file, const char* env_name) {

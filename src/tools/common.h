@@ -41,6 +41,11 @@ Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const st
 extern const char* const kNumericsHelp;
 extern const char* const kKvTypeHelp;
 
+// --threads: the value when positive, else every core (at least one).
+int ThreadsOrAllCores(int threads);
+// A whole file's bytes; IoError "cannot read <what> '<path>'" when it cannot be read.
+Result<std::string> ReadWholeFile(const std::string& path, const std::string& what);
+
 int ReportError(const Status& s);  // prints "stet: error: ..." and returns kExitError
 
 // The API keys a server accepts: `flag_keys` (--api-key), then each line of

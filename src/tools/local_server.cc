@@ -2,12 +2,11 @@
 // `stet serve` is by default (its EngineOptions and ServerOptions defaults).
 #include "tools/local_server.h"
 
-#include <algorithm>
-#include <thread>
 #include <utility>
 
 #include "engine/engine.h"
 #include "server/server.h"
+#include "tools/common.h"
 
 namespace stet::tools {
 
@@ -15,9 +14,7 @@ Result<std::unique_ptr<LocalServer>> LocalServer::Start(const LocalServerOptions
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.max_seqs = o.max_seqs;
-  eo.n_threads = o.threads > 0
-                     ? o.threads
-                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = ThreadsOrAllCores(o.threads);
   auto engine = Engine::Open(o.model_path, eo, /*progress=*/true);
   if (!engine.ok()) return engine.status();
   server::ModelInfo info = server::ModelInfoOf(o.model_path, **engine);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -60,6 +61,39 @@ struct Run {
   std::map<int, std::string> prompt_ids;
   int failed = 0;
 };
+
+// How many leading steps of `path`, at most `limit`, carry the tokens of `ref`.
+size_t AgreeingSteps(const std::vector<Step>& path, const std::vector<Step>& ref, size_t limit) {
+  size_t t = 0;
+  while (t < limit && t < path.size() && path[t].token == ref[t].token) ++t;
+  return t;
+}
+
+// The greedy paths of prompt `pi` over some runs: the first run's path (null
+// when no run answered it), how many leading steps all of them agree on, and
+// whether every run answered it.
+struct SharedPath {
+  const std::vector<Step>* ref = nullptr;
+  size_t len = SIZE_MAX;
+  bool all = true;
+};
+
+SharedPath Shared(const std::vector<const Run*>& order, const std::vector<int>& runs, int pi) {
+  SharedPath s;
+  for (int i : runs) {
+    auto it = order[i]->paths.find(pi);
+    if (it == order[i]->paths.end()) {
+      s.all = false;
+      continue;
+    }
+    if (!s.ref) {
+      s.ref = &it->second;
+      s.len = s.ref->size();
+    }
+    s.len = std::min(s.len, AgreeingSteps(it->second, *s.ref, s.len));
+  }
+  return s;
+}
 
 int64_t Choose(int64_t n, int64_t k, int64_t cap) {
   int64_t c = 1;
@@ -288,6 +322,8 @@ Result<CanaryAnalysis> AnalyzeCanary(const std::vector<ExchangeJson>& records,
   for (const auto& [i, run] : runs) order.push_back(&run);
   a.total_runs = static_cast<int>(order.size());
   const int nb = std::min<int>(o.baseline_runs, a.total_runs);
+  std::vector<int> baseline(nb);  // positions in `order`
+  for (int i = 0; i < nb; ++i) baseline[i] = i;
   std::set<std::string> base_fps, base_models;
   std::set<int> prompts;
   for (int i = 0; i < nb; ++i) {
@@ -332,28 +368,17 @@ Result<CanaryAnalysis> AnalyzeCanary(const std::vector<ExchangeJson>& records,
     ch.flags.erase(std::unique(ch.flags.begin(), ch.flags.end()), ch.flags.end());
     // Greedy path: a position every baseline run agrees on, which most of this round's runs leave.
     for (int pi : prompts) {
-      size_t lb = SIZE_MAX;
-      const std::vector<Step>* ref = nullptr;
-      for (int i = 0; i < nb; ++i) {
-        auto it = order[i]->paths.find(pi);
-        if (it == order[i]->paths.end()) continue;
-        if (!ref) {
-          ref = &it->second;
-          lb = ref->size();
-        }
-        size_t t = 0;
-        while (t < lb && t < it->second.size() && it->second[t].token == (*ref)[t].token) ++t;
-        lb = std::min(lb, t);
-      }
-      if (!ref) continue;
+      const SharedPath base = Shared(order, baseline, pi);
+      if (!base.ref) continue;
+      const std::vector<Step>* ref = base.ref;
+      const size_t lb = base.len;
       int left = 0;
       size_t at = SIZE_MAX;
       std::string now_token;
       for (int i : current) {
         auto it = order[i]->paths.find(pi);
         if (it == order[i]->paths.end()) continue;
-        size_t t = 0;
-        while (t < lb && t < it->second.size() && it->second[t].token == (*ref)[t].token) ++t;
+        const size_t t = AgreeingSteps(it->second, *ref, lb);
         if (t < lb) {
           ++left;
           if (t < at) {
@@ -373,30 +398,13 @@ Result<CanaryAnalysis> AnalyzeCanary(const std::vector<ExchangeJson>& records,
       }
     }
     // Logprobs: positions where all pooled runs share the top-1 token.
-    std::vector<int> pool;
-    for (int i = 0; i < nb; ++i) pool.push_back(i);
+    std::vector<int> pool = baseline;
     pool.insert(pool.end(), current.begin(), current.end());
     std::vector<std::vector<double>> values(pool.size());
     for (int pi : prompts) {
-      size_t len = SIZE_MAX;
-      const std::vector<Step>* ref = nullptr;
-      bool all = true;
-      for (int i : pool) {
-        auto it = order[i]->paths.find(pi);
-        if (it == order[i]->paths.end()) {
-          all = false;
-          break;
-        }
-        if (!ref) {
-          ref = &it->second;
-          len = ref->size();
-        }
-        size_t t = 0;
-        while (t < len && t < it->second.size() && it->second[t].token == (*ref)[t].token) ++t;
-        len = std::min(len, t);
-      }
-      if (!all || !ref) continue;
-      for (size_t t = 0; t < len; ++t) {
+      const SharedPath shared = Shared(order, pool, pi);
+      if (!shared.all || !shared.ref) continue;
+      for (size_t t = 0; t < shared.len; ++t) {
         for (size_t j = 0; j < pool.size(); ++j)
           values[j].push_back(order[pool[j]]->paths.at(pi)[t].top1);
       }

@@ -11,9 +11,9 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 
 #include "base/progress.h"
+#include "base/text_lines.h"
 #include "forensics/analysis/probe.h"
 #include "forensics/analysis/stats.h"
 #include "forensics/analysis/svg.h"
@@ -29,13 +29,7 @@ Result<std::vector<DriftPrompt>> LoadDriftPrompts(const std::string& path) {
   const bool jsonl = first != std::string::npos && text[first] == '{';
   std::vector<DriftPrompt> out;
   std::set<std::string> ids;
-  std::istringstream in(text);
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+  STET_RETURN_IF_ERROR(ForEachLine(text, [&](const std::string& line, int lineno) -> Status {
     const std::string where = path + ":" + std::to_string(lineno) + ": ";
     DriftPrompt p;
     if (jsonl) {
@@ -56,7 +50,8 @@ Result<std::vector<DriftPrompt>> LoadDriftPrompts(const std::string& path) {
     }
     if (!ids.insert(p.id).second) return InvalidArgument(where + "duplicate id '" + p.id + "'");
     out.push_back(std::move(p));
-  }
+    return Status::Ok();
+  }));
   if (out.empty()) return InvalidArgument("'" + path + "' holds no prompts");
   return out;
 }

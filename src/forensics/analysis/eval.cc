@@ -16,8 +16,10 @@
 #include <set>
 #include <sstream>
 
+#include "base/enum_names.h"
 #include "base/hash.h"
 #include "base/progress.h"
+#include "base/text_lines.h"
 #include "forensics/analysis/probe.h"
 #include "forensics/analysis/stats.h"
 #include "forensics/analysis/svg.h"
@@ -26,55 +28,34 @@ namespace stet::forensics {
 
 using nlohmann::json;
 
-Result<Metric> ParseMetric(const std::string& name) {
-  if (name == "exact") return Metric::kExact;
-  if (name == "contains") return Metric::kContains;
-  if (name == "regex") return Metric::kRegex;
-  if (name == "json") return Metric::kJson;
-  return InvalidArgument("metric must be exact, contains, regex or json, not '" + name + "'");
-}
-
-const char* MetricName(Metric m) {
-  switch (m) {
-    case Metric::kExact:
-      return "exact";
-    case Metric::kContains:
-      return "contains";
-    case Metric::kRegex:
-      return "regex";
-    case Metric::kJson:
-      return "json";
-  }
-  return "?";
-}
-
-Result<SeedPolicy> ParseSeedPolicy(const std::string& name) {
-  if (name == "fixed") return SeedPolicy::kFixed;
-  if (name == "per-repeat") return SeedPolicy::kPerRepeat;
-  if (name == "none") return SeedPolicy::kNone;
-  return InvalidArgument("--seed-policy must be fixed, per-repeat or none, not '" + name + "'");
-}
-
-const char* SeedPolicyName(SeedPolicy p) {
-  switch (p) {
-    case SeedPolicy::kFixed:
-      return "fixed";
-    case SeedPolicy::kPerRepeat:
-      return "per-repeat";
-    case SeedPolicy::kNone:
-      return "none";
-  }
-  return "?";
-}
-
 namespace {
 
-std::string Trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+constexpr EnumName<Metric> kMetricNames[] = {{Metric::kExact, "exact"},
+                                             {Metric::kContains, "contains"},
+                                             {Metric::kRegex, "regex"},
+                                             {Metric::kJson, "json"}};
+constexpr EnumName<SeedPolicy> kSeedPolicyNames[] = {{SeedPolicy::kFixed, "fixed"},
+                                                     {SeedPolicy::kPerRepeat, "per-repeat"},
+                                                     {SeedPolicy::kNone, "none"}};
+
+}  // namespace
+
+Result<Metric> ParseMetric(const std::string& name) {
+  if (auto m = ValueOf(kMetricNames, name)) return *m;
+  return InvalidArgument("metric must be " + NameList(kMetricNames) + ", not '" + name + "'");
 }
+
+const char* MetricName(Metric m) { return NameOf(kMetricNames, m, "?"); }
+
+Result<SeedPolicy> ParseSeedPolicy(const std::string& name) {
+  if (auto p = ValueOf(kSeedPolicyNames, name)) return *p;
+  return InvalidArgument("--seed-policy must be " + NameList(kSeedPolicyNames) + ", not '" + name +
+                         "'");
+}
+
+const char* SeedPolicyName(SeedPolicy p) { return NameOf(kSeedPolicyNames, p, "?"); }
+
+namespace {
 
 // Compiles `pattern` (UTF-8); returns nullptr and sets *error when it does not compile.
 pcre2_code* CompileRegex(const std::string& pattern, std::string* error) {
@@ -170,62 +151,64 @@ Result<std::vector<EvalItem>> LoadDataset(const std::string& path, Metric defaul
   STET_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
   std::vector<EvalItem> items;
   std::set<std::string> ids;
-  std::istringstream in(text);
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (Trim(line).empty()) continue;
-    const std::string where = path + ":" + std::to_string(lineno) + ": ";
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + "not a JSON object");
-    EvalItem it;
-    if (j.contains("id") && j["id"].is_string())
-      it.id = j["id"].get<std::string>();
-    else if (j.contains("id") && j["id"].is_number_integer())
-      it.id = std::to_string(j["id"].get<int64_t>());
-    else
-      return InvalidArgument(where + "needs an \"id\" (string or integer)");
-    if (!ids.insert(it.id).second) return InvalidArgument(where + "duplicate id '" + it.id + "'");
-    if (j.contains("prompt") && j["prompt"].is_string()) {
-      it.prompt = j["prompt"].get<std::string>();
-    } else if (j.contains("messages") && j["messages"].is_array() && !j["messages"].empty()) {
-      it.messages = j["messages"];
-    } else {
-      return InvalidArgument(where + "needs \"prompt\" (string) or \"messages\" (non-empty array)");
-    }
-    if (!j.contains("expected")) return InvalidArgument(where + "needs \"expected\"");
-    it.metric = default_metric;
-    if (j.contains("metric")) {
-      if (!j["metric"].is_string()) return InvalidArgument(where + "\"metric\" must be a string");
-      auto m = ParseMetric(j["metric"].get<std::string>());
-      if (!m.ok()) return InvalidArgument(where + m.status().message());
-      it.metric = *m;
-    }
-    if (j.contains("max_tokens")) {
-      if (!j["max_tokens"].is_number_integer() || j["max_tokens"].get<int64_t>() < 1) {
-        return InvalidArgument(where + "\"max_tokens\" must be a positive integer");
-      }
-      it.max_tokens = static_cast<int>(j["max_tokens"].get<int64_t>());
-    }
-    it.expected = j["expected"];
-    if (it.metric == Metric::kJson) {
-      if (it.expected.is_string()) {
-        json e = json::parse(it.expected.get<std::string>(), nullptr, false);
-        if (!e.is_discarded()) it.expected = e;  // "expected": "{\"a\": 1}" means the object
-      }
-    } else if (!it.expected.is_string()) {
-      return InvalidArgument(where + "\"expected\" must be a string for metric " +
-                             MetricName(it.metric));
-    }
-    if (it.metric == Metric::kRegex) {
-      std::string err;
-      pcre2_code* re = CompileRegex(it.expected.get<std::string>(), &err);
-      if (!re) return InvalidArgument(where + "regex does not compile: " + err);
-      pcre2_code_free(re);
-    }
-    items.push_back(std::move(it));
-  }
+  STET_RETURN_IF_ERROR(ForEachLine(
+      text,
+      [&](const std::string& line, int lineno) -> Status {
+        const std::string where = path + ":" + std::to_string(lineno) + ": ";
+        json j = json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + "not a JSON object");
+        EvalItem it;
+        if (j.contains("id") && j["id"].is_string())
+          it.id = j["id"].get<std::string>();
+        else if (j.contains("id") && j["id"].is_number_integer())
+          it.id = std::to_string(j["id"].get<int64_t>());
+        else
+          return InvalidArgument(where + "needs an \"id\" (string or integer)");
+        if (!ids.insert(it.id).second)
+          return InvalidArgument(where + "duplicate id '" + it.id + "'");
+        if (j.contains("prompt") && j["prompt"].is_string()) {
+          it.prompt = j["prompt"].get<std::string>();
+        } else if (j.contains("messages") && j["messages"].is_array() && !j["messages"].empty()) {
+          it.messages = j["messages"];
+        } else {
+          return InvalidArgument(where +
+                                 "needs \"prompt\" (string) or \"messages\" (non-empty array)");
+        }
+        if (!j.contains("expected")) return InvalidArgument(where + "needs \"expected\"");
+        it.metric = default_metric;
+        if (j.contains("metric")) {
+          if (!j["metric"].is_string())
+            return InvalidArgument(where + "\"metric\" must be a string");
+          auto m = ParseMetric(j["metric"].get<std::string>());
+          if (!m.ok()) return InvalidArgument(where + m.status().message());
+          it.metric = *m;
+        }
+        if (j.contains("max_tokens")) {
+          if (!j["max_tokens"].is_number_integer() || j["max_tokens"].get<int64_t>() < 1) {
+            return InvalidArgument(where + "\"max_tokens\" must be a positive integer");
+          }
+          it.max_tokens = static_cast<int>(j["max_tokens"].get<int64_t>());
+        }
+        it.expected = j["expected"];
+        if (it.metric == Metric::kJson) {
+          if (it.expected.is_string()) {
+            json e = json::parse(it.expected.get<std::string>(), nullptr, false);
+            if (!e.is_discarded()) it.expected = e;  // "expected": "{\"a\": 1}" means the object
+          }
+        } else if (!it.expected.is_string()) {
+          return InvalidArgument(where + "\"expected\" must be a string for metric " +
+                                 MetricName(it.metric));
+        }
+        if (it.metric == Metric::kRegex) {
+          std::string err;
+          pcre2_code* re = CompileRegex(it.expected.get<std::string>(), &err);
+          if (!re) return InvalidArgument(where + "regex does not compile: " + err);
+          pcre2_code_free(re);
+        }
+        items.push_back(std::move(it));
+        return Status::Ok();
+      },
+      /*blank=*/" \t\r"));
   if (items.empty()) return InvalidArgument("'" + path + "' holds no items");
   return items;
 }

@@ -6,6 +6,10 @@
 
 #include <sqlite3.h>
 
+#include <string>
+#include <string_view>
+#include <utility>
+
 #include "forensics/store/group_commit.h"
 #include "forensics/store/sqlite_util.h"
 #include "wire/json_read.h"
@@ -15,25 +19,6 @@ namespace stet::forensics {
 using wire::Str;
 
 namespace {
-
-const char* kSqliteSchema =
-    "CREATE TABLE IF NOT EXISTS stet_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS exchanges("
-    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-    "  id TEXT NOT NULL UNIQUE,"
-    "  kind TEXT NOT NULL,"
-    "  endpoint TEXT NOT NULL,"
-    "  received_at TEXT NOT NULL,"
-    "  status INTEGER NOT NULL,"
-    "  model_answered TEXT,"
-    "  system_fingerprint TEXT,"
-    "  snapshot TEXT,"
-    "  record TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS exchanges_received ON exchanges(received_at);"
-    "CREATE TABLE IF NOT EXISTS snapshots("
-    "  sha256 TEXT PRIMARY KEY,"
-    "  first_seen TEXT NOT NULL,"
-    "  body TEXT NOT NULL);";
 
 using sqlite::Exec;
 using sqlite::SqlError;
@@ -45,8 +30,6 @@ std::string Dump(const ExchangeJson& j) {
 
 class SqliteExchangeStore final : public ExchangeStore {
  public:
-  SqliteExchangeStore()
-      : commit_([this](const std::vector<const ExchangeRow*>& b) { return CommitBatch(b); }) {}
   ~SqliteExchangeStore() override {
     if (db_) sqlite3_close_v2(db_);
   }
@@ -69,7 +52,8 @@ class SqliteExchangeStore final : public ExchangeStore {
     }
     STET_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous=FULL", "'" + path + "'"));
     if (mode == Mode::kCreate) {
-      STET_RETURN_IF_ERROR(Exec(db_, kSqliteSchema, "creating the exchange store '" + path + "'"));
+      const std::string schema = ExchangeSchemaSql("INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT");
+      STET_RETURN_IF_ERROR(Exec(db_, schema.c_str(), "creating the exchange store '" + path + "'"));
       Stmt st(db_, "INSERT OR IGNORE INTO stet_meta(key, value) VALUES('schema', ?1)");
       st.Text(1, kExchangeStoreSchema);
       if (!st.ok() || sqlite3_step(st.get()) != SQLITE_DONE) return SqlError(db_, "'" + path + "'");
@@ -90,20 +74,11 @@ class SqliteExchangeStore final : public ExchangeStore {
     return Status::Ok();
   }
 
-  Status Insert(const ExchangeRow& row) override {
-    STET_RETURN_IF_ERROR(ValidateExchange(row.record));
-    return commit_.Submit(row);
-  }
-
   Status ForEach(const ExchangeQuery& q,
                  const std::function<Status(const ExchangeJson&)>& fn) override {
-    return commit_.Exclusive([&]() -> Status {
+    return Exclusive([&]() -> Status {
       for (const std::string* t : {&q.since, &q.until}) {
-        if (t->empty()) continue;
-        Stmt chk(db_, "SELECT julianday(?1) IS NOT NULL");
-        chk.Text(1, *t);
-        if (!chk.ok() || sqlite3_step(chk.get()) != SQLITE_ROW ||
-            sqlite3_column_int(chk.get(), 0) == 0) {
+        if (!t->empty() && !sqlite::IsTime(db_, *t)) {
           return InvalidArgument("'" + *t +
                                  "' is not a time (use ISO 8601, e.g. 2024-07-26T12:00:00Z)");
         }
@@ -120,21 +95,17 @@ class SqliteExchangeStore final : public ExchangeStore {
       if (!q.since.empty()) st.Text(2, q.since);
       if (!q.until.empty()) st.Text(3, q.until);
       if (!q.kind.empty()) st.Text(4, q.kind);
-      for (;;) {
-        const int rc = sqlite3_step(st.get());
-        if (rc == SQLITE_DONE) break;
-        if (rc != SQLITE_ROW) return SqlError(db_, "reading exchanges");
+      return st.ForEachRow(db_, "reading exchanges", [&]() -> Status {
         ExchangeJson r = ExchangeJson::parse(st.Column(0), nullptr, false);
         if (r.is_discarded()) return DataLoss("a stored exchange in '" + path_ + "' is not JSON");
-        STET_RETURN_IF_ERROR(fn(r));
-      }
-      return Status::Ok();
+        return fn(r);
+      });
     });
   }
 
   Result<std::optional<std::string>> Snapshot(const std::string& sha256) override {
     std::optional<std::string> out;
-    STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    STET_RETURN_IF_ERROR(Exclusive([&]() -> Status {
       Stmt st(db_, "SELECT body FROM snapshots WHERE sha256 = ?1");
       if (!st.ok()) return SqlError(db_, "reading snapshots");
       st.Text(1, sha256);
@@ -146,7 +117,7 @@ class SqliteExchangeStore final : public ExchangeStore {
 
   Result<int64_t> DeleteBefore(const std::string& iso_time) override {
     int64_t n = 0;
-    STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    STET_RETURN_IF_ERROR(Exclusive([&]() -> Status {
       STET_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE", "starting a transaction"));
       Stmt del(db_, "DELETE FROM exchanges WHERE julianday(received_at) < julianday(?1)");
       del.Text(1, iso_time);
@@ -168,7 +139,7 @@ class SqliteExchangeStore final : public ExchangeStore {
 
   Result<int64_t> Count() override {
     int64_t n = 0;
-    STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    STET_RETURN_IF_ERROR(Exclusive([&]() -> Status {
       Stmt st(db_, "SELECT COUNT(*) FROM exchanges");
       if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW)
         return SqlError(db_, "counting exchanges");
@@ -209,7 +180,7 @@ class SqliteExchangeStore final : public ExchangeStore {
     return Status::Ok();
   }
 
-  Status CommitBatch(const std::vector<const ExchangeRow*>& batch) {
+  Status CommitBatch(const std::vector<const ExchangeRow*>& batch) override {
     STET_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE", "starting a transaction"));
     for (const ExchangeRow* row : batch) {
       Status st = InsertOne(*row);
@@ -225,10 +196,36 @@ class SqliteExchangeStore final : public ExchangeStore {
 
   sqlite3* db_ = nullptr;
   std::string path_;
-  GroupCommit<ExchangeRow> commit_;
 };
 
 }  // namespace
+
+std::string ExchangeSchemaSql(const std::string& seq_type, const std::string& time_type) {
+  std::string sql =
+      "CREATE TABLE IF NOT EXISTS stet_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS exchanges("
+      "  seq {SEQ},"
+      "  id TEXT NOT NULL UNIQUE,"
+      "  kind TEXT NOT NULL,"
+      "  endpoint TEXT NOT NULL,"
+      "  received_at {TIME} NOT NULL,"
+      "  status INTEGER NOT NULL,"
+      "  model_answered TEXT,"
+      "  system_fingerprint TEXT,"
+      "  snapshot TEXT,"
+      "  record TEXT NOT NULL);"
+      "CREATE INDEX IF NOT EXISTS exchanges_received ON exchanges(received_at);"
+      "CREATE TABLE IF NOT EXISTS snapshots("
+      "  sha256 TEXT PRIMARY KEY,"
+      "  first_seen {TIME} NOT NULL,"
+      "  body TEXT NOT NULL);";
+  for (const auto& [slot, type] : {std::pair{"{SEQ}", &seq_type}, {"{TIME}", &time_type}}) {
+    for (size_t at = sql.find(slot); at != std::string::npos; at = sql.find(slot, at)) {
+      sql.replace(at, std::string_view(slot).size(), *type);
+    }
+  }
+  return sql;
+}
 
 Status ValidateExchange(const ExchangeJson& e) {
   if (!e.is_object()) return InvalidArgument("an exchange must be a JSON object");
@@ -245,6 +242,23 @@ Status ValidateExchange(const ExchangeJson& e) {
     return InvalidArgument("exchange '" + Str(e, "id") + "' lacks an integer \"status\"");
   }
   return Status::Ok();
+}
+
+ExchangeStore::ExchangeStore()
+    : commit_(std::make_unique<GroupCommit<ExchangeRow>>(
+          [this](const std::vector<const ExchangeRow*>& batch, std::vector<Status>*) {
+            return CommitBatch(batch);
+          })) {}
+
+ExchangeStore::~ExchangeStore() = default;
+
+Status ExchangeStore::Insert(const ExchangeRow& row) {
+  STET_RETURN_IF_ERROR(ValidateExchange(row.record));
+  return commit_->Submit(row);
+}
+
+Status ExchangeStore::Exclusive(const std::function<Status()>& fn) {
+  return commit_->Exclusive(fn);
 }
 
 bool IsPostgresUrl(const std::string& where) {

@@ -5,7 +5,8 @@
 // (WAL, synchronous=FULL) and PostgreSQL (`postgresql://...`). Invariant:
 // Insert returns only once the exchange and its snapshot are committed
 // durably, so an answer the proxy acknowledged survives kill -9; concurrent
-// Inserts are group-committed.
+// Inserts are group-committed (group_commit.h): the backends write batches,
+// this interface queues and validates.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +21,17 @@
 
 namespace stet::forensics {
 
+template <typename Item>
+class GroupCommit;
+
 using ExchangeJson = nlohmann::ordered_json;
 
 constexpr const char* kExchangeSchema = "stet.exchange/1";
 constexpr const char* kExchangeStoreSchema = "stet.exchanges/1";
+
+// The tables both backends create (stet_meta, exchanges, snapshots), in one
+// dialect: the type of the `seq` key and of the time columns.
+std::string ExchangeSchemaSql(const std::string& seq_type, const std::string& time_type);
 
 // Checks the fields every exchange record has (schema, id, kind, endpoint,
 // received_at, status) with the right types.
@@ -48,10 +56,10 @@ class ExchangeStore {
   enum class Mode { kCreate, kOpenExisting };
   // A SQLite file path, or a postgresql:// (postgres://) connection URL.
   static Result<std::unique_ptr<ExchangeStore>> Open(const std::string& where, Mode mode);
-  virtual ~ExchangeStore() = default;
+  virtual ~ExchangeStore();
 
   // Validates and stores one exchange durably (see the file comment). Thread-safe.
-  virtual Status Insert(const ExchangeRow& row) = 0;
+  Status Insert(const ExchangeRow& row);
   // Calls `fn` with each selected record in stored order; stops at its first error.
   virtual Status ForEach(const ExchangeQuery& q,
                          const std::function<Status(const ExchangeJson& record)>& fn) = 0;
@@ -63,6 +71,17 @@ class ExchangeStore {
   virtual Result<int64_t> Count() = 0;
   // "sqlite:PATH" or the PostgreSQL URL with any password masked.
   virtual std::string Describe() const = 0;
+
+ protected:
+  ExchangeStore();
+  // Stores a batch of validated exchanges in one transaction: all, or none
+  // (the group commit's writer, one thread at a time).
+  virtual Status CommitBatch(const std::vector<const ExchangeRow*>& batch) = 0;
+  // Runs `fn` while no batch is being committed (reads and maintenance).
+  Status Exclusive(const std::function<Status()>& fn);
+
+ private:
+  std::unique_ptr<GroupCommit<ExchangeRow>> commit_;
 };
 
 bool IsPostgresUrl(const std::string& where);

@@ -3,6 +3,7 @@
 // in one transaction (one fsync, or one PostgreSQL COMMIT), then wakes the
 // others; whoever queued meanwhile goes in the next batch. Invariant: Submit
 // returns only after the batch holding its item was committed (or failed).
+// Used by the record store and both exchange stores.
 #pragma once
 
 #include <condition_variable>
@@ -17,8 +18,10 @@ namespace stet::forensics {
 template <typename Item>
 class GroupCommit {
  public:
-  // Commits a batch; Status per batch (every item of a failed batch fails).
-  using CommitFn = std::function<Status(const std::vector<const Item*>& batch)>;
+  // Commits a batch. A failed batch fails every item; otherwise an item gets
+  // what CommitFn set in item_status (Ok unless set: an item refused alone).
+  using CommitFn = std::function<Status(const std::vector<const Item*>& batch,
+                                        std::vector<Status>* item_status)>;
   explicit GroupCommit(CommitFn commit) : commit_(std::move(commit)) {}
 
   Status Submit(const Item& item) {
@@ -37,11 +40,12 @@ class GroupCommit {
       std::vector<const Item*> items;
       items.reserve(batch.size());
       for (Pending* p : batch) items.push_back(p->item);
-      Status st = commit_(items);
+      std::vector<Status> item_status(batch.size(), Status::Ok());
+      Status st = commit_(items, &item_status);
       lock.lock();
-      for (Pending* p : batch) {
-        p->status = st;
-        p->done = true;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        batch[i]->status = st.ok() ? item_status[i] : st;
+        batch[i]->done = true;
       }
       writing_ = false;
       cv_.notify_all();

@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "forensics/store/exchange_store.h"
-#include "forensics/store/group_commit.h"
 #include "wire/json_read.h"
 
 namespace stet::forensics {
@@ -21,25 +20,6 @@ namespace {
 
 constexpr int64_t kSchemaLock = 0x5354455445584348;  // "STETEXCH"
 
-const char* kPgSchema =
-    "CREATE TABLE IF NOT EXISTS stet_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS exchanges("
-    "  seq BIGSERIAL PRIMARY KEY,"
-    "  id TEXT NOT NULL UNIQUE,"
-    "  kind TEXT NOT NULL,"
-    "  endpoint TEXT NOT NULL,"
-    "  received_at TIMESTAMPTZ NOT NULL,"
-    "  status INTEGER NOT NULL,"
-    "  model_answered TEXT,"
-    "  system_fingerprint TEXT,"
-    "  snapshot TEXT,"
-    "  record TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS exchanges_received ON exchanges(received_at);"
-    "CREATE TABLE IF NOT EXISTS snapshots("
-    "  sha256 TEXT PRIMARY KEY,"
-    "  first_seen TIMESTAMPTZ NOT NULL,"
-    "  body TEXT NOT NULL);";
-
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
 };
@@ -47,8 +27,6 @@ using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
 
 class PgExchangeStore final : public ExchangeStore {
  public:
-  PgExchangeStore()
-      : commit_([this](const std::vector<const ExchangeRow*>& b) { return CommitBatch(b); }) {}
   ~PgExchangeStore() override {
     if (conn_) PQfinish(conn_);
   }
@@ -66,7 +44,10 @@ class PgExchangeStore final : public ExchangeStore {
       STET_RETURN_IF_ERROR(Exec("BEGIN", "starting a transaction"));
       Status st = Exec("SELECT pg_advisory_xact_lock(" + std::to_string(kSchemaLock) + ")",
                        "locking the schema");
-      if (st.ok()) st = Exec(kPgSchema, "creating the exchange store");
+      if (st.ok()) {
+        st = Exec(ExchangeSchemaSql("BIGSERIAL PRIMARY KEY", "TIMESTAMPTZ"),
+                  "creating the exchange store");
+      }
       if (st.ok()) {
         st = Run(
             "INSERT INTO stet_meta(key, value) VALUES('schema', $1) ON CONFLICT (key) DO NOTHING",
@@ -91,14 +72,9 @@ class PgExchangeStore final : public ExchangeStore {
     return Status::Ok();
   }
 
-  Status Insert(const ExchangeRow& row) override {
-    STET_RETURN_IF_ERROR(ValidateExchange(row.record));
-    return commit_.Submit(row);
-  }
-
   Status ForEach(const ExchangeQuery& q,
                  const std::function<Status(const ExchangeJson&)>& fn) override {
-    return commit_.Exclusive([&]() -> Status {
+    return Exclusive([&]() -> Status {
       STET_RETURN_IF_ERROR(Alive());
       std::string sql = "SELECT record FROM exchanges WHERE TRUE";
       std::vector<std::string> params;
@@ -124,7 +100,7 @@ class PgExchangeStore final : public ExchangeStore {
 
   Result<std::optional<std::string>> Snapshot(const std::string& sha256) override {
     std::optional<std::string> out;
-    STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    STET_RETURN_IF_ERROR(Exclusive([&]() -> Status {
       STET_RETURN_IF_ERROR(Alive());
       STET_ASSIGN_OR_RETURN(PgResult r, Params("SELECT body FROM snapshots WHERE sha256 = $1",
                                                {sha256}, PGRES_TUPLES_OK, "reading snapshots"));
@@ -136,7 +112,7 @@ class PgExchangeStore final : public ExchangeStore {
 
   Result<int64_t> DeleteBefore(const std::string& iso_time) override {
     int64_t n = 0;
-    STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    STET_RETURN_IF_ERROR(Exclusive([&]() -> Status {
       STET_RETURN_IF_ERROR(Alive());
       STET_RETURN_IF_ERROR(Exec("BEGIN", "starting a transaction"));
       auto r = Params("DELETE FROM exchanges WHERE received_at < $1::timestamptz", {iso_time},
@@ -158,7 +134,7 @@ class PgExchangeStore final : public ExchangeStore {
 
   Result<int64_t> Count() override {
     int64_t n = 0;
-    STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    STET_RETURN_IF_ERROR(Exclusive([&]() -> Status {
       STET_RETURN_IF_ERROR(Alive());
       STET_ASSIGN_OR_RETURN(
           PgResult r, Params("SELECT COUNT(*) FROM exchanges", {}, PGRES_TUPLES_OK, "counting"));
@@ -238,7 +214,7 @@ class PgExchangeStore final : public ExchangeStore {
         "storing exchange '" + Str(r, "id") + "'");
   }
 
-  Status CommitBatch(const std::vector<const ExchangeRow*>& batch) {
+  Status CommitBatch(const std::vector<const ExchangeRow*>& batch) override {
     STET_RETURN_IF_ERROR(Alive());
     STET_RETURN_IF_ERROR(Exec("BEGIN", "starting a transaction"));
     for (const ExchangeRow* row : batch) {
@@ -255,7 +231,6 @@ class PgExchangeStore final : public ExchangeStore {
 
   PGconn* conn_ = nullptr;
   std::string url_, shown_;
-  GroupCommit<ExchangeRow> commit_;
 };
 
 }  // namespace

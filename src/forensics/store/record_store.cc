@@ -8,7 +8,9 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "base/text_lines.h"
 #include "forensics/store/sqlite_util.h"
 #include "wire/json_read.h"
 
@@ -37,10 +39,15 @@ using sqlite::Exec;
 using sqlite::SqlError;
 using sqlite::Stmt;
 
-// The columns of a record, extracted outside the lock.
-struct Row {
+}  // namespace
+
+struct RecordStore::Row {
   std::string id, endpoint, received_at, completed_at, fingerprint, model_sha256, text;
 };
+
+namespace {
+
+using Row = RecordStore::Row;
 
 Result<Row> ToRow(const RecordJson& r) {
   STET_RETURN_IF_ERROR(ValidateRecord(r));
@@ -128,27 +135,6 @@ Status CheckNotForeign(sqlite3* db, const std::string& path) {
 
 }  // namespace
 
-// Holds the connection for one thread: Insert's writer, InsertAll, ForEach and
-// Count never interleave their statements or transactions.
-class RecordStore::Exclusive {
- public:
-  explicit Exclusive(RecordStore& s) : s_(s) {
-    std::unique_lock<std::mutex> lock(s_.mu_);
-    s_.cv_.wait(lock, [&] { return !s_.writing_; });
-    s_.writing_ = true;
-  }
-  ~Exclusive() {
-    {
-      std::lock_guard<std::mutex> lock(s_.mu_);
-      s_.writing_ = false;
-    }
-    s_.cv_.notify_all();
-  }
-
- private:
-  RecordStore& s_;
-};
-
 Status ValidateRecord(const RecordJson& r) {
   if (!r.is_object()) return InvalidArgument("a record must be a JSON object");
   const std::string schema = Str(r, "schema");
@@ -186,11 +172,10 @@ Status ValidateRecord(const RecordJson& r) {
   return Status::Ok();
 }
 
-struct RecordStore::Pending {
-  const Row* row;
-  Status status;
-  bool done = false;
-};
+RecordStore::RecordStore()
+    : commit_([this](const std::vector<const Row*>& batch, std::vector<Status>* row_status) {
+        return CommitBatch(batch, row_status);
+      }) {}
 
 Result<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& path, Mode mode) {
   std::unique_ptr<RecordStore> s(new RecordStore());
@@ -235,11 +220,13 @@ RecordStore::~RecordStore() {
   if (db_) sqlite3_close_v2(db_);
 }
 
-Status RecordStore::CommitBatch(std::vector<Pending*>& batch) {
+// A row refused alone (a duplicate id) fails its own Insert; the others commit.
+Status RecordStore::CommitBatch(const std::vector<const Row*>& batch,
+                                std::vector<Status>* row_status) {
   Status st = Exec(db_, "BEGIN IMMEDIATE", "starting a transaction");
   if (!st.ok()) return st;
-  for (Pending* p : batch)
-    p->status = InsertRow(db_, *p->row, /*ignore_duplicates=*/false, nullptr);
+  for (size_t i = 0; i < batch.size(); ++i)
+    (*row_status)[i] = InsertRow(db_, *batch[i], /*ignore_duplicates=*/false, nullptr);
   st = Exec(db_, "COMMIT", "committing records");
   if (!st.ok()) {
     (void)Exec(db_, "ROLLBACK", "rolling back");
@@ -251,28 +238,7 @@ Status RecordStore::CommitBatch(std::vector<Pending*>& batch) {
 Status RecordStore::Insert(const RecordJson& record) {
   auto row = ToRow(record);
   if (!row.ok()) return row.status();
-  Pending me{&*row, Status::Ok(), false};
-  std::unique_lock<std::mutex> lock(mu_);
-  queue_.push_back(&me);
-  while (!me.done) {
-    if (writing_) {
-      cv_.wait(lock);
-      continue;
-    }
-    writing_ = true;
-    std::vector<Pending*> batch;
-    batch.swap(queue_);
-    lock.unlock();
-    Status st = CommitBatch(batch);
-    lock.lock();
-    for (Pending* p : batch) {
-      if (!st.ok()) p->status = st;
-      p->done = true;
-    }
-    writing_ = false;
-    cv_.notify_all();
-  }
-  return me.status;
+  return commit_.Submit(*row);
 }
 
 Result<RecordStore::ImportStats> RecordStore::InsertAll(const std::vector<RecordJson>& records) {
@@ -282,82 +248,71 @@ Result<RecordStore::ImportStats> RecordStore::InsertAll(const std::vector<Record
     STET_ASSIGN_OR_RETURN(Row row, ToRow(r));
     rows.push_back(std::move(row));
   }
-  Exclusive hold(*this);
-  STET_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE", "starting a transaction"));
   ImportStats stats;
-  for (const Row& row : rows) {
-    bool dup = false;
-    Status st = InsertRow(db_, row, /*ignore_duplicates=*/true, &dup);
-    if (!st.ok()) {
-      (void)Exec(db_, "ROLLBACK", "rolling back");
-      return st;
+  STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    STET_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE", "starting a transaction"));
+    for (const Row& row : rows) {
+      bool dup = false;
+      Status st = InsertRow(db_, row, /*ignore_duplicates=*/true, &dup);
+      if (!st.ok()) {
+        (void)Exec(db_, "ROLLBACK", "rolling back");
+        return st;
+      }
+      ++(dup ? stats.duplicates : stats.inserted);
     }
-    ++(dup ? stats.duplicates : stats.inserted);
-  }
-  Status st = Exec(db_, "COMMIT", "committing records");
-  if (!st.ok()) {
-    (void)Exec(db_, "ROLLBACK", "rolling back");
+    Status st = Exec(db_, "COMMIT", "committing records");
+    if (!st.ok()) (void)Exec(db_, "ROLLBACK", "rolling back");
     return st;
-  }
+  }));
   return stats;
 }
 
 Status RecordStore::ForEach(const RecordQuery& q,
                             const std::function<Status(const std::string&)>& fn) {
-  Exclusive hold(*this);
-  if (!q.since.empty()) {
-    Stmt chk(db_, "SELECT julianday(?1) IS NOT NULL");
-    if (!chk.ok()) return SqlError(db_, "checking --since");
-    chk.Text(1, q.since);
-    if (sqlite3_step(chk.get()) != SQLITE_ROW || sqlite3_column_int(chk.get(), 0) == 0) {
+  return commit_.Exclusive([&]() -> Status {
+    if (!q.since.empty() && !sqlite::IsTime(db_, q.since)) {
       return InvalidArgument("--since '" + q.since +
                              "' is not a time SQLite can read (use ISO 8601, e.g. "
                              "2024-07-26T12:00:00Z)");
     }
-  }
-  std::string sql = "SELECT record FROM records WHERE 1";
-  if (!q.id.empty()) sql += " AND id = ?1";
-  if (!q.since.empty()) sql += " AND julianday(received_at) >= julianday(?2)";
-  sql += " ORDER BY seq";
-  Stmt st(db_, sql.c_str());
-  if (!st.ok()) return SqlError(db_, "querying records");
-  if (!q.id.empty()) st.Text(1, q.id);
-  if (!q.since.empty()) st.Text(2, q.since);
-  for (;;) {
-    const int rc = sqlite3_step(st.get());
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return SqlError(db_, "reading records");
-    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
-    const int n = sqlite3_column_bytes(st.get(), 0);
-    STET_RETURN_IF_ERROR(fn(std::string(text ? text : "", static_cast<size_t>(n))));
-  }
-  return Status::Ok();
+    std::string sql = "SELECT record FROM records WHERE 1";
+    if (!q.id.empty()) sql += " AND id = ?1";
+    if (!q.since.empty()) sql += " AND julianday(received_at) >= julianday(?2)";
+    sql += " ORDER BY seq";
+    Stmt st(db_, sql.c_str());
+    if (!st.ok()) return SqlError(db_, "querying records");
+    if (!q.id.empty()) st.Text(1, q.id);
+    if (!q.since.empty()) st.Text(2, q.since);
+    return st.ForEachRow(db_, "reading records", [&] { return fn(st.Column(0)); });
+  });
 }
 
 Result<int64_t> RecordStore::Count() {
-  Exclusive hold(*this);
-  Stmt st(db_, "SELECT COUNT(*) FROM records");
-  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "counting records");
-  return static_cast<int64_t>(sqlite3_column_int64(st.get(), 0));
+  int64_t n = 0;
+  STET_RETURN_IF_ERROR(commit_.Exclusive([&]() -> Status {
+    Stmt st(db_, "SELECT COUNT(*) FROM records");
+    if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return SqlError(db_, "counting records");
+    n = sqlite3_column_int64(st.get(), 0);
+    return Status::Ok();
+  }));
+  return n;
 }
 
 Result<std::vector<RecordJson>> ReadRecordsJsonl(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return IoError("cannot read '" + path + "'");
+  std::stringstream text;
+  text << f.rdbuf();
   std::vector<RecordJson> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(f, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+  STET_RETURN_IF_ERROR(ForEachLine(text.str(), [&](const std::string& line, int n) -> Status {
     RecordJson r = RecordJson::parse(line, nullptr, false);
     if (r.is_discarded())
       return InvalidArgument(path + ":" + std::to_string(n) + ": not a JSON value");
     Status st = ValidateRecord(r);
     if (!st.ok()) return InvalidArgument(path + ":" + std::to_string(n) + ": " + st.message());
     out.push_back(std::move(r));
-  }
+    return Status::Ok();
+  }));
   return out;
 }
 

@@ -8,16 +8,15 @@
 // next transaction together.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "forensics/store/group_commit.h"
 
 struct sqlite3;
 
@@ -63,18 +62,18 @@ class RecordStore {
 
   const std::string& path() const { return path_; }
 
+  // A record's columns, extracted before it queues (record_store.cc).
+  struct Row;
+
  private:
-  struct Pending;
-  class Exclusive;
-  RecordStore() = default;
-  Status CommitBatch(std::vector<Pending*>& batch);
+  RecordStore();
+  Status CommitBatch(const std::vector<const Row*>& batch, std::vector<Status>* row_status);
 
   sqlite3* db_ = nullptr;
   std::string path_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false;
-  std::vector<Pending*> queue_;
+  // Insert's writer, InsertAll, ForEach and Count never interleave their
+  // statements or transactions on the connection.
+  GroupCommit<Row> commit_;
 };
 
 // Records from a JSONL file (one record per line; blank lines skipped), each

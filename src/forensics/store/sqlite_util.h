@@ -1,10 +1,12 @@
 // What the SQLite stores (record_store.cc: `stet serve --record`;
 // exchange_store.cc: `stet proxy`) share: error statuses, one-shot statements,
-// and a prepared statement that finalizes itself.
+// a prepared statement that finalizes itself and walks its rows, and the check
+// of a query's time bounds.
 #pragma once
 
 #include <sqlite3.h>
 
+#include <functional>
 #include <string>
 
 #include "base/status.h"
@@ -26,6 +28,11 @@ inline Status Exec(sqlite3* db, const char* sql, const std::string& what) {
   }
   return Status::Ok();
 }
+
+class Stmt;
+
+// Whether SQLite's julianday() reads `t` (ISO 8601, "...Z" or "+hh:mm").
+bool IsTime(sqlite3* db, const std::string& t);
 
 class Stmt {
  public:
@@ -52,10 +59,27 @@ class Stmt {
     const char* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
     return std::string(t ? t : "", static_cast<size_t>(sqlite3_column_bytes(s_, i)));
   }
+  // Steps through every row, calling `row` (which reads Column) on each; stops
+  // at its first error. `what` names the reading in SQLite's errors.
+  Status ForEachRow(sqlite3* db, const std::string& what, const std::function<Status()>& row) {
+    for (;;) {
+      const int rc = sqlite3_step(s_);
+      if (rc == SQLITE_DONE) return Status::Ok();
+      if (rc != SQLITE_ROW) return SqlError(db, what);
+      STET_RETURN_IF_ERROR(row());
+    }
+  }
 
  private:
   sqlite3_stmt* s_ = nullptr;
   bool ok_ = false;
 };
+
+inline bool IsTime(sqlite3* db, const std::string& t) {
+  Stmt chk(db, "SELECT julianday(?1) IS NOT NULL");
+  if (!chk.ok()) return false;
+  chk.Text(1, t);
+  return sqlite3_step(chk.get()) == SQLITE_ROW && sqlite3_column_int(chk.get(), 0) != 0;
+}
 
 }  // namespace stet::forensics::sqlite

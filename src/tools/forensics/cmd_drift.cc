@@ -4,22 +4,19 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <utility>
 
 #include "forensics/analysis/drift.h"
 #include "forensics/client/openai.h"
 #include "tools/common.h"
+#include "tools/forensics/forensics_cli.h"
 
 namespace stet::tools {
 
 namespace {
 
-struct DriftArgs {
-  std::string endpoint;
-  std::string api_key;
-  std::string model;
+struct DriftArgs : EndpointArgs {
   std::string prompts;
   std::string baseline;
   std::string against;
@@ -30,17 +27,9 @@ struct DriftArgs {
   int top_k = 5;
   int max_tokens = 16;
   double threshold = 0.05;
-  int concurrency = 1;
-  double timeout_s = 300;
 };
 
 constexpr int kExitDrift = 1;
-constexpr int kExitFailed = 2;
-
-int Fail(const Status& s) {
-  ReportError(s);
-  return kExitFailed;
-}
 
 int RunDriftCmd(const DriftArgs& a) {
   // Required here rather than by CLI11, so `stet drift watch|report` need none of them.
@@ -72,16 +61,9 @@ int RunDriftCmd(const DriftArgs& a) {
     if (!st.ok()) return Fail(st);
   }
   forensics::DriftCaptureOptions o;
-  o.endpoint = a.endpoint;
-  o.api_key = a.api_key;
-  if (o.api_key.empty()) {
-    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
-  }
-  o.model = a.model;
+  a.CopyTo(&o);
   o.top_k = a.top_k;
   o.max_tokens = a.max_tokens;
-  o.concurrency = a.concurrency;
-  o.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
   if (!a.against.empty()) {
     forensics::DriftCaptureOptions b = o;
     b.endpoint = a.against;
@@ -103,10 +85,8 @@ int RunDriftCmd(const DriftArgs& a) {
   auto cmp = forensics::CompareDrift(baseline, *current, a.threshold);
   if (!cmp.ok()) return Fail(cmp.status());
   std::fputs(forensics::DriftSummaryText(*cmp).c_str(), stdout);
-  if (!a.json_out.empty()) {
-    Status st = forensics::WriteTextFile(a.json_out, cmp->dump(2) + "\n");
-    if (!st.ok()) return Fail(st);
-  }
+  Status st = WriteIfNamed(a.json_out, [&] { return cmp->dump(2) + "\n"; });
+  if (!st.ok()) return Fail(st);
   return (*cmp)["exceeded"].get<bool>() ? kExitDrift : kExitOk;
 }
 

@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <thread>
 
@@ -14,13 +13,13 @@
 #include "forensics/client/openai.h"
 #include "tools/common.h"
 #include "tools/forensics/cmd_drift.h"
+#include "tools/forensics/forensics_cli.h"
 
 namespace stet::tools {
 
 namespace {
 
 constexpr int kExitFlagged = 1;
-constexpr int kExitFailed = 2;
 
 struct WatchArgs {
   std::string endpoint, api_key, model, canary, store, every = "1h", api = "chat";
@@ -30,11 +29,6 @@ struct WatchArgs {
   std::string html, json;
   std::string set;
 };
-
-int Fail(const Status& s) {
-  ReportError(s);
-  return kExitFailed;
-}
 
 Result<forensics::CanaryAnalysis> Analyze(forensics::ExchangeStore& store, const WatchArgs& a) {
   std::vector<forensics::ExchangeJson> records;
@@ -52,14 +46,10 @@ Result<forensics::CanaryAnalysis> Analyze(forensics::ExchangeStore& store, const
 }
 
 int WriteReports(const forensics::CanaryAnalysis& an, const WatchArgs& a) {
-  if (!a.html.empty()) {
-    Status st = forensics::WriteTextFile(a.html, forensics::CanaryHtml(an));
-    if (!st.ok()) return Fail(st);
-  }
-  if (!a.json.empty()) {
-    Status st = forensics::WriteTextFile(a.json, forensics::CanaryJson(an).dump(2) + "\n");
-    if (!st.ok()) return Fail(st);
-  }
+  Status st = WriteIfNamed(a.html, [&] { return forensics::CanaryHtml(an); });
+  if (!st.ok()) return Fail(st);
+  st = WriteIfNamed(a.json, [&] { return forensics::CanaryJson(an).dump(2) + "\n"; });
+  if (!st.ok()) return Fail(st);
   return kExitOk;
 }
 
@@ -74,17 +64,14 @@ int RunWatch(const WatchArgs& a) {
   if (!store.ok()) return Fail(store.status());
   forensics::CanaryOptions o;
   o.endpoint = a.endpoint;
-  o.api_key = a.api_key;
-  if (o.api_key.empty()) {
-    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
-  }
+  o.api_key = ApiKeyOrEnv(a.api_key);
   o.model = a.model;
   o.api = a.api;
   o.max_tokens = a.max_tokens;
   o.top_logprobs = a.top_logprobs;
   o.repeats = a.repeats;
   o.baseline_runs = a.baseline_runs;
-  o.limits.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
+  o.limits.timeout_ms = TimeoutMs(a.timeout_s);
   WatchArgs analysis_args = a;
   analysis_args.set = forensics::CanarySetId(*prompts, o);
   bool flagged = false;

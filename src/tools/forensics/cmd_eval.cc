@@ -4,25 +4,21 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
 #include "forensics/analysis/eval.h"
 #include "tools/common.h"
+#include "tools/forensics/forensics_cli.h"
 
 namespace stet::tools {
 
 namespace {
 
-struct EvalArgs {
-  std::string endpoint;
-  std::string api_key;
-  std::string model;
+struct EvalArgs : EndpointArgs {
   std::string dataset;
   int repeats = 5;
   std::string metric = "exact";
-  int concurrency = 1;
   double temperature = 0;
   std::string seed_policy = "fixed";
   int64_t seed = 0;
@@ -30,7 +26,6 @@ struct EvalArgs {
   std::string out = "stet-eval";
   int bootstrap = 10000;
   uint64_t bootstrap_seed = 0;
-  double timeout_s = 300;
 };
 
 struct CompareArgs {
@@ -39,13 +34,6 @@ struct CompareArgs {
   int bootstrap = 10000;
   uint64_t bootstrap_seed = 0;
 };
-
-constexpr int kExitFailed = 2;
-
-int Fail(const Status& s) {
-  ReportError(s);
-  return kExitFailed;
-}
 
 int RunEvalCmd(const EvalArgs& a) {
   if (a.endpoint.empty() || a.model.empty() || a.dataset.empty()) {
@@ -62,23 +50,16 @@ int RunEvalCmd(const EvalArgs& a) {
   if (ec) return Fail(IoError("cannot create '" + a.out + "': " + ec.message()));
 
   forensics::EvalOptions o;
-  o.endpoint = a.endpoint;
-  o.api_key = a.api_key;
-  if (o.api_key.empty()) {
-    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
-  }
-  o.model = a.model;
+  a.CopyTo(&o);
   o.dataset = a.dataset;
   o.repeats = a.repeats;
   o.metric = *metric;
-  o.concurrency = a.concurrency;
   o.temperature = a.temperature;
   o.seed_policy = *policy;
   o.seed = a.seed;
   o.max_tokens = a.max_tokens;
   o.bootstrap_resamples = a.bootstrap;
   o.bootstrap_seed = a.bootstrap_seed;
-  o.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
   auto doc = forensics::RunEval(o, *items);
   if (!doc.ok()) return Fail(doc.status());
   const std::string results = (std::filesystem::path(a.out) / "results.json").string();
@@ -115,10 +96,8 @@ int RunCompareCmd(const CompareArgs& c) {
   if (!cmp.ok()) return Fail(cmp.status());
   std::printf("A: %s\nB: %s\n", c.a.c_str(), c.b.c_str());
   std::fputs(forensics::CompareSummaryText(*cmp).c_str(), stdout);
-  if (!c.json_out.empty()) {
-    Status st = forensics::WriteTextFile(c.json_out, cmp->dump(2) + "\n");
-    if (!st.ok()) return Fail(st);
-  }
+  Status st = WriteIfNamed(c.json_out, [&] { return cmp->dump(2) + "\n"; });
+  if (!st.ok()) return Fail(st);
   return kExitOk;
 }
 

@@ -4,11 +4,11 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
 #include "forensics/analysis/probe.h"
 #include "tools/common.h"
+#include "tools/forensics/forensics_cli.h"
 
 namespace stet::tools {
 
@@ -36,20 +36,11 @@ struct ProbeArgs {
 };
 
 constexpr int kExitDiverged = 1;
-constexpr int kExitFailed = 2;
-
-int Fail(const Status& s) {
-  ReportError(s);
-  return kExitFailed;
-}
 
 int RunProbeCmd(const ProbeArgs& a, bool seed_given, bool prompt_given) {
   forensics::ProbeOptions o;
   o.endpoint = a.endpoint;
-  o.api_key = a.api_key;
-  if (o.api_key.empty()) {
-    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
-  }
+  o.api_key = ApiKeyOrEnv(a.api_key);
   o.request.model = a.model;
   if (!a.messages_file.empty()) {
     auto m = forensics::LoadMessagesFile(a.messages_file);
@@ -74,18 +65,14 @@ int RunProbeCmd(const ProbeArgs& a, bool seed_given, bool prompt_given) {
                                     : forensics::LogprobMode::kAuto;
   o.top_logprobs = a.top_logprobs;
   o.companion = !a.no_companion;
-  o.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
+  o.timeout_ms = TimeoutMs(a.timeout_s);
   auto r = forensics::RunProbe(o);
   if (!r.ok()) return Fail(r.status());
   std::fputs(forensics::ProbeSummary(*r).c_str(), stdout);
-  if (!a.json_out.empty()) {
-    Status st = forensics::WriteTextFile(a.json_out, forensics::ProbeToJson(*r).dump(2) + "\n");
-    if (!st.ok()) return Fail(st);
-  }
-  if (!a.html_out.empty()) {
-    Status st = forensics::WriteTextFile(a.html_out, forensics::ProbeToHtml(*r));
-    if (!st.ok()) return Fail(st);
-  }
+  Status st = WriteIfNamed(a.json_out, [&] { return forensics::ProbeToJson(*r).dump(2) + "\n"; });
+  if (!st.ok()) return Fail(st);
+  st = WriteIfNamed(a.html_out, [&] { return forensics::ProbeToHtml(*r); });
+  if (!st.ok()) return Fail(st);
   return r->exit_code == 0 ? kExitOk : r->exit_code == 1 ? kExitDiverged : kExitFailed;
 }
 

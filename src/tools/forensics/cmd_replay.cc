@@ -7,13 +7,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "forensics/client/openai.h"
 #include "forensics/replay/replay.h"
 #include "forensics/replay/replay_proxy.h"
 #include "tools/common.h"
+#include "tools/forensics/forensics_cli.h"
 #include "tools/local_server.h"
 #include "tools/model_catalog.h"
 
@@ -21,28 +22,33 @@ namespace stet::tools {
 
 namespace {
 
-constexpr int kExitFailed = 2;
-
-struct ReplayArgs {
+struct ReplayArgs : EndpointArgs {
   std::string db;
   std::string id;
   std::string since;
-  std::string endpoint;
-  std::string api_key;
-  std::string model;
   std::string against;  // "stet": answer with an in-process stet serve of -m FILE
   std::string clock = "none";
   int threads = 0;
   bool allow_fingerprint_change = false;
   bool logprobs = false;
-  int concurrency = 1;
-  double timeout_s = 300;
   std::string json_out;
 };
 
-int Fail(const Status& s) {
-  ReportError(s);
-  return kExitFailed;
+// The end of both replays: the report on stdout (or, when nothing was
+// replayed, why on stderr), the JSON file --json names, the report's exit code.
+template <typename R>
+int Report(const ReplayArgs& a, const Result<R>& r, std::string (*text)(const R&),
+           nlohmann::json (*json)(const R&)) {
+  if (!r.ok()) return Fail(r.status());
+  if (r->outcomes.empty()) {
+    std::fprintf(stderr, "stet replay: %s\n", r->summary.c_str());
+  } else {
+    std::fputs(text(*r).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  Status st = WriteIfNamed(a.json_out, [&] { return json(*r).dump(2) + "\n"; });
+  if (!st.ok()) return Fail(st);
+  return r->exit_code;
 }
 
 // Exchanges recorded by `stet proxy` (a proxy store, SQLite or PostgreSQL).
@@ -50,34 +56,16 @@ int RunExchangeReplay(const ReplayArgs& a) {
   auto store = forensics::ExchangeStore::Open(a.db, forensics::ExchangeStore::Mode::kOpenExisting);
   if (!store.ok()) return Fail(store.status());
   forensics::ProxyReplayOptions o;
-  o.endpoint = a.endpoint;
-  o.api_key = a.api_key;
-  if (o.api_key.empty()) {
-    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
-  }
-  o.model = a.model;
+  a.CopyTo(&o);
   o.logprobs = a.logprobs;
   o.clock = a.clock == "recorded"        ? forensics::ProxyReplayOptions::Clock::kRecorded
             : a.clock == "recorded-note" ? forensics::ProxyReplayOptions::Clock::kRecordedNote
                                          : forensics::ProxyReplayOptions::Clock::kNone;
-  o.concurrency = a.concurrency;
-  o.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
   forensics::ExchangeQuery q;
   q.id = a.id;
   q.since = a.since;
-  auto r = forensics::RunProxyReplay(**store, q, o);
-  if (!r.ok()) return Fail(r.status());
-  if (r->outcomes.empty()) {
-    std::fprintf(stderr, "stet replay: %s\n", r->summary.c_str());
-  } else {
-    std::fputs(forensics::ProxyReplayText(*r).c_str(), stdout);
-    std::fflush(stdout);
-  }
-  if (!a.json_out.empty()) {
-    Status st = forensics::WriteTextFile(a.json_out, forensics::ProxyReplayJson(*r).dump(2) + "\n");
-    if (!st.ok()) return Fail(st);
-  }
-  return r->exit_code;
+  return Report(a, forensics::RunProxyReplay(**store, q, o), forensics::ProxyReplayText,
+                forensics::ProxyReplayJson);
 }
 
 int RunStoreReplay(const ReplayArgs& a) {
@@ -86,32 +74,14 @@ int RunStoreReplay(const ReplayArgs& a) {
   auto store = forensics::RecordStore::Open(a.db, forensics::RecordStore::Mode::kOpenExisting);
   if (!store.ok()) return Fail(store.status());
   forensics::ReplayOptions o;
-  o.endpoint = a.endpoint;
-  o.api_key = a.api_key;
-  if (o.api_key.empty()) {
-    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
-  }
-  o.model = a.model;
+  a.CopyTo(&o);
   o.allow_fingerprint_change = a.allow_fingerprint_change;
   o.force_logprobs = a.logprobs;
-  o.concurrency = a.concurrency;
-  o.timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
   forensics::RecordQuery q;
   q.id = a.id;
   q.since = a.since;
-  auto r = forensics::RunReplay(**store, q, o);
-  if (!r.ok()) return Fail(r.status());
-  if (r->outcomes.empty()) {
-    std::fprintf(stderr, "stet replay: %s\n", r->summary.c_str());
-  } else {
-    std::fputs(forensics::ReplaySummaryText(*r).c_str(), stdout);
-    std::fflush(stdout);
-  }
-  if (!a.json_out.empty()) {
-    Status st = forensics::WriteTextFile(a.json_out, forensics::ReplayToJson(*r).dump(2) + "\n");
-    if (!st.ok()) return Fail(st);
-  }
-  return r->exit_code;
+  return Report(a, forensics::RunReplay(**store, q, o), forensics::ReplaySummaryText,
+                forensics::ReplayToJson);
 }
 
 // --against stet: the store replayed against an in-process `stet serve -m FILE`
