@@ -20,7 +20,11 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 # The build directory's pkgconfig/ (scripts/cross-arm64 writes it) comes first: libpq,
 # whose arm64 -dev package cannot be installed beside the host's.
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
-if(EXISTS "${CMAKE_BINARY_DIR}/pkgconfig")
+# scripts/cross-arm64 names that directory in $STET_ARM64_PKGCONFIG (CMAKE_BINARY_DIR is
+# not yet the build directory when a first configure reads this file).
+if(DEFINED ENV{STET_ARM64_PKGCONFIG} AND EXISTS "$ENV{STET_ARM64_PKGCONFIG}")
+  set(ENV{PKG_CONFIG_LIBDIR} "$ENV{STET_ARM64_PKGCONFIG}:$ENV{PKG_CONFIG_LIBDIR}")
+elseif(EXISTS "${CMAKE_BINARY_DIR}/pkgconfig")
   set(ENV{PKG_CONFIG_LIBDIR} "${CMAKE_BINARY_DIR}/pkgconfig:$ENV{PKG_CONFIG_LIBDIR}")
 endif()
 set(ENV{PKG_CONFIG_PATH} "")

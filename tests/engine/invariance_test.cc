@@ -13,7 +13,9 @@
 // asserted on the same runs. STET_INVARIANCE_SEED=S reruns one scenario;
 // STET_INVARIANCE_SCENARIOS=N scales.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <random>
@@ -371,7 +373,8 @@ TEST(Invariance, Llama3Q8_0) {
 // The SmolLM2-135M shape (576 wide, 9/3 heads, 49152-token vocabulary, q4_1
 // with the q8_0 tied embedding), random weights, 2 of its 30 layers for CI time.
 TEST(Invariance, SmolLM2ShapeRandomQ4_1) {
-  const std::string path = ::testing::TempDir() + "/stet-invariance-smollm2-135m-l2.gguf";
+  const std::string path = ::testing::TempDir() + "/stet-invariance-" + std::to_string(getpid()) +
+                           "-smollm2-135m-l2.gguf";
   RandomModelOptions o;
   o.shape = "smollm2-135m";
   o.type = DType::kQ4_1;
@@ -379,6 +382,7 @@ TEST(Invariance, SmolLM2ShapeRandomQ4_1) {
   o.n_layers = 2;
   ASSERT_TRUE(WriteRandomModel(o, path).ok());
   RunSuite(path, Scenarios(16), 8, 5);
+  std::remove(path.c_str());  // per process: parallel runs never share the file
 }
 
 // Every weight type of the table (numerics/dtype.cc) on tiny random models: a few
@@ -387,14 +391,15 @@ TEST(Invariance, SmolLM2ShapeRandomQ4_1) {
 TEST(Invariance, TinyRandomEveryWeightType) {
   uint64_t salt = 10;
   for (DType t : ComputableDTypes()) {
-    const std::string path =
-        ::testing::TempDir() + "/stet-invariance-tiny-" + std::string(DTypeName(t)) + ".gguf";
+    const std::string path = ::testing::TempDir() + "/stet-invariance-" + std::to_string(getpid()) +
+                             "-tiny-" + std::string(DTypeName(t)) + ".gguf";
     RandomModelOptions o;
     o.shape = "tiny";
     o.type = t;
     o.seed = 5;
     ASSERT_TRUE(WriteRandomModel(o, path).ok());
     RunSuite(path, Scenarios(4), 8, salt++);
+    std::remove(path.c_str());
   }
 }
 
@@ -405,14 +410,15 @@ TEST(Invariance, TinyRandomEveryWeightType) {
 TEST(Invariance, TinyRandomMoeQuantized) {
   uint64_t salt = 20;
   for (DType t : {DType::kQ4_1, DType::kQ4_K}) {
-    const std::string path =
-        ::testing::TempDir() + "/stet-invariance-moe-tiny-" + std::string(DTypeName(t)) + ".gguf";
+    const std::string path = ::testing::TempDir() + "/stet-invariance-" + std::to_string(getpid()) +
+                             "-moe-tiny-" + std::string(DTypeName(t)) + ".gguf";
     RandomModelOptions o;
     o.shape = "moe-tiny";
     o.type = t;
     o.seed = 9;
     ASSERT_TRUE(WriteRandomModel(o, path).ok());
     RunSuite(path, Scenarios(8), 16, salt++);
+    std::remove(path.c_str());
   }
 }
 
