@@ -37,7 +37,7 @@ def parse_args(argv):
     p.add_argument("--word", default="happy", help="the target word rewarded (default happy)")
     p.add_argument("--samples", type=int, default=8, help="samples per prompt (default 8)")
     p.add_argument("--max-tokens", type=int, default=32, help="tokens per sample (default 32)")
-    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate (default 3e-3)")
+    p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
     p.add_argument("-t", "--threads", type=int, default=0, help="threads (0: every core)")
     a = p.parse_args(argv)
     if a.steps < 1 or a.samples < 2 or a.max_tokens < 1 or a.lr <= 0:
@@ -116,8 +116,10 @@ def step_once(step, llm, policy, opt, a, torch):
     ids, mask, comp, old = batch(samples, torch)
     adv, mean_reward = advantages(samples, a.word, torch)
     lp = policy.logprobs(ids, mask)  # stet's forward: the sampler's numbers
+    t_fwd = time.time()
     with torch.no_grad():
         lp_torch = policy.torch_logprobs(ids, mask)  # a plain PyTorch forward, same weights
+    t_cmp = time.time()
     d_stet, kl_stet = mismatch(lp, old, comp)
     d_torch, kl_torch = mismatch(lp_torch, old, comp)
     loss = grpo_loss(lp, old, comp, adv)
@@ -130,11 +132,16 @@ def step_once(step, llm, policy, opt, a, torch):
     rec = {"step": step, "reward": mean_reward, "loss": loss.item(),
            "max_abs_diff_stet": d_stet, "max_abs_diff_torch": d_torch,
            "kl_stet": kl_stet, "kl_torch": kl_torch,
-           "seconds": {"rollout": t1 - t0, "train": t2 - t1, "sync": t3 - t2}}
+           "tokens": int(mask.sum()),
+           "seconds": {"rollout": t1 - t0, "stet_forward": t_fwd - t1,
+                       "torch_forward_for_comparison": t_cmp - t_fwd,
+                       "backward_and_step": t2 - t_cmp, "sync": t3 - t2}}
     print(f"step {step}: reward {mean_reward:.3f}  loss {loss.item():+.2e}  "
           f"|stet-sampler| {d_stet:.1e}  |torch-sampler| {d_torch:.1e}  "
           f"KL stet {kl_stet:.1e} torch {kl_torch:.1e}  "
-          f"({t1 - t0:.2f}s rollout, {t2 - t1:.2f}s train, {t3 - t2:.2f}s sync)", flush=True)
+          f"({t1 - t0:.2f}s rollout, {t_fwd - t1:.2f}s stet forward, {t2 - t_cmp:.2f}s "
+          f"backward+step, {t3 - t2:.2f}s sync; {t_cmp - t_fwd:.2f}s torch forward to compare)",
+          flush=True)
     return rec
 
 

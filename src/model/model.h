@@ -1,8 +1,9 @@
 // A loaded decoder-only transformer: hyper-parameters and weight views into
 // the mapped GGUF file (no copies of the big matrices). Loading validates
 // every tensor's presence, type and shape so the forward pass can trust them.
-// Float tensors can be replaced in place (ReplaceTensor: new values in memory
-// the model owns, the file never written), and WeightsDigest names what the
+// Float tensors can be replaced in place (ReplaceTensors: new values in memory
+// the model owns, the file never written) or read from caller memory
+// (BorrowTensors: a trainer's parameters), and WeightsDigest names what the
 // weights are now, for the fingerprint.
 #pragma once
 
