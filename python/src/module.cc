@@ -278,17 +278,6 @@ void LoadWeights(Offline& o,
   }
 }
 
-// Every tensor of the file: (name, type, shape as Python writes it: outermost first).
-nb::list Tensors(Offline& o) {
-  nb::list out;
-  for (const gguf::TensorInfo& t : o.engine().model().file().tensors()) {
-    nb::list shape;
-    for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d) shape.append(*d);
-    out.append(nb::make_tuple(t.name, DTypeName(t.type), nb::tuple(shape)));
-  }
-  return out;
-}
-
 void BindEngine(nb::module_& m) {
   nb::class_<Offline>(m, "Engine")
       .def_static("open", &OpenLlm, "options"_a)
@@ -303,7 +292,7 @@ void BindEngine(nb::module_& m) {
       .def_prop_ro("n_head_kv", [](Offline& o) { return o.engine().model().hparams().n_head_kv; })
       .def_prop_ro("tied_output",
                    [](Offline& o) { return o.engine().model().weights().tied_output; })
-      .def("tensors", &Tensors)
+      .def("tensors", [](Offline& o) { return TensorList(o.engine().model().file()); })
       .def("load_weights", &LoadWeights, "items"_a)
       .def_prop_ro("model_id", &Offline::model_id)
       .def_prop_ro("n_ctx", &Offline::n_ctx)

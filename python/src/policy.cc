@@ -200,8 +200,8 @@ class Policy {
     return ff.empty() ? nullptr : ff.data();
   }
 
-  Status RunRows(const int32_t* tokens, const int32_t* seq, const int32_t* pos,
-                 const int64_t* dest, int64_t n, int n_seq, int n_pos, float* out) {
+  Status RunRows(const int32_t* tokens, const int32_t* seq, const int32_t* pos, const int64_t* dest,
+                 int64_t n, int n_seq, int n_pos, float* out) {
     if (kv_ == nullptr || kv_->n_slots() < n_seq ||
         kv_->BlockTable(0).size() * kv_->block_size() < static_cast<size_t>(n_pos)) {
       kv_.reset();  // free the old store before the new one
@@ -264,18 +264,17 @@ nb::dict HParamsDict(const Policy& p) {
   return d;
 }
 
-// Every tensor of the file: (name, type, shape as Python writes it: outermost first).
-nb::list FileTensors(const Policy& p) {
+}  // namespace
+
+nb::list TensorList(const gguf::GgufFile& file) {
   nb::list out;
-  for (const gguf::TensorInfo& t : p.model().file().tensors()) {
+  for (const gguf::TensorInfo& t : file.tensors()) {
     nb::list shape;
     for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d) shape.append(*d);
     out.append(nb::make_tuple(t.name, DTypeName(t.type), nb::tuple(shape)));
   }
   return out;
 }
-
-}  // namespace
 
 void BindPolicy(nb::module_& m) {
   nb::class_<PolicyOptions>(m, "PolicyOptions")
@@ -303,7 +302,7 @@ void BindPolicy(nb::module_& m) {
       .def_prop_ro("kv_cache_dtype", &Policy::kv_type)
       .def_prop_ro("max_model_len", &Policy::max_ctx)
       .def_prop_ro("weights_digest", [](const Policy& p) { return p.model().WeightsDigest(); })
-      .def("tensors", &FileTensors)
+      .def("tensors", [](const Policy& p) { return TensorList(p.model().file()); })
       .def("read_file_tensor", &Policy::ReadFileTensor, "name"_a, "out"_a)
       .def("borrow", &Policy::Borrow, "items"_a)
       .def("run", &Policy::Run, "tokens"_a, "seq"_a, "pos"_a, "dest"_a, "out"_a)

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "format/gguf.h"
 #include "numerics/dtype.h"
 
 namespace stet::python {
@@ -23,6 +24,9 @@ DType ArrayType(const Array& a, const std::string& name, const std::string& hint
 // A failed Status as the Python exception of its kind (ValueError, FileNotFoundError,
 // OSError, RuntimeError).
 [[noreturn]] void Raise(const Status& st);
+
+// Every tensor of the file: (name, type, shape as Python writes it: outermost first).
+nanobind::list TensorList(const gguf::GgufFile& file);
 
 // Registers _core.Policy.
 void BindPolicy(nanobind::module_& m);

@@ -413,8 +413,8 @@ Status Model::BorrowTensors(const std::vector<TensorValues>& values) {
     if (v.name == "rope_freqs.weight")
       return InvalidArgument(
           "'rope_freqs.weight' sets the positions' rotation, not a trained weight");
-    if (v.type != t->type || (t->type != DType::kF32 && t->type != DType::kF16 &&
-                              t->type != DType::kBF16)) {
+    if (v.type != t->type ||
+        (t->type != DType::kF32 && t->type != DType::kF16 && t->type != DType::kBF16)) {
       return InvalidArgument("tensor '" + v.name + "' is " + DTypeName(t->type) +
                              ": borrowed memory must hold values of that type (" +
                              DTypeName(v.type) + " given; float tensors only)");

@@ -58,10 +58,9 @@ TEST(BorrowTensors, ReadsCallerMemoryInPlace) {
   const std::vector<float> base = Logits(*borrowed);
   std::vector<float> q = Values(*borrowed, "blk.0.attn_q.weight", 1.25f);
   std::vector<float> norm = Values(*borrowed, "blk.0.ffn_norm.weight", 0.5f);
-  std::vector<TensorValues> vals = {{"blk.0.attn_q.weight", DType::kF32, q.data(),
-                                     static_cast<int64_t>(q.size())},
-                                    {"blk.0.ffn_norm.weight", DType::kF32, norm.data(),
-                                     static_cast<int64_t>(norm.size())}};
+  std::vector<TensorValues> vals = {
+      {"blk.0.attn_q.weight", DType::kF32, q.data(), static_cast<int64_t>(q.size())},
+      {"blk.0.ffn_norm.weight", DType::kF32, norm.data(), static_cast<int64_t>(norm.size())}};
   ASSERT_TRUE(borrowed->BorrowTensors(vals).ok());
   ASSERT_TRUE(replaced->ReplaceTensors(vals).ok());
   EXPECT_EQ(borrowed->WeightsDigest(), "borrowed");
