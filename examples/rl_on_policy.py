@@ -179,7 +179,7 @@ def svg_plot(steps, path):
 
     body = panel(0, "reward (mean per sample)", [("reward", "#1b7", [s["reward"] for s in steps])],
                  False)
-    body += panel(W, "max |trainer - sampler| logprob",
+    body += panel(W, "max |trainer - sampler| logprob (log scale)",
                   [("plain PyTorch forward", "#d33", [s["max_abs_diff_torch"] for s in steps]),
                    ("stet.torch (0.0, on the floor)", "#36c",
                     [s["max_abs_diff_stet"] for s in steps])], True)
@@ -199,6 +199,9 @@ def main(argv=None):
     import stet
     from stet.torch import Policy
     torch.manual_seed(a.seed)
+    # torch's own kernels (the backward) may otherwise sum in a varying order:
+    # then two runs of one seed drift apart after the first optimizer step.
+    torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         llm = stet.LLM(a.model, threads=a.threads)
         policy = Policy.from_gguf(a.model, threads=a.threads)
