@@ -16,11 +16,46 @@
 
 #include "base/cpu_features.h"
 #include "python/src/offline.h"
+#include "python/src/policy.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;  // NOLINT
 
 namespace stet::python {
+
+// The element type of an array handed to load_weights: its dtype, or `hint`
+// ("bf16", "f16") for 16-bit integers carrying raw half-precision bits.
+DType ArrayType(const Array& a, const std::string& name, const std::string& hint) {
+  const nb::dlpack::dtype t = a.dtype();
+  const auto code = static_cast<nb::dlpack::dtype_code>(t.code);
+  if (t.lanes == 1 && t.bits == 32 && code == nb::dlpack::dtype_code::Float) return DType::kF32;
+  if (t.lanes == 1 && t.bits == 16 && code == nb::dlpack::dtype_code::Float) return DType::kF16;
+  if (t.lanes == 1 && t.bits == 16 && code == nb::dlpack::dtype_code::Bfloat) return DType::kBF16;
+  if (t.lanes == 1 && t.bits == 16 && code != nb::dlpack::dtype_code::Float) {
+    if (hint == "bf16") return DType::kBF16;
+    if (hint == "f16") return DType::kF16;
+  }
+  throw nb::type_error(("weights for '" + name +
+                        "' must be float32, float16 or bfloat16 values (16-bit integers with "
+                        "the hint \"bf16\" or \"f16\")")
+                           .c_str());
+}
+
+[[noreturn]] void Raise(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+      throw nb::value_error(st.message().c_str());
+    case StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, st.message().c_str());
+      throw nb::python_error();
+    case StatusCode::kIoError:
+      PyErr_SetString(PyExc_OSError, st.message().c_str());
+      throw nb::python_error();
+    default:
+      throw std::runtime_error(st.ToString());
+  }
+}
+
 namespace {
 
 // stet.RequestError, handed over by the Python package at import (kept for
@@ -38,21 +73,7 @@ void SetRequestError(nb::handle type) {
   PyErr_SetObject(type, args.ptr());
   throw nb::python_error();
 }
-
-[[noreturn]] void Raise(const Status& st) {
-  switch (st.code()) {
-    case StatusCode::kInvalidArgument:
-      throw nb::value_error(st.message().c_str());
-    case StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, st.message().c_str());
-      throw nb::python_error();
-    case StatusCode::kIoError:
-      PyErr_SetString(PyExc_OSError, st.message().c_str());
-      throw nb::python_error();
-    default:
-      throw std::runtime_error(st.ToString());
-  }
-}
+using python::Raise;  // the Status overload (policy.h) beside the Refusal one
 
 nb::bytes Bytes(const std::string& s) { return nb::bytes(s.data(), s.size()); }
 
@@ -240,26 +261,6 @@ std::shared_ptr<Offline> OpenLlm(const LlmOptions& o) {
   return *llm;
 }
 
-using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
-
-// The element type of an array handed to load_weights: its dtype, or `hint`
-// ("bf16", "f16") for 16-bit integers carrying raw half-precision bits.
-DType ArrayType(const Array& a, const std::string& name, const std::string& hint) {
-  const nb::dlpack::dtype t = a.dtype();
-  const auto code = static_cast<nb::dlpack::dtype_code>(t.code);
-  if (t.lanes == 1 && t.bits == 32 && code == nb::dlpack::dtype_code::Float) return DType::kF32;
-  if (t.lanes == 1 && t.bits == 16 && code == nb::dlpack::dtype_code::Float) return DType::kF16;
-  if (t.lanes == 1 && t.bits == 16 && code == nb::dlpack::dtype_code::Bfloat) return DType::kBF16;
-  if (t.lanes == 1 && t.bits == 16 && code != nb::dlpack::dtype_code::Float) {
-    if (hint == "bf16") return DType::kBF16;
-    if (hint == "f16") return DType::kF16;
-  }
-  throw nb::type_error(("weights for '" + name +
-                        "' must be float32, float16 or bfloat16 values (16-bit integers with "
-                        "the hint \"bf16\" or \"f16\")")
-                           .c_str());
-}
-
 // (name, array, hint) triples -> Engine::LoadWeights, the GIL released while it runs.
 void LoadWeights(Offline& o,
                  const std::vector<std::tuple<std::string, Array, std::string>>& items) {
@@ -277,17 +278,6 @@ void LoadWeights(Offline& o,
   }
 }
 
-// Every tensor of the file: (name, type, shape as Python writes it: outermost first).
-nb::list Tensors(Offline& o) {
-  nb::list out;
-  for (const gguf::TensorInfo& t : o.engine().model().file().tensors()) {
-    nb::list shape;
-    for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d) shape.append(*d);
-    out.append(nb::make_tuple(t.name, DTypeName(t.type), nb::tuple(shape)));
-  }
-  return out;
-}
-
 void BindEngine(nb::module_& m) {
   nb::class_<Offline>(m, "Engine")
       .def_static("open", &OpenLlm, "options"_a)
@@ -302,7 +292,7 @@ void BindEngine(nb::module_& m) {
       .def_prop_ro("n_head_kv", [](Offline& o) { return o.engine().model().hparams().n_head_kv; })
       .def_prop_ro("tied_output",
                    [](Offline& o) { return o.engine().model().weights().tied_output; })
-      .def("tensors", &Tensors)
+      .def("tensors", [](Offline& o) { return TensorList(o.engine().model().file()); })
       .def("load_weights", &LoadWeights, "items"_a)
       .def_prop_ro("model_id", &Offline::model_id)
       .def_prop_ro("n_ctx", &Offline::n_ctx)
@@ -385,4 +375,5 @@ NB_MODULE(_core, m) {
   BindSpec(m);
   BindRuns(m);
   BindEngine(m);
+  BindPolicy(m);
 }

@@ -356,33 +356,89 @@ Status Model::ReplaceTensors(const std::vector<TensorValues>& values) {
     STET_ASSIGN_OR_RETURN(auto buf, NewValues(values[i]));
     bufs.push_back(std::move(buf));
   }
-  std::vector<kernels::WeightView*> views = {&w_.token_embd, &w_.output};
-  for (LayerWeights& L : w_.layers) {
-    for (kernels::WeightView* w : LayerMatrices(L)) views.push_back(w);
-  }
   for (size_t i = 0; i < values.size(); ++i) {
-    const std::string& name = values[i].name;
-    const gguf::TensorInfo& t = *file_->FindTensor(name);
-    // Every view into the tensor's current bytes (fused q/k/v, experts, a tied
-    // output) moves to the new ones; packed copies are made again in place.
-    auto it = replaced_.find(name);
-    const uint8_t* old = it != replaced_.end() ? it->second.get() : t.data;
-    const auto size = static_cast<ptrdiff_t>(t.size_bytes);
-    for (kernels::WeightView* w : views) {
-      const auto* d = static_cast<const uint8_t*>(w->data);
-      if (d < old || d >= old + size) continue;
-      w->data = bufs[i].get() + (d - old);
-      if (w->packed) kernels::PackWeights(*w, const_cast<void*>(w->packed));
-    }
-    if (auto v = vectors_.find(name); v != vectors_.end())
-      STET_RETURN_IF_ERROR(DequantizeRow(t.type, bufs[i].get(), t.n_elements, v->second->data()));
-    replaced_[name] = std::move(bufs[i]);
+    STET_RETURN_IF_ERROR(Retarget(values[i].name, bufs[i].get()));
+    borrowed_.erase(values[i].name);
+    replaced_[values[i].name] = std::move(bufs[i]);
   }
   UpdateDigest(values);
   return Status::Ok();
 }
 
+void Model::MapViews() {
+  std::vector<kernels::WeightView*> views = {&w_.token_embd, &w_.output};
+  for (LayerWeights& L : w_.layers) {
+    for (kernels::WeightView* w : LayerMatrices(L)) views.push_back(w);
+  }
+  // Before any replacement every view lies in the mapped file: in exactly one
+  // tensor's bytes. Kept by tensor name, so later moves never guess by address
+  // (borrowed memory may be freed and reused for another tensor).
+  for (kernels::WeightView* w : views) {
+    const auto* d = static_cast<const uint8_t*>(w->data);
+    for (const gguf::TensorInfo& t : file_->tensors()) {
+      if (d >= t.data && d < t.data + t.size_bytes) {
+        views_of_[t.name].push_back({w, d - t.data});
+        break;
+      }
+    }
+  }
+  views_mapped_ = true;
+}
+
+// Points every view into tensor `name` (fused q/k/v, experts, a tied output)
+// at `bytes`, makes its packed copies again in place and refreshes its float copy.
+Status Model::Retarget(const std::string& name, const uint8_t* bytes) {
+  if (!views_mapped_) MapViews();
+  const gguf::TensorInfo& t = *file_->FindTensor(name);
+  for (const auto& [w, offset] : views_of_[name]) {
+    w->data = bytes + offset;
+    if (w->packed) kernels::PackWeights(*w, const_cast<void*>(w->packed));
+  }
+  if (auto v = vectors_.find(name); v != vectors_.end())
+    STET_RETURN_IF_ERROR(DequantizeRow(t.type, bytes, t.n_elements, v->second->data()));
+  return Status::Ok();
+}
+
+Status Model::BorrowTensors(const std::vector<TensorValues>& values) {
+  if (shard_.n_ranks > 1)
+    return Unimplemented("weights cannot be borrowed in a tensor-parallel group");
+  for (size_t i = 0; i < values.size(); ++i) {
+    const TensorValues& v = values[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (values[j].name == v.name)
+        return InvalidArgument("tensor '" + v.name + "' is given twice");
+    }
+    const gguf::TensorInfo* t = file_->FindTensor(v.name);
+    if (t == nullptr) return NotFound("the model has no tensor '" + v.name + "'");
+    if (v.name == "rope_freqs.weight")
+      return InvalidArgument(
+          "'rope_freqs.weight' sets the positions' rotation, not a trained weight");
+    if (v.type != t->type ||
+        (t->type != DType::kF32 && t->type != DType::kF16 && t->type != DType::kBF16)) {
+      return InvalidArgument("tensor '" + v.name + "' is " + DTypeName(t->type) +
+                             ": borrowed memory must hold values of that type (" +
+                             DTypeName(v.type) + " given; float tensors only)");
+    }
+    if (v.count != t->n_elements || v.data == nullptr) {
+      return InvalidArgument("tensor '" + v.name + "' has " + std::to_string(t->n_elements) +
+                             " values, not " + std::to_string(v.count));
+    }
+  }
+  for (const TensorValues& v : values) {
+    STET_RETURN_IF_ERROR(Retarget(v.name, static_cast<const uint8_t*>(v.data)));
+    replaced_.erase(v.name);
+    borrowed_.insert(v.name);
+  }
+  // Borrowed bytes change behind the model's back: no digest can name them.
+  digest_ = "borrowed";
+  return Status::Ok();
+}
+
 void Model::UpdateDigest(const std::vector<TensorValues>& replaced) {
+  if (!borrowed_.empty()) {
+    digest_ = "borrowed";
+    return;
+  }
   if (file_sha_.empty()) {  // once: what the file holds
     for (const gguf::TensorInfo& t : file_->tensors())
       file_sha_[t.name] = current_sha_[t.name] = Sha256Hex(t.data, t.size_bytes);

@@ -1,13 +1,15 @@
 // A loaded decoder-only transformer: hyper-parameters and weight views into
 // the mapped GGUF file (no copies of the big matrices). Loading validates
 // every tensor's presence, type and shape so the forward pass can trust them.
-// Float tensors can be replaced in place (ReplaceTensor: new values in memory
-// the model owns, the file never written), and WeightsDigest names what the
+// Float tensors can be replaced in place (ReplaceTensors: new values in memory
+// the model owns, the file never written) or read from caller memory
+// (BorrowTensors: a trainer's parameters), and WeightsDigest names what the
 // weights are now, for the fingerprint.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,14 @@ class Model {
   // its packed copies follow. Not while a Forward runs (Engine::LoadWeights
   // calls it between steps).
   Status ReplaceTensors(const std::vector<TensorValues>& values);
+  // Points the model at caller-owned values of float tensors (each in the
+  // tensor's own type, `count` of them) instead of copying them: the forward
+  // pass reads that memory directly, so a change the caller makes there is
+  // what the next Forward::Run computes with. The caller keeps it alive and
+  // unchanged while a Forward runs, and calls again after changing the 1-D
+  // tensors (norms, biases: the model reads float copies of those). Checked
+  // as ReplaceTensors, all or none; WeightsDigest() is then "borrowed".
+  Status BorrowTensors(const std::vector<TensorValues>& values);
   // "" while every tensor holds the file's bytes; else the SHA-256 of every
   // tensor's name and current bytes, in file order (equal weights, equal digest).
   const std::string& WeightsDigest() const { return digest_; }
@@ -118,6 +128,8 @@ class Model {
                     bool required = true, RowSpan part = {});
   Result<std::unique_ptr<uint8_t, FreeDeleter>> NewValues(const TensorValues& v) const;
   void UpdateDigest(const std::vector<TensorValues>& replaced);
+  void MapViews();
+  Status Retarget(const std::string& name, const uint8_t* bytes);
 
   // Gives every q8_0/q4_0/q4_1/q4_k matrix a copy in the AVX-512 decode layout
   // (kernels::PackWeights), on CPUs that can use it.
@@ -136,6 +148,10 @@ class Model {
   // first replacement) and the digest of the current weights.
   std::map<std::string, std::vector<float>*> vectors_;
   std::map<std::string, std::unique_ptr<uint8_t, FreeDeleter>> replaced_;
+  std::set<std::string> borrowed_;  // tensors read from caller memory (BorrowTensors)
+  // Each tensor's matrix views and their byte offsets in it (MapViews).
+  std::map<std::string, std::vector<std::pair<kernels::WeightView*, ptrdiff_t>>> views_of_;
+  bool views_mapped_ = false;
   std::map<std::string, std::string> file_sha_, current_sha_;
   std::string digest_;
   std::unique_ptr<kernels::MatMulPlan> plan_;
