@@ -104,7 +104,7 @@ TEST(KernelTable, DispatchPicksTheDocumentedRows) {
     EXPECT_EQ(name(DType::kQ4_1, Isa::kAvx512, RowClass::kPrefill, true), "avx512.vertical");
     EXPECT_EQ(name(DType::kQ4_1, Isa::kAvx512, RowClass::kDecode, false), "avx2.tiles");
     EXPECT_EQ(name(DType::kQ5_0, Isa::kAvx512, RowClass::kSmall, true), "avx2.packed");
-    EXPECT_EQ(name(DType::kQ6_K, Isa::kAvx512, RowClass::kDecode, true), "avx2.packed");
+    EXPECT_EQ(name(DType::kQ6_K, Isa::kAvx512, RowClass::kDecode, true), "avx512.packed");
     EXPECT_EQ(name(DType::kF16, Isa::kAvx512, RowClass::kDecode, true), "avx2.float");
     EXPECT_EQ(name(DType::kF16, Isa::kAvx512, RowClass::kSmall, true), "avx512.pairs");
     EXPECT_EQ(name(DType::kIQ4_XS, Isa::kAvx512, RowClass::kPrefill, false), "avx512.vertical");

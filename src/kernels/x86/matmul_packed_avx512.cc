@@ -1,4 +1,4 @@
-// AVX-512 VNNI MatMul for q8_0/q4_0/q4_1 (and q4_k) weights in the packed layout
+// AVX-512 VNNI MatMul for q8_0/q4_0/q4_1 (and q4_k, q6_k) weights in the packed layout
 // (kernels/pack.cc), for small batches (decode, speculative verification: up
 // to 15 rows; each weight load serves up to 8 activation rows (q4_k: 4), the
 // group is re-read from cache for the next pass). One 16-lane vector holds 16
@@ -13,7 +13,8 @@
 // in increasing b, then the fixed lane tree: equal to ref/matmul_q8.cc. q4_k:
 // per superblock isum = sum_j sc_j * dot_j (vpmulld) and msum = sum_j min_j *
 // sum qx_j (vpdpwssd), exact; lane = fma(d*dx, float(isum), lane); lane =
-// fma(-(dmin*dx), float(msum), lane): equal to ref/matmul_qk.cc.
+// fma(-(dmin*dx), float(msum), lane): equal to ref/matmul_qk.cc. q6_k: the
+// same without the mins, isum = sum_j sc_j * (dot_j - 32 * bsum_j).
 #include <immintrin.h>
 
 #include <cstring>
@@ -275,13 +276,65 @@ inline void OneSuper(const uint8_t* p, const ActQ8K& act, const int64_t* i, int6
   }
 }
 
-// Rows i0 .. i0 + rm - 1 of one q4_k group, one pass (rm <= kRMaxQK: the
-// RM x 3 integer accumulators of OneSuper must stay in registers).
-template <int RM = kRMaxQK>
+// q6_k superblock b of a 16-row group (pack.cc's layout: sub-block j is words
+// 3j..3j+2, their low 6 bits elements 16j + 4k.., their top 2 bits the pieces of
+// elements 16j + 12..; int8 scales [j][row] at 3072, f16 d [row] at 3328) for RM
+// activation rows: per sub-block dot_j by four vpdpbusd, then isum += sc_j *
+// (dot_j - 32 * bsum_j) — exact int32 (|dot_j - 32 bsum_j| <= 16 * 32 * 128), so
+// equal to ref's sum over elements in any order.
+template <int RM>
+inline void OneSuperQ6(const uint8_t* p, const ActQ8K& act, const int64_t* i, int64_t b,
+                       __m512* const* acc) {
+  const int8_t* xq[RM];
+  const int16_t* bs[RM];
+  __m512i isum[RM];
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    xq[r] = act.qs + i[r] * act.k + b * kQKK;
+    bs[r] = act.bsums + (i[r] * act.nsb + b) * 16;
+    isum[r] = _mm512_setzero_si512();
+  }
+  const __m512i low6 = _mm512_set1_epi8(0x3f), two = _mm512_set1_epi8(0x03);
+#pragma GCC unroll 4
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t* wp = p + 3 * j * 64;
+    const __m512i b0 = _mm512_loadu_si512(wp), b1 = _mm512_loadu_si512(wp + 64);
+    const __m512i b2 = _mm512_loadu_si512(wp + 128);
+    const __m512i q0 = _mm512_and_si512(b0, low6), q1 = _mm512_and_si512(b1, low6);
+    const __m512i q2 = _mm512_and_si512(b2, low6);
+    // The fourth quant: bits 6-7 of b0, b1, b2 as its bits 0-1, 2-3, 4-5.
+    const __m512i t0 = _mm512_and_si512(_mm512_srli_epi16(b0, 6), two);
+    const __m512i t1 = _mm512_and_si512(_mm512_srli_epi16(b1, 4), _mm512_slli_epi16(two, 2));
+    const __m512i t2 = _mm512_and_si512(_mm512_srli_epi16(b2, 2), _mm512_slli_epi16(two, 4));
+    const __m512i q3 = _mm512_ternarylogic_epi32(t0, t1, t2, 0xfe);  // t0 | t1 | t2
+    const __m512i sc =
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3072 + 16 * j)));
+    STET_UNROLL
+    for (int r = 0; r < RM; ++r) {
+      const int8_t* x = xq[r] + 16 * j;
+      __m512i dot =
+          _mm512_dpbusd_epi32(_mm512_set1_epi32(-32 * bs[r][j]), q0, _mm512_set1_epi32(Load32(x)));
+      dot = _mm512_dpbusd_epi32(dot, q1, _mm512_set1_epi32(Load32(x + 4)));
+      dot = _mm512_dpbusd_epi32(dot, q2, _mm512_set1_epi32(Load32(x + 8)));
+      dot = _mm512_dpbusd_epi32(dot, q3, _mm512_set1_epi32(Load32(x + 12)));
+      isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(dot, sc));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 3328)));
+  STET_UNROLL
+  for (int r = 0; r < RM; ++r) {
+    const __m512 dx = _mm512_set1_ps(act.d[i[r] * act.nsb + b]);
+    *acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[r]), *acc[r]);
+  }
+}
+
+// Rows i0 .. i0 + rm - 1 of one q4_k (kQ6: q6_k) group, one pass (rm <=
+// kRMaxQK: the RM x 3 integer accumulators of OneSuper must stay in registers).
+template <bool kQ6, int RM = kRMaxQK>
 void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
                int64_t ldy, int64_t n) {
   if constexpr (RM > 1) {
-    if (rm < RM) return SuperPass<RM - 1>(rm, p, stride, act, i0, y, ldy, n);
+    if (rm < RM) return SuperPass<kQ6, RM - 1>(rm, p, stride, act, i0, y, ldy, n);
   }
   __m512 acc[RM][kLanes];
   STET_UNROLL
@@ -295,7 +348,11 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
     if (i0 == 0) avx2::PrefetchLines(p + (b + kPrefetchSupers) * stride, stride);
     STET_UNROLL
     for (int r = 0; r < RM; ++r) lane[r] = &acc[r][b % kLanes];
-    OneSuper<RM>(p + b * stride, act, rows, b, lane);
+    if constexpr (kQ6) {
+      OneSuperQ6<RM>(p + b * stride, act, rows, b, lane);
+    } else {
+      OneSuper<RM>(p + b * stride, act, rows, b, lane);
+    }
   }
   STET_UNROLL
   for (int r = 0; r < RM; ++r) {
@@ -304,11 +361,12 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
   }
 }
 
-void RowsQ4K(const MatMulArgs& a, int64_t r0, int64_t r1) {
+template <bool kQ6>
+void RowsQK(const MatMulArgs& a, int64_t r0, int64_t r1) {
   GroupsInPasses<kRMaxQK>(
       a, a.a8k->nsb, r0, r1,
       [&](int rm, const uint8_t* p, int64_t stride, int64_t i0, float* y, int64_t ldy, int64_t n) {
-        SuperPass(rm, p, stride, *a.a8k, i0, y, ldy, n);
+        SuperPass<kQ6>(rm, p, stride, *a.a8k, i0, y, ldy, n);
       });
 }
 
@@ -317,7 +375,7 @@ constexpr auto kKernels = Concat(
         {"avx512.packed", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8},
         STET_ROWS_OF(Rows)),
     KernelRows({"avx512.packed", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
-               {{DType::kQ4_K, RowsQ4K}}));
+               {{DType::kQ4_K, RowsQK<false>}, {DType::kQ6_K, RowsQK<true>}}));
 
 }  // namespace
 
