@@ -28,7 +28,9 @@ struct TuneOptions {
   int64_t stream_bytes = int64_t{24} << 20;
   // Prefill is compute-bound: a pass multiplies matrices up to this much.
   int64_t prefill_bytes = int64_t{2} << 20;
-  int small_rows = 4;     // the row count timed for the small class (2-15)
+  // The row count timed for the small class (2-15): 2, single-stream decode in the
+  // default (invariant) mode, whose matmuls run x and its int8 residual as two rows.
+  int small_rows = 2;
   int prefill_rows = 32;  // and for prefill (16+)
   int reps = 3;           // timed passes per candidate after a warm-up (the fastest counts)
 };

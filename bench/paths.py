@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""`--isa auto` against every single kernel path of this CPU, on the same models.
+
+stet's kernel paths give the same bits, so `auto` may choose among them per weight type and
+row class by measuring at model load (kernels/matmul_tune.h). This script checks that the
+choice pays: for each model it runs `stet bench` (prefill ppN and decode tgN) with
+`--isa auto` and with each forced path (avx2, avx512 where the CPU has it), interleaved
+auto/avx2/avx512/auto/... one repetition per invocation so that drifts in machine load hit
+every path alike, and reports medians and auto / best single path. The kernel plans are
+measured afresh first (a private plan cache under the output folder), once per model, as a
+user's first run would.
+
+    bench/paths.py                                  # default models, 5 rounds
+    bench/paths.py --cases real-q4_1,1b-q4_k --rounds 3 --numerics fast
+
+Standard library only; models as bench/run.py names them (random ones are written with
+`stet gguf-random` when missing).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import REPO, cpu_model, git, log  # noqa: E402
+import run as benchrun  # noqa: E402  (bench/run.py: the case list and model writer)
+
+DEFAULT_CASES = "real-q4_1,real-gemma3,135m-f16,135m-q8_0,1b-q4_k,1b-q4_k_m"
+
+
+def cpu_isas():
+    flags = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = line
+                break
+    isas = ["avx2"] if " avx2" in flags else []
+    if " avx512bw" in flags and " avx512vl" in flags:
+        isas.append("avx512")
+    return isas
+
+
+def one_run(stet, model, isa, args, env):
+    cmd = [stet, "bench", "-m", model, "-p", str(args.pp), "-n", str(args.tg), "-r", "1",
+           "-t", str(args.threads), "--isa", isa, "--numerics", args.numerics, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if out.returncode != 0:
+        raise SystemExit(f"paths: {' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
+    j = json.loads(out.stdout)
+    by = {t["kind"]: t["median_tok_s"] for t in j["tests"]}
+    return by.get("pp"), by.get("tg"), j.get("kernel_plan", "")
+
+
+def measure_case(case, model, stet, isas, args, env):
+    paths = ["auto"] + isas
+    res = {p: {"pp": [], "tg": []} for p in paths}
+    # The plan is measured on the first auto load (untimed here), then read from the cache.
+    _, _, plan = one_run(stet, model, "auto", args, env)
+    for rnd in range(args.rounds):
+        order = paths[rnd % len(paths):] + paths[:rnd % len(paths)]
+        for p in order:
+            pp, tg, _ = one_run(stet, model, p, args, env)
+            res[p]["pp"].append(pp)
+            res[p]["tg"].append(tg)
+        log(f"{case['id']} round {rnd + 1}/{args.rounds}: " + ", ".join(
+            f"{p} pp {res[p]['pp'][-1]:.1f} tg {res[p]['tg'][-1]:.1f}" for p in paths))
+    med = {p: {k: statistics.median(v) for k, v in res[p].items()} for p in paths}
+    return {"case": case["id"], "label": case["label"], "plan": plan, "runs": res, "median": med}
+
+
+def write_markdown(results, isas, args, path):
+    lines = [f"# `--isa auto` vs each kernel path — {cpu_model()}", "",
+             f"- date: {datetime.date.today()}, stet commit {git('rev-parse', '--short', 'HEAD')}",
+             f"- ISAs here: {', '.join(isas)}; threads {args.threads}; numerics {args.numerics}; "
+             f"pp{args.pp} and tg{args.tg}, median of {args.rounds} interleaved rounds",
+             "- command: `python3 bench/paths.py " + " ".join(sys.argv[1:]) + "`", "",
+             "| model | test | auto t/s | " + " | ".join(f"{i} t/s" for i in isas) +
+             " | best single path | auto / best |",
+             "|---|---|---:|" + "---:|" * len(isas) + "---|---:|"]
+    worst = None
+    for r in results:
+        for test in ("pp", "tg"):
+            name = f"{test}{args.pp if test == 'pp' else args.tg}"
+            auto = r["median"]["auto"][test]
+            singles = {i: r["median"][i][test] for i in isas}
+            best = max(singles, key=singles.get)
+            ratio = auto / singles[best]
+            worst = ratio if worst is None else min(worst, ratio)
+            lines.append(f"| {r['label']} | {name} | {auto:.1f} | " +
+                         " | ".join(f"{singles[i]:.1f}" for i in isas) +
+                         f" | {best} | {ratio:.3f} |")
+    lines += ["", f"Lowest auto / best: {worst:.3f} (target >= 0.97).", "",
+              "Plans `auto` chose (per weight type and row class):", ""]
+    for r in results:
+        plan = ", ".join(x for x in r["plan"].split("\n") if x)
+        lines.append(f"- {r['label']}: {plan or '(one candidate per class)'}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--stet", help="stet binary (default: build-bench/bin/stet, build/bin/stet)")
+    ap.add_argument("--cases", default=DEFAULT_CASES,
+                    help="comma list of bench/run.py case ids (default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--numerics", default="invariant", choices=["invariant", "fast", "precise"])
+    ap.add_argument("--pp", type=int, default=128)
+    ap.add_argument("--tg", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--models-dir", default=os.path.join(benchrun.CACHE, "bench-models"))
+    ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    args = ap.parse_args()
+    stet = benchrun.find_stet(args.stet)
+    isas = cpu_isas()
+    if not isas:
+        raise SystemExit("paths: this CPU has no AVX2: only one path (scalar), nothing to choose")
+    by_id = {c["id"]: c for c in benchrun.CASES}
+    unknown = [c for c in args.cases.split(",") if c not in by_id]
+    if unknown:
+        raise SystemExit(f"paths: unknown case(s) {unknown}; known: {', '.join(by_id)}")
+    plan_dir = tempfile.mkdtemp(prefix="stet-plans-")
+    env = dict(os.environ, STET_KERNEL_CACHE=plan_dir)
+    env.pop("STET_KERNEL_PLAN", None)
+    results = []
+    try:
+        for cid in args.cases.split(","):
+            case = by_id[cid]
+            model = benchrun.ensure_model(stet, case, args.models_dir, args.threads)
+            if model is None or not os.path.exists(model):
+                raise SystemExit(f"paths: no model for {cid} (scripts/setup fetches the real ones)")
+            results.append(measure_case(case, model, stet, isas, args, env))
+    finally:
+        shutil.rmtree(plan_dir, ignore_errors=True)
+    os.makedirs(args.out, exist_ok=True)
+    stem = f"{datetime.date.today()}-paths-{cpu_model().split()[-1].lower()}-{args.numerics}"
+    with open(os.path.join(args.out, stem + ".json"), "w") as f:
+        json.dump({"cpu": cpu_model(), "isas": isas, "args": vars(args), "results": results}, f,
+                  indent=1)
+    write_markdown(results, isas, args, os.path.join(args.out, stem + ".md"))
+
+
+if __name__ == "__main__":
+    main()
