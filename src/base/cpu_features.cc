@@ -20,8 +20,10 @@
 
 namespace stet {
 
-bool CpuHasAvx2Fma() {
+namespace {
+
 #if defined(__x86_64__) || defined(__i386__)
+bool QueryAvx2Fma() {
   // CPUID directly (clang 14 lacks __builtin_cpu_supports("f16c")).
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
@@ -34,6 +36,17 @@ bool CpuHasAvx2Fma() {
   if ((xcr0_lo & 6u) != 6u) return false;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   return ebx & (1u << 5);  // AVX2
+}
+#endif
+
+}  // namespace
+
+// Asked once: kernel dispatch asks per MatMul, and under a hypervisor every CPUID
+// traps to it (microseconds each: ~1% of a decode step when asked per call).
+bool CpuHasAvx2Fma() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ok = QueryAvx2Fma();
+  return ok;
 #else
   return false;
 #endif
