@@ -32,7 +32,7 @@ struct TuneOptions {
   // default (invariant) mode, whose matmuls run x and its int8 residual as two rows.
   int small_rows = 2;
   int prefill_rows = 32;  // and for prefill (16+)
-  int reps = 3;           // timed passes per candidate after a warm-up (the fastest counts)
+  int reps = 5;           // timed passes per candidate after a warm-up (the fastest counts)
 };
 
 struct TuneEntry {
