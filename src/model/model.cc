@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -465,14 +467,31 @@ void Model::PackWeights() {
     for (kernels::WeightView* w : LayerMatrices(L)) views.push_back(w);
   }
   views.push_back(&w_.output);
+  // One arena for every packed copy, in 2 MiB pages where the kernel gives them
+  // (transparent huge pages on request): decode streams the whole arena once per
+  // token, and with 4 KiB pages every 4 KiB of it costs a TLB miss (a two-level
+  // page walk in a VM). Each copy starts on a 64-byte line.
+  auto padded = [](int64_t b) { return (b + 63) / 64 * 64; };
+  int64_t total = 0;
+  for (kernels::WeightView* w : views) {
+    if (kernels::PackedLayoutUsed(w->type)) total += padded(kernels::PackedBytes(*w));
+  }
+  if (total == 0) return;
+  constexpr int64_t kHuge = int64_t{2} << 20;
+  const int64_t arena_bytes = (total + kHuge - 1) / kHuge * kHuge;
+  void* arena = std::aligned_alloc(kHuge, static_cast<size_t>(arena_bytes));
+  if (arena == nullptr) return;  // out of memory: the unpacked path still works
+#ifdef MADV_HUGEPAGE
+  madvise(arena, static_cast<size_t>(arena_bytes), MADV_HUGEPAGE);  // advice: failure is fine
+#endif
+  packed_.emplace_back(static_cast<uint8_t*>(arena));
+  auto* next = static_cast<uint8_t*>(arena);
   for (kernels::WeightView* w : views) {
     const int64_t bytes = kernels::PackedBytes(*w);
     if (bytes == 0 || !kernels::PackedLayoutUsed(w->type)) continue;
-    void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
-    if (p == nullptr) return;  // out of memory: the unpacked path still works
-    kernels::PackWeights(*w, p);
-    packed_.emplace_back(static_cast<uint8_t*>(p));
-    w->packed = p;
+    kernels::PackWeights(*w, next);
+    w->packed = next;
+    next += padded(bytes);
     packed_bytes_ += bytes;
   }
 }
