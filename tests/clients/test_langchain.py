@@ -1,7 +1,8 @@
 """LangChain's OpenAI chat model (langchain-openai's ChatOpenAI) on a live
 `stet serve`: invoke, stream (the chunks add up to the invoked text), tools
 bound with bind_tools (a forced call, streamed and not, then the tool's answer
-sent back for a final text answer), and with_structured_output on a pydantic
+sent back for a final text answer, which streams token by token with the
+tools still bound), and with_structured_output on a pydantic
 model in each of its methods. Every HTTP answer passes the openai types'
 strict check (tests/server/wire_check.py)."""
 import json
@@ -55,6 +56,10 @@ def test_bind_tools_round_trip(llm):
     assert isinstance(result, ToolMessage) and result.tool_call_id == call["id"]
     final = llm.bind_tools([get_weather]).invoke(ask + [ai, result])
     assert final.content and not final.tool_calls
+    # With tools bound (auto) a text answer still streams as it comes.
+    chunks = list(llm.bind_tools([get_weather]).stream(ask + [ai, result]))
+    assert len([c for c in chunks if c.content]) > 3
+    assert "".join(c.content for c in chunks) == final.content
 
 
 @pytest.mark.parametrize("method", ["json_schema", "function_calling"])
