@@ -109,6 +109,8 @@ CORPUS = {
     "var_tuple": typing.Annotated[tuple[int, ...], Field(max_length=4)],
     "list": typing.Annotated[list[Str], Field(min_length=1, max_length=3)],
     "dict": dict[Str, bool],
+    "dict_literal_keys": dict[typing.Literal["a", "b"], int],
+    "dict_bounded": typing.Annotated[dict[Str, int], Field(min_length=1, max_length=2)],
     "optional": typing.Optional[int],
     "union": typing.Union[int, Str],
     "discriminated": typing.Annotated[typing.Union[Cat, Dog], Field(discriminator="kind")],
