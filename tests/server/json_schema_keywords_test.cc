@@ -173,6 +173,22 @@ TEST(JsonSchemaFormats, ValidAndInvalidStrings) {
        {"example.com", "ftp://example.com", "https://"}},
       {"json-pointer", {"", "/a/b~0c/~1"}, {"a", "/~2"}},
       {"color", {"#00ff7f"}, {"00ff7f", "#00FF7"}},
+      // pydantic's own formats (IPvAnyAddress, IPv4Interface, IPv4Network, NameEmail, ...).
+      {"ipvanyaddress", {"10.0.0.1", "2001:db8:0:0:0:0:0:1"}, {"10.0.0.1/8", "1234567890"}},
+      {"ipv4interface", {"10.0.0.1/24", "0.0.0.0/0", "1.2.3.4/32"}, {"10.0.0.1", "1.2.3.4/33"}},
+      {"ipv6interface", {"2001:db8:0:0:0:0:0:1/64"}, {"2001:db8:0:0:0:0:0:1/129"}},
+      {"ipvanyinterface", {"1.2.3.4/32", "2001:db8:0:0:0:0:0:1/128"}, {"1.2.3.4"}},
+      // Networks: host bits zero (as ipaddress's strict parse wants).
+      {"ipv4network",
+       {"10.0.0.0/8", "172.16.0.0/16", "192.168.1.0/24", "1.2.3.4/32"},
+       {"10.0.0.1/8", "192.168.1.1/24", "10.0.0.0", "10.1.0.0/8"}},
+      {"ipv6network",
+       {"2001:db8:0:0:0:0:0:0/128", "2001:db8:1:2:0:0:0:0/64"},
+       {"2001:db8:1:2:0:0:0:1/64"}},
+      {"ipvanynetwork", {"10.0.0.0/8", "2001:db8:1:2:0:0:0:0/64"}, {"10.0.0.1/8"}},
+      {"name-email",
+       {"ada@example.com", "Ada Lovelace <ada@example.com>"},
+       {"Ada Lovelace", "Ada <ada@example>", "<ada@example.com>"}},
   };
   for (const auto& c : cases) {
     auto g = Compile({{"type", "string"}, {"format", c.format}});
@@ -236,6 +252,40 @@ TEST(JsonSchemaArrays, TuplesAndClosedTuples) {
   auto ints = Compile(Json::parse(R"({"type": "array", "items": {"type": "integer"}})"));
   EXPECT_TRUE(Matches(ints, "[1, 2, 3]"));
   EXPECT_TRUE(Compile(Json::parse(R"({"type": "array", "uniqueItems": true, "maxItems": 1})")));
+}
+
+TEST(JsonSchemaMaps, PropertyNamesAndCounts) {
+  // pydantic dict[constr(max_length=3), bool]: keys held to their schema.
+  auto short_keys = Compile(Json::parse(R"({"type": "object", "additionalProperties":
+      {"type": "boolean"}, "propertyNames": {"maxLength": 3}})"));
+  EXPECT_TRUE(Matches(short_keys, R"({"ab": true, "xyz": false})"));
+  EXPECT_TRUE(Matches(short_keys, "{}"));
+  EXPECT_FALSE(Matches(short_keys, R"({"abcd": true})"));
+  EXPECT_FALSE(Matches(short_keys, R"({"ab": 1})"));
+  // dict[Literal["a", "b"], int]; no additionalProperties: any value.
+  auto named = Compile(Json::parse(R"({"type": "object", "propertyNames": {"enum": ["a", "b"]}})"));
+  EXPECT_TRUE(Matches(named, R"({"a": 1, "b": [2]})"));
+  EXPECT_FALSE(Matches(named, R"({"c": 1})"));
+  auto pattern = Compile(Json::parse(
+      R"({"type": "object", "additionalProperties": {"type": "integer"},
+          "propertyNames": {"pattern": "^[a-z]+$"}, "minProperties": 1, "maxProperties": 2})"));
+  EXPECT_TRUE(Matches(pattern, R"({"a": 1})"));
+  EXPECT_TRUE(Matches(pattern, R"({"a": 1, "bc": 2})"));
+  EXPECT_FALSE(Matches(pattern, "{}"));
+  EXPECT_FALSE(Matches(pattern, R"({"a": 1, "b": 2, "c": 3})"));
+  EXPECT_FALSE(Matches(pattern, R"({"A": 1})"));
+  // Closed objects stay empty; refusals name what cannot hold.
+  EXPECT_TRUE(Matches(
+      Compile(Json::parse(R"({"additionalProperties": false, "maxProperties": 3})")), "{}"));
+  EXPECT_NE(Refusal(Json::parse(R"({"properties": {"a": {}}, "maxProperties": 1})"))
+                .find("maxProperties"),
+            std::string::npos);
+  EXPECT_NE(
+      Refusal(Json::parse(R"({"type": "object", "propertyNames": {"enum": [1]}})")).find("strings"),
+      std::string::npos);
+  EXPECT_NE(Refusal(Json::parse(R"({"type": "object", "minProperties": 2, "maxProperties": 1})"))
+                .find("below"),
+            std::string::npos);
 }
 
 TEST(JsonSchemaUnions, BranchStetCannotExpressIsLeftOut) {

@@ -328,6 +328,10 @@ TEST(WireFormat, ReasoningSplitsIntoItsOwnField) {
     EXPECT_EQ(m["reasoning_content"], "\nPlan: call f.\n");
     EXPECT_EQ(m["content"], "Done.");
     EXPECT_EQ(FoldedChoices(w), BodyChoices(w));
+    // usage counts the tokens up to the one that closes the block, streamed and not.
+    EXPECT_EQ(w.body["usage"]["completion_tokens_details"],
+              Json::parse(R"({"reasoning_tokens": 6})"));
+    EXPECT_EQ(Chunks(w.stream).back()["usage"], w.body["usage"]);
     // The reasoning streams in pieces, before any content.
     std::vector<std::string> reasoning;
     for (const Json& c : Chunks(w.stream)) {
@@ -342,11 +346,15 @@ TEST(WireFormat, ReasoningSplitsIntoItsOwnField) {
             OneChoice({"<think>", "still", " going"}, FinishReason::kLength), false, true);
   EXPECT_EQ(cut.body["choices"][0]["message"]["reasoning_content"], "still going");
   EXPECT_EQ(cut.body["choices"][0]["message"]["content"], "");
+  EXPECT_EQ(cut.body["usage"]["completion_tokens_details"]["reasoning_tokens"], 3);
   // No block: the text untouched.
   const Written plain = Write(Request(WireApi::kChat, 1, false),
                               OneChoice({"<b>", "hi"}, FinishReason::kStop), false, true);
   EXPECT_EQ(plain.body["choices"][0]["message"]["content"], "<b>hi");
   EXPECT_FALSE(plain.body["choices"][0]["message"].contains("reasoning_content"));
+  // ... and its usage as before reasoning was counted (no completion_tokens_details).
+  EXPECT_FALSE(plain.body["usage"].contains("completion_tokens_details"));
+  EXPECT_FALSE(Chunks(plain.stream).back()["usage"].contains("completion_tokens_details"));
 }
 
 TEST(WireFormat, ResponsesStreamsReasoningTextAndCalls) {

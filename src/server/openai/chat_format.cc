@@ -10,6 +10,7 @@ Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
                   const ToolParseFn& tools) {
   Json j = ResponseHeader(meta, "chat.completion");
   Json arr = Json::array();
+  UsageCounts counted = usage;
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
     Json ch = Json::object();
@@ -24,6 +25,7 @@ Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
       if (p.reasoning) {
         msg["content"] = p.content;
         msg["reasoning_content"] = *p.reasoning;
+        counted.reasoning_tokens = counted.reasoning_tokens.value_or(0) + p.reasoning_tokens;
       }
       if (!p.calls.empty()) {
         msg["content"] = p.content.empty() ? Json(nullptr) : Json(p.content);
@@ -37,7 +39,7 @@ Json ChatResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
     arr.push_back(std::move(ch));
   }
   j["choices"] = std::move(arr);
-  j["usage"] = UsageJson(usage);
+  j["usage"] = UsageJson(counted);
   return j;
 }
 
@@ -115,6 +117,7 @@ std::string ChatStream::TokenParsed(int index, const TokenOut* tok, const Choice
 
 std::string ChatStream::FinishParsed(int index, const ChoiceResult& h) {
   const ParsedAnswer p = parse_(index, h);
+  if (p.reasoning) reasoning_tokens_ = reasoning_tokens_.value_or(0) + p.reasoning_tokens;
   std::string out;
   Json rest = PartsDelta(index, {p.reasoning.value_or(""), p.content, p.reasoning.has_value()});
   if (!rest.empty()) out += SseEvent(Chunk(index, std::move(rest), nullptr, nullptr));
@@ -151,7 +154,9 @@ std::string ChatStream::Usage(const UsageCounts& u) {
   if (!include_usage_) return "";
   Json j = ResponseHeader(meta_, "chat.completion.chunk");
   j["choices"] = Json::array();
-  j["usage"] = UsageJson(u);
+  UsageCounts counted = u;
+  counted.reasoning_tokens = reasoning_tokens_;
+  j["usage"] = UsageJson(counted);
   return SseEvent(j);
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,7 @@ class ChatStream {
   ToolParseFn parse_;
   SafePartsFn safe_;
   std::map<int, Sent> sent_;
+  std::optional<int64_t> reasoning_tokens_;  // summed over the finished choices that had a block
 };
 
 class ChatFormat final : public WireFormat {

@@ -47,6 +47,8 @@ Json UsageJson(const UsageCounts& u) {
   Json details = Json::object();
   details["cached_tokens"] = u.cached_tokens;
   j["prompt_tokens_details"] = std::move(details);
+  if (u.reasoning_tokens)
+    j["completion_tokens_details"] = Json{{"reasoning_tokens", *u.reasoning_tokens}};
   return j;
 }
 

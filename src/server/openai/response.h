@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct UsageCounts {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;
+  // Chat: the completion tokens inside reasoning blocks, set when an answer's
+  // reasoning was split out (usage.completion_tokens_details.reasoning_tokens).
+  std::optional<int64_t> reasoning_tokens;
 };
 
 // The parts of choice `index`'s answer: its reasoning block, tool calls

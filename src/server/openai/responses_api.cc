@@ -53,6 +53,73 @@ std::optional<ApiError> ItemContent(const Json& content, const std::string& para
   return std::nullopt;
 }
 
+// A message item -> one chat message.
+std::optional<ApiError> AppendMessageItem(const Json& item, const std::string& ip, Json* messages) {
+  const Json role = item.value("role", Json());
+  if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
+    return BadRequest("'" + ip + ".role' must be user, assistant, system or developer",
+                      ip + ".role");
+  }
+  auto c = item.find("content");
+  if (c == item.end() || c->is_null())
+    return BadRequest("'" + ip + ".content' is required", ip + ".content");
+  std::string text;
+  STET_API_TRY(ItemContent(*c, ip + ".content", &text));
+  messages->push_back(Json{{"role", role}, {"content", std::move(text)}});
+  return std::nullopt;
+}
+
+// A reasoning item (as the openai SDK sends an earlier answer's back): its
+// content's reasoning_text parts joined by "\n" (summary parts when it has no
+// content). encrypted_content cannot be read here and is refused.
+std::optional<ApiError> ReasoningItemText(const Json& item, const std::string& ip,
+                                          std::string* out) {
+  if (Present(item, "encrypted_content"))
+    return BadRequest("'" + ip +
+                          ".encrypted_content' is not supported: this server encrypts no "
+                          "reasoning (send its content)",
+                      ip + ".encrypted_content");
+  for (const char* key : {"content", "summary"}) {
+    auto parts = item.find(key);
+    if (parts == item.end() || parts->is_null()) continue;
+    const std::string kp = ip + "." + key;
+    if (!parts->is_array()) return BadRequest("'" + kp + "' must be an array of parts", kp);
+    std::string text;
+    for (size_t i = 0; i < parts->size(); ++i) {
+      const Json& part = (*parts)[i];
+      const std::string pp = kp + "[" + std::to_string(i) + "]";
+      auto t = part.is_object() ? part.find("text") : part.end();
+      if (!part.is_object() || t == part.end() || !t->is_string())
+        return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
+      if (i > 0) text += "\n";
+      text += t->get<std::string>();
+    }
+    if (!parts->empty()) {
+      *out = std::move(text);
+      return std::nullopt;
+    }
+  }
+  out->clear();
+  return std::nullopt;
+}
+
+// Pending reasoning goes with the assistant turn that follows it (the first
+// message appended since `before`, when it is the assistant's) as its
+// reasoning_content, which templates with a thinking block render (Qwen 3,
+// DeepSeek R1) and others ignore; before any other turn it is dropped.
+void AttachReasoning(size_t before, Json* messages, std::optional<std::string>* reasoning) {
+  Json* target = nullptr;
+  if (messages->size() > before) {
+    target = &(*messages)[before];
+  } else if (!messages->empty()) {
+    target = &messages->back();  // a call merged into the assistant message before it
+  }
+  if (target && target->value("role", Json()) == "assistant" &&
+      !target->contains("reasoning_content") && !(*reasoning)->empty())
+    (*target)["reasoning_content"] = **reasoning;
+  reasoning->reset();
+}
+
 // input: a string (one user message) or message items -> chat messages.
 std::optional<ApiError> ReadInput(const Json& body, Json* messages) {
   auto in = body.find("input");
@@ -65,33 +132,33 @@ std::optional<ApiError> ReadInput(const Json& body, Json* messages) {
   if (!in->is_array() || in->empty())
     return BadRequest("'input' must be a string or a non-empty array of message items", "input");
   CallNames names;
+  std::optional<std::string> reasoning;  // a reasoning item's text, for the next assistant turn
   for (size_t i = 0; i < in->size(); ++i) {
     const Json& item = (*in)[i];
     const std::string ip = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return BadRequest("'" + ip + "' must be an object", ip);
     const Json type = item.value("type", Json("message"));
-    if (type == "function_call" || type == "function_call_output") {
-      STET_API_TRY(AppendToolItem(item, ip, messages, &names));
+    if (type == "reasoning") {
+      std::string text;
+      STET_API_TRY(ReasoningItemText(item, ip, &text));
+      reasoning = reasoning ? *reasoning + "\n" + text : text;
       continue;
     }
-    if (type != "message") {
+    const size_t before = messages->size();
+    if (type == "function_call" || type == "function_call_output") {
+      STET_API_TRY(AppendToolItem(item, ip, messages, &names));
+    } else if (type != "message") {
       return BadRequest("'" + ip + ".type' is " + Dump(type) +
-                            "; this server takes message, function_call and function_call_output "
-                            "items",
+                            "; this server takes message, reasoning, function_call and "
+                            "function_call_output items",
                         ip + ".type");
+    } else {
+      STET_API_TRY(AppendMessageItem(item, ip, messages));
     }
-    const Json role = item.value("role", Json());
-    if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
-      return BadRequest("'" + ip + ".role' must be user, assistant, system or developer",
-                        ip + ".role");
-    }
-    auto c = item.find("content");
-    if (c == item.end() || c->is_null())
-      return BadRequest("'" + ip + ".content' is required", ip + ".content");
-    std::string text;
-    STET_API_TRY(ItemContent(*c, ip + ".content", &text));
-    messages->push_back(Json{{"role", role}, {"content", std::move(text)}});
+    if (reasoning) AttachReasoning(before, messages, &reasoning);
   }
+  if (messages->empty())
+    return BadRequest("'input' holds reasoning items only; it needs a message", "input");
   return std::nullopt;
 }
 
@@ -187,7 +254,13 @@ ApiOr<GenerationRequest> ParseResponsesRequest(const Json& body, const ServedMod
   }
   STET_API_TRY(ReadInput(body, &messages));
   // The chat parser's normalization (and its checks) on the messages built from the input.
-  STET_API_TRY(ParseMessages(Json{{"messages", std::move(messages)}}, &r.messages));
+  STET_API_TRY(ParseMessages(Json{{"messages", messages}}, &r.messages));
+  // Reasoning items' text, which the chat parser does not carry (a chat
+  // request's reasoning_content is not rendered), goes to the template here.
+  for (size_t i = 0; i < messages.size() && i < r.messages.size(); ++i) {
+    auto rc = messages[i].find("reasoning_content");
+    if (rc != messages[i].end()) r.messages[i]["reasoning_content"] = *rc;
+  }
   STET_API_TRY(ParseSampling(body, &r.s.params.sampling));
   STET_API_TRY(ReadBool(body, "ignore_eos", &r.s.params.ignore_eos));
   STET_API_TRY(ReadBool(body, "stream", &r.s.stream));

@@ -50,7 +50,10 @@ const std::set<std::string>& Handled() {
                                           "exclusiveMaximum",
                                           "prefixItems",
                                           "uniqueItems",
-                                          "multipleOf"};
+                                          "multipleOf",
+                                          "propertyNames",
+                                          "minProperties",
+                                          "maxProperties"};
   return s;
 }
 
@@ -262,7 +265,8 @@ Result<std::string> JsonGrammarBuilder::Visit(const Json& s, const std::string& 
     AddRule(rule, alts);
     return rule;
   }
-  if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
+  if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties") ||
+      s.contains("propertyNames") || s.contains("minProperties") || s.contains("maxProperties")) {
     return VisitObject(s, hint, depth);
   }
   // Keywords of one type without "type": a value of that type (a subset of
@@ -408,24 +412,14 @@ Result<std::string> JsonGrammarBuilder::VisitObject(const Json& s, const std::st
     return Refuse(
         "'additionalProperties' other than false together with 'properties' is not supported");
   }
-  if (props.empty()) {
-    if (!extra_allowed) {
-      if (s.contains("additionalProperties") || s.contains("properties")) {
-        const std::string rule = Fresh(hint);
-        AddRule(rule, "\"{\" " + ws + " \"}\"");
-        return rule;
-      }
-      return AnyObject();  // {"type": "object"}: any object
-    }
-    std::string value = AnyValue();
-    if (!extra.is_boolean()) {
-      STET_ASSIGN_OR_RETURN(value, Visit(extra, hint + "-value", depth + 1));
-    }
-    const std::string kv = Primitive("string") + " " + ws + " \":\" " + ws + " " + value + " " + ws;
-    const std::string rule = Fresh(hint);
-    AddRule(rule, "\"{\" " + ws + " (" + kv + " (\",\" " + ws + " " + kv + ")*)? \"}\"");
-    return rule;
+  const bool counted =
+      s.contains("propertyNames") || s.contains("minProperties") || s.contains("maxProperties");
+  if (!props.empty() && counted) {
+    return Unsupported(
+        "'propertyNames', 'minProperties' and 'maxProperties' are supported only on objects "
+        "without 'properties' (a map, as pydantic's dict)");
   }
+  if (props.empty()) return VisitMap(s, hint, depth);
   // kv_i, then rest_i (properties i.. after at least one: each after a comma)
   // and first_i (properties i.. with none before).
   std::vector<std::string> names, kvs;
@@ -449,6 +443,59 @@ Result<std::string> JsonGrammarBuilder::VisitObject(const Json& s, const std::st
   }
   AddRule(base, "\"{\" " + ws + " " + first(0) + " \"}\"");
   return base;
+}
+
+// An object without properties (a map): keys from `propertyNames` (a string
+// schema: lengths, pattern, format, enum/const of strings), values from
+// additionalProperties (false: none; true or absent: any value — absent
+// beside an empty "properties": none, as OpenAI's strict mode reads it),
+// between minProperties and maxProperties entries.
+Result<std::string> JsonGrammarBuilder::VisitMap(const Json& s, const std::string& hint,
+                                                 int depth) {
+  const std::string ws = Blanks();
+  if (!s.contains("additionalProperties") && !s.contains("properties") &&
+      !s.contains("propertyNames") && !s.contains("minProperties") &&
+      !s.contains("maxProperties")) {
+    return AnyObject();  // {"type": "object"}: any object
+  }
+  const Json extra = s.value("additionalProperties", Json(!s.contains("properties")));
+  STET_ASSIGN_OR_RETURN(int lo, ReadCount(s, "minProperties", 0));
+  STET_ASSIGN_OR_RETURN(int hi, ReadCount(s, "maxProperties", -1));
+  if (extra.is_boolean() && !extra.get<bool>()) hi = 0;
+  if (hi >= 0 && hi < lo) return Refuse("'maxProperties' is below 'minProperties'");
+  if (hi == 0) {
+    const std::string rule = Fresh(hint);
+    AddRule(rule, "\"{\" " + ws + " \"}\"");
+    return rule;
+  }
+  std::string key = Primitive("string");
+  if (s.contains("propertyNames")) {
+    const Json& names = s["propertyNames"];
+    if (!names.is_object()) return Refuse("'propertyNames' must be a schema");
+    if (names.contains("type") && names["type"] != "string")
+      return Refuse("'propertyNames' must describe strings");
+    for (const char* k : {"enum", "const"}) {
+      if (!names.contains(k)) continue;
+      const Json list = std::string(k) == "const" ? Json::array({names[k]}) : names[k];
+      if (!list.is_array()) return Refuse("'propertyNames.enum' must be an array");
+      for (const Json& v : list) {
+        if (!v.is_string()) return Refuse("'propertyNames' may name only strings");
+      }
+    }
+    Json as_string = names;
+    if (!names.contains("enum") && !names.contains("const")) as_string["type"] = "string";
+    STET_ASSIGN_OR_RETURN(key, Visit(as_string, hint + "-key", depth + 1));
+  }
+  std::string value = AnyValue();
+  if (!extra.is_boolean()) {
+    STET_ASSIGN_OR_RETURN(value, Visit(extra, hint + "-value", depth + 1));
+  }
+  const std::string kv = key + " " + ws + " \":\" " + ws + " " + value + " " + ws;
+  const std::string rule = Fresh(hint);
+  const std::string more = "\",\" " + ws + " " + kv;
+  const std::string entries = kv + " " + Repeat(more, std::max(lo - 1, 0), hi < 0 ? -1 : hi - 1);
+  AddRule(rule, "\"{\" " + ws + " " + (lo == 0 ? "(" + entries + ")?" : entries) + " \"}\"");
+  return rule;
 }
 
 // Arrays: prefixItems[i] for the first items, then `items` (false: no more;

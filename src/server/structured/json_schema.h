@@ -24,15 +24,17 @@ constexpr int kMaxJsonBlanks = 20;
 // Builds one grammar out of several schemas (a tool call grammar holds one per
 // function). Supported: type (one or a list), properties, required,
 // additionalProperties (false when properties are given — as OpenAI's strict
-// mode requires; true or a schema only without properties), items, minItems,
-// maxItems, enum, const, anyOf, oneOf (when its branches are provably
-// disjoint: server/structured/json_schema_oneof.h), allOf of one schema, $ref to
-// "#" or "#/..." (recursion allowed), $defs / definitions, minLength,
-// maxLength; annotations (title, description, default, examples, $schema,
-// $id, $comment, deprecated, readOnly, writeOnly) are ignored. Anything else
-// (pattern, format, minimum, maximum, multipleOf, uniqueItems, prefixItems,
-// patternProperties, not, if/then/else, ...) is refused. Properties come in
-// the schema's order; optional ones may be left out.
+// mode requires; true or a schema only without properties: a map, with
+// propertyNames / minProperties / maxProperties), items, prefixItems,
+// minItems, maxItems, uniqueItems (where it cannot bite), enum, const, anyOf
+// (branches stet cannot express left out), oneOf (when its branches are
+// provably disjoint: server/structured/json_schema_oneof.h), allOf of one
+// schema, $ref to "#" or "#/..." (recursion allowed), $defs / definitions,
+// minLength, maxLength, pattern (json_schema_pattern.h), format
+// (json_schema_formats.h), numeric bounds (json_schema_numbers.h), multipleOf
+// 1 on integers; annotations are ignored. Anything else (not, if/then/else,
+// patternProperties, ...) is refused; docs/api.md has the keyword table.
+// Properties come in the schema's order; optional ones may be left out.
 class JsonGrammarBuilder {
  public:
   // Converts `schema` ($refs resolve within it) and returns the name of its
@@ -52,6 +54,7 @@ class JsonGrammarBuilder {
                                 int depth);
   Result<std::string> VisitObject(const Json& s, const std::string& hint, int depth);
   Result<std::string> VisitArray(const Json& s, const std::string& hint, int depth);
+  Result<std::string> VisitMap(const Json& s, const std::string& hint, int depth);
   Result<std::string> VisitRef(const std::string& ref, const std::string& hint, int depth);
   Result<std::vector<std::string>> VisitBranches(const Json& list, const std::string& hint,
                                                  int depth);

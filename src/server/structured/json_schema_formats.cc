@@ -3,6 +3,8 @@
 // on), times carry an offset (RFC 3339's full-time, which jsonschema checks),
 // addresses and URLs use lowercase host names whose top-level label is not
 // one email-validator refuses as special-use, IPv6 is written uncompressed.
+// pydantic's own formats (ipvanyaddress, ip*interface, ip*network,
+// name-email) are the values its types parse.
 #include "server/structured/json_schema_formats.h"
 
 #include <map>
@@ -119,6 +121,48 @@ const std::string& JsonPointer() {
   return s;
 }
 
+const std::string& Ipv6() {
+  static const std::string s = R"(([0-9a-f]{1,4} (":" [0-9a-f]{1,4}){7}))";
+  return s;
+}
+
+// pydantic's IP types (ipaddress's strict parsing): an interface is any
+// address with a prefix length; a network's host bits must be zero, so its
+// grammar writes the networks whose prefix ends on a group boundary (/8, /16,
+// /24, /32; /64, /128) — a subset, but every one valid.
+const std::map<std::string, std::string>& IpForms() {
+  static const std::map<std::string, std::string> m = [] {
+    const std::string octet =
+        R"(("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]))";
+    const std::string v4if = "(" + Ipv4() + R"( "/" ("3" [0-2] | [12] [0-9] | [0-9])))";
+    const std::string v6if =
+        "(" + Ipv6() + R"( "/" ("12" [0-8] | "1" [01] [0-9] | [1-9] [0-9] | [0-9])))";
+    const std::string v4net = "(" + octet + " \".0.0.0/8\" | " + octet + " \".\" " + octet +
+                              " \".0.0/16\" | " + octet + " (\".\" " + octet + "){2} \".0/24\" | " +
+                              Ipv4() + " \"/32\")";
+    const std::string v6net =
+        "(" + Ipv6() + R"( "/128" | [0-9a-f]{1,4} (":" [0-9a-f]{1,4}){3} ":0:0:0:0/64"))";
+    std::map<std::string, std::string> f;
+    f["ipvanyaddress"] = "(" + Ipv4() + " | " + Ipv6() + ")";
+    f["ipv4interface"] = v4if;
+    f["ipv6interface"] = v6if;
+    f["ipvanyinterface"] = "(" + v4if + " | " + v6if + ")";
+    f["ipv4network"] = v4net;
+    f["ipv6network"] = v6net;
+    f["ipvanynetwork"] = "(" + v4net + " | " + v6net + ")";
+    return f;
+  }();
+  return m;
+}
+
+// pydantic's NameEmail: an address, or "Name <address>" (capitalized words).
+const std::string& NameEmail() {
+  static const std::string word = "[A-Z] [a-z]{1,15}";
+  static const std::string s =
+      "(" + Email() + " | " + word + " (\" \" " + word + "){0,2} \" <\" " + Email() + " \">\")";
+  return s;
+}
+
 struct Format {
   std::string body;
   int64_t min_len, max_len;
@@ -136,7 +180,9 @@ const std::map<std::string, Format>& Formats() {
     f["email"] = f["idn-email"] = {Email(), 6, 178};
     f["hostname"] = f["idn-hostname"] = {Domain(), 4, 114};
     f["ipv4"] = {Ipv4(), 7, 15};
-    f["ipv6"] = {R"(([0-9a-f]{1,4} (":" [0-9a-f]{1,4}){7}))", 15, 39};
+    f["ipv6"] = {Ipv6(), 15, 39};
+    for (const auto& [name, body] : IpForms()) f[name] = {body, 7, 43};
+    f["name-email"] = {NameEmail(), 6, 232};
     for (const char* u : {"uri", "uri-reference", "iri", "iri-reference"}) f[u] = {Uri(), 11, 1289};
     f["json-pointer"] = {JsonPointer(), 0, 264};
     f["relative-json-pointer"] = {R"(("0" | [1-9] [0-9]{0,3}) ("#" | )" + JsonPointer() + ")", 1,
