@@ -596,8 +596,7 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
   cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2, avx512 or neon")
       ->capture_default_str();
-  cmd->add_option("--numerics", a->numerics, kNumericsHelp)->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)->capture_default_str();
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->add_flag("--explain", a->explain,
                 "Print the kernel table first: which MatMul row serves each weight type and row "

@@ -213,12 +213,7 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-c,--ctx", a->ctx, "Context length")->capture_default_str();
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
       ->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"f16", "f32", "auto"}));
-  cmd->add_option("--numerics", a->numerics, kNumericsHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"invariant", "fast", "precise", "adaptive"}));
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_option("--isa", a->isa,
                   "Kernel path: auto, scalar, avx2, avx512 or neon; never changes the output")
       ->capture_default_str();

@@ -351,12 +351,7 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-c,--ctx", a->ctx, "Context length per sequence (clamped to the model's)")
       ->capture_default_str()
       ->check(CLI::Range(2, 1 << 24));
-  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"f16", "f32", "auto"}));
-  cmd->add_option("--numerics", a->numerics, kNumericsHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"invariant", "fast", "precise", "adaptive"}));
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_option("--isa", a->isa,
                   "Kernel path: auto, scalar, avx2, avx512 or neon; never changes results")
       ->capture_default_str()
