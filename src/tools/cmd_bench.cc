@@ -561,7 +561,6 @@ int RunBench(const BenchArgs& a) {
 
 CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<BenchArgs>();
-  a->model = DefaultModelPath();
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
@@ -573,7 +572,7 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       "decode speed if every draft were rejected). The KV cache is "
       "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
       "comma-separated (-p 128,512).");
-  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  AddModelOption(cmd, &a->model, "GGUF model file");
   cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths for ppN (0: none)")
       ->delimiter(',')
       ->capture_default_str();

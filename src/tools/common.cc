@@ -90,6 +90,11 @@ Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const st
   return c;
 }
 
+void AddModelOption(CLI::App* cmd, std::string* model, const char* help) {
+  *model = DefaultModelPath();
+  cmd->add_option("-m,--model", *model, help)->capture_default_str();
+}
+
 void AddNumericsOptions(CLI::App* cmd, std::string* numerics, std::string* kv_type) {
   cmd->add_option("--numerics", *numerics, kNumericsHelp)
       ->capture_default_str()

@@ -41,6 +41,11 @@ struct NumericsChoice {
   DType kv_type = DType::kF16;
 };
 Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const std::string& kv);
+// Declares -m,--model into *model, its default DefaultModelPath() (shown in --help): every
+// subcommand that loads the setup model when none is named.
+void AddModelOption(CLI::App* cmd, std::string* model,
+                    const char* help = "GGUF model file, or a pulled model name (stet list)");
+
 // Declares --numerics and --kv-type on `cmd` (defaults: invariant, auto), both checked at
 // parse time with ParseNumericsChoice's wording, so every subcommand names and refuses the
 // same values the same way (exit 2).
