@@ -230,17 +230,8 @@ std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int64_t
 // Text content: a string, or an array of {"type": "text", "text": ...} parts joined by "\n".
 std::optional<ApiError> ReadContent(const Json& content, const std::string& param,
                                     std::string* out) {
-  if (content.is_string()) {
-    *out = content.get<std::string>();
-    return std::nullopt;
-  }
-  if (!content.is_array()) {
-    return BadRequest(
-        "'" + param + "' must be a string or an array of content parts, not " + TypeName(content),
-        param);
-  }
-  return JoinTextParts(
-      content, param,
+  return ReadTextContent(
+      content, param, std::string(", not ") + TypeName(content),
       [](const Json& part, const std::string& pp) {
         if (!part.is_object())
           return std::optional(BadRequest("'" + pp + "' must be an object", pp));
@@ -452,14 +443,22 @@ ApiOr<GenerationRequest> ParseChatRequest(const Json& body, const ServedModel& m
   return r;
 }
 
-std::optional<ApiError> JoinTextParts(
-    const Json& parts, const std::string& param,
+std::optional<ApiError> ReadTextContent(
+    const Json& content, const std::string& param, const std::string& found,
     const std::function<std::optional<ApiError>(const Json& part, const std::string& pp)>&
         check_type,
     std::string* out) {
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) {
+    return BadRequest("'" + param + "' must be a string or an array of content parts" + found,
+                      param);
+  }
   std::string text;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Json& part = parts[i];
+  for (size_t i = 0; i < content.size(); ++i) {
+    const Json& part = content[i];
     const std::string pp = param + "[" + std::to_string(i) + "]";
     STET_API_TRY(check_type(part, pp));
     auto t = part.find("text");

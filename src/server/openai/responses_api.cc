@@ -28,14 +28,8 @@ bool Present(const Json& body, const char* key) {
 // One input item's text: a string, or input_text / output_text parts joined by "\n".
 std::optional<ApiError> ItemContent(const Json& content, const std::string& param,
                                     std::string* out) {
-  if (content.is_string()) {
-    *out = content.get<std::string>();
-    return std::nullopt;
-  }
-  if (!content.is_array())
-    return BadRequest("'" + param + "' must be a string or an array of content parts", param);
-  return JoinTextParts(
-      content, param,
+  return ReadTextContent(
+      content, param, "",
       [](const Json& part, const std::string& pp) {
         const Json type = part.is_object() ? part.value("type", Json()) : Json();
         if (type != "input_text" && type != "output_text" && type != "text") {
