@@ -149,10 +149,7 @@ std::string ChatStream::Finish(int index, const std::string& text_delta, FinishR
 
 std::string ChatStream::Usage(const UsageCounts& u) {
   if (!include_usage_) return "";
-  Json j = ResponseHeader(meta_, "chat.completion.chunk");
-  j["choices"] = Json::array();
-  j["usage"] = UsageJson(u);
-  return SseEvent(j);
+  return SseEvent(UsageChunk(meta_, "chat.completion.chunk", u));
 }
 
 // ---------------------------------------------------------------------------
