@@ -23,7 +23,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
-#include "kernels/x86/packed_rows_avx2.h"
+#include "kernels/x86/matmul/packed_rows_avx2.h"
 
 namespace stet::kernels::avx2 {
 
