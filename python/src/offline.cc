@@ -192,11 +192,25 @@ std::variant<std::string, Refusal> Offline::RenderChat(const std::string& messag
   return std::move(*text);
 }
 
-// ---- Batch ----
-
-struct Batch::State {
+// What a Batch and a StreamRun wait on: the engine's callbacks change the state and
+// notify under `mu`; Wait/Take block (without the GIL) up to `timeout_s`, never negative.
+namespace {
+struct Waiter {
   std::mutex mu;
   std::condition_variable cv;
+
+  template <typename Ready>
+  std::unique_lock<std::mutex> WaitUntil(double timeout_s, Ready ready) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
+    return lock;
+  }
+};
+}  // namespace
+
+// ---- Batch ----
+
+struct Batch::State : Waiter {
   std::vector<RequestOut> out;
   size_t finished = 0;
   int64_t generated = 0;
@@ -257,11 +271,13 @@ std::variant<std::shared_ptr<Batch>, std::pair<size_t, Refusal>> Batch::Start(
 Batch::~Batch() { Cancel(); }
 
 size_t Batch::Wait(double timeout_s) {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  const size_t before = state_->finished;
-  state_->cv.wait_for(lock, std::chrono::duration<double>(std::max(0.0, timeout_s)), [&] {
-    return state_->finished != before || state_->finished == ids_.size();
-  });
+  size_t before;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    before = state_->finished;
+  }
+  auto lock = state_->WaitUntil(
+      timeout_s, [&] { return state_->finished != before || state_->finished == ids_.size(); });
   return state_->finished;
 }
 
@@ -291,9 +307,7 @@ void Batch::Cancel() {
 
 // ---- StreamRun ----
 
-struct StreamRun::State {
-  std::mutex mu;
-  std::condition_variable cv;
+struct StreamRun::State : Waiter {
   std::deque<RequestEvent> events;
   int choices = 0;
   int finished = 0;
@@ -321,10 +335,8 @@ std::variant<std::shared_ptr<StreamRun>, Refusal> StreamRun::Start(std::shared_p
 StreamRun::~StreamRun() { Cancel(); }
 
 std::vector<RequestEvent> StreamRun::Take(double timeout_s) {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  state_->cv.wait_for(lock, std::chrono::duration<double>(std::max(0.0, timeout_s)), [&] {
-    return !state_->events.empty() || state_->finished == state_->choices;
-  });
+  auto lock = state_->WaitUntil(
+      timeout_s, [&] { return !state_->events.empty() || state_->finished == state_->choices; });
   std::vector<RequestEvent> out(std::make_move_iterator(state_->events.begin()),
                                 std::make_move_iterator(state_->events.end()));
   state_->events.clear();

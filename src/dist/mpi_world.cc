@@ -72,25 +72,11 @@ class MpiComm : public TpComm {
   MPI_Comm comm() const { return comm_; }
 
   Status AllGather(const void* mine, const int64_t* counts, void* out, double timeout_s) override {
-    std::vector<int> c, at;
-    STET_RETURN_IF_ERROR(Layout(counts, &c, &at));
-    MPI_Request req;
-    const char dummy = 0;
-    const int rc = MPI_Iallgatherv(c[rank_] > 0 ? mine : &dummy, c[rank_], MPI_BYTE, out, c.data(),
-                                   at.data(), MPI_BYTE, comm_, &req);
-    sent_ += int64_t{c[rank_]} * (size_ - 1);
-    return Wait(rc, &req, timeout_s, "an all-gather");
+    return GatherV(mine, counts, out, timeout_s, kEveryRank);
   }
 
   Status Gather(const void* mine, const int64_t* counts, void* out, double timeout_s) override {
-    std::vector<int> c, at;
-    STET_RETURN_IF_ERROR(Layout(counts, &c, &at));
-    MPI_Request req;
-    const char dummy = 0;
-    const int rc = MPI_Igatherv(c[rank_] > 0 ? mine : &dummy, c[rank_], MPI_BYTE, out, c.data(),
-                                at.data(), MPI_BYTE, 0, comm_, &req);
-    if (rank_ != 0) sent_ += c[rank_];
-    return Wait(rc, &req, timeout_s, "a gather");
+    return GatherV(mine, counts, out, timeout_s, 0);
   }
 
   Status Broadcast(void* data, int64_t bytes, double timeout_s) override {
@@ -117,6 +103,28 @@ class MpiComm : public TpComm {
       total += counts[r];
     }
     return Status::Ok();
+  }
+
+  static constexpr int kEveryRank = -1;
+
+  // The two variable-size collectives differ only in who receives the parts: every rank
+  // (root kEveryRank: all-gather) or one root (gather), and so in the bytes this rank sends.
+  Status GatherV(const void* mine, const int64_t* counts, void* out, double timeout_s, int root) {
+    std::vector<int> c, at;
+    STET_RETURN_IF_ERROR(Layout(counts, &c, &at));
+    MPI_Request req;
+    const char dummy = 0;
+    const void* send = c[rank_] > 0 ? mine : &dummy;
+    if (root == kEveryRank) {
+      const int rc = MPI_Iallgatherv(send, c[rank_], MPI_BYTE, out, c.data(), at.data(), MPI_BYTE,
+                                     comm_, &req);
+      sent_ += int64_t{c[rank_]} * (size_ - 1);
+      return Wait(rc, &req, timeout_s, "an all-gather");
+    }
+    const int rc = MPI_Igatherv(send, c[rank_], MPI_BYTE, out, c.data(), at.data(), MPI_BYTE, root,
+                                comm_, &req);
+    if (rank_ != root) sent_ += c[rank_];
+    return Wait(rc, &req, timeout_s, "a gather");
   }
 
   Status Fail(Status st) {

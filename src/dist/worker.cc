@@ -16,20 +16,6 @@ namespace stet::dist {
 
 namespace {
 
-Isa UsableIsa(Isa wanted) {
-  switch (wanted) {
-    case Isa::kScalar:
-      return wanted;
-    case Isa::kAvx2:
-      return CpuHasAvx2Fma() ? wanted : DefaultIsa();
-    case Isa::kAvx512:
-      return CpuHasAvx512() ? wanted : DefaultIsa();
-    case Isa::kNeon:
-      return CpuHasNeon() ? wanted : DefaultIsa();
-  }
-  return DefaultIsa();
-}
-
 class Worker {
  public:
   explicit Worker(TpComm& comm) : comm_(comm) {}
@@ -93,8 +79,11 @@ class Worker {
     }
     rep->sha256 = sha256_;
     pool_ = std::make_unique<ThreadPool>(c.n_threads);
-    forward_ = std::make_unique<Forward>(*model_, pool_.get(), UsableIsa(c.isa), c.max_ctx,
-                                         c.numerics, &comm_);
+    const Isa isa = WorkerIsa(c.isa);
+    // Isa::kAuto: this shard's MatMul rows chosen by measurement, as the engine does on rank 0
+    // (never a bit of output: every row equals the scalar one).
+    if (isa == Isa::kAuto && model_->kernel_plan() == nullptr) model_->TuneKernels(c.n_threads);
+    forward_ = std::make_unique<Forward>(*model_, pool_.get(), isa, c.max_ctx, c.numerics, &comm_);
     max_ctx_ = c.max_ctx;
     kv_.reset();
     return Status::Ok();
@@ -135,6 +124,21 @@ class Worker {
 };
 
 }  // namespace
+
+Isa WorkerIsa(Isa wanted) {
+  switch (wanted) {
+    case Isa::kScalar:
+    case Isa::kAuto:  // the best rows this CPU has, as on rank 0
+      return wanted;
+    case Isa::kAvx2:
+      return CpuHasAvx2Fma() ? wanted : DefaultIsa();
+    case Isa::kAvx512:
+      return CpuHasAvx512() ? wanted : DefaultIsa();
+    case Isa::kNeon:
+      return CpuHasNeon() ? wanted : DefaultIsa();
+  }
+  return DefaultIsa();
+}
 
 Status RunWorker(TpComm& comm) { return Worker(comm).Run(); }
 

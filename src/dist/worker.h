@@ -4,6 +4,7 @@
 // engine can schedule, sample and answer as one process would.
 #pragma once
 
+#include "base/cpu_features.h"
 #include "base/status.h"
 #include "model/tensor_parallel.h"
 
@@ -13,5 +14,10 @@ namespace stet::dist {
 // An error when a collective fails or rank 0 goes silent (kWorkerIdleLimitS
 // inside an engine): the group is broken and the process should exit non-zero.
 Status RunWorker(TpComm& comm);
+
+// The kernel path a worker runs for rank 0's `wanted` one: the same when this CPU has it
+// (Isa::kAuto always: the rows measured fastest on this shard), else DefaultIsa(). Any
+// path gives the same bits, so ranks on unlike machines still agree.
+Isa WorkerIsa(Isa wanted);
 
 }  // namespace stet::dist

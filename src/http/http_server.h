@@ -9,8 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "base/status.h"
@@ -39,6 +41,28 @@ class HttpServer : public httplib::Server {
   void RaiseBacklog(int n) {
     const socket_t s = svr_sock_;
     if (s != INVALID_SOCKET) ::listen(s, n);
+  }
+  // A handler's exception answered as both servers do, the process going on: out of
+  // memory frees the response's body (the likeliest thing holding memory) and calls
+  // `out_of_memory`; any other calls `internal` with its what() ("unknown exception").
+  void OnHandlerException(std::function<void(httplib::Response&)> out_of_memory,
+                          std::function<void(httplib::Response&, const std::string&)> internal) {
+    set_exception_handler([out_of_memory, internal](const httplib::Request&, httplib::Response& res,
+                                                    std::exception_ptr ep) {
+      std::string what = "unknown exception";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::bad_alloc&) {
+        res.body.clear();
+        res.body.shrink_to_fit();
+        out_of_memory(res);
+        return;
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      internal(res, what);
+    });
   }
   // The settings both servers give httplib. Connections, deadlines and worker
   // threads are the ConnectionLoop's; the keep-alive values only shape the

@@ -94,6 +94,38 @@ static inline void StoreRowWith(const float* x, int64_t n, DType dst_type, void*
   }
 }
 
+// Element j of a row stored as f32, f16 or bf16 (unaligned bytes), widened exactly: the
+// scalar loads of every float MatMul and attention path (the reference's, the SIMD
+// paths' tails).
+template <DType T>
+static inline float LoadElement(const uint8_t* row, int64_t j) {
+  static_assert(T == DType::kF32 || T == DType::kF16 || T == DType::kBF16);
+  if constexpr (T == DType::kF32) {
+    float v;
+    std::memcpy(&v, row + 4 * j, 4);
+    return v;
+  } else {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * j, 2);
+    return T == DType::kF16 ? F16ToF32(h) : BF16ToF32(h);
+  }
+}
+
+// Rope's pairs [from, half) of one head in scalar IEEE ops: the reference itself and
+// every SIMD path's tail. x0' = x0*c - x1*s, x1' = x0*s + x1*c (separate multiplies, no
+// fma); pair i is elements (2i, 2i+1) under kNormal, (i, i + half) under kNeox.
+static inline void RopePairs(float* xh, int from, int half, RopeStyle style, const float* cos,
+                             const float* sin) {
+  for (int i = from; i < half; ++i) {
+    const int i0 = style == RopeStyle::kNormal ? 2 * i : i;
+    const int i1 = style == RopeStyle::kNormal ? 2 * i + 1 : i + half;
+    const float x0 = xh[i0], x1 = xh[i1];
+    const float c = cos[i], s = sin[i];
+    xh[i0] = x0 * c - x1 * s;
+    xh[i1] = x0 * s + x1 * c;
+  }
+}
+
 // SumExpShifted's exact shortcut, shared by its SIMD paths: for a positive
 // normal s in [2^E, 2^(E+1)), s + e == s for every 0 <= e < 2^(E-24) (half the
 // spacing of floats above s: the exact sum lies less than half a spacing above
@@ -173,6 +205,19 @@ struct ActQ8K {
   float* d = nullptr;        // [m][nsb]
   int16_t* bsums = nullptr;  // [m][nsb * 16]
 };
+
+// Fills an ActQ8K from m x k floats, every path alike but for one superblock:
+// block(xb, qb, bsums) quantizes the 256 floats at xb into qb, writes the exact sums of
+// each 16 q's into bsums[0..15] and returns d.
+template <typename BlockFn>
+static inline void FillActQ8K(const float* x, ActQ8K* a, BlockFn&& block) {
+  for (int64_t r = 0; r < a->m; ++r) {
+    for (int64_t b = 0; b < a->nsb; ++b) {
+      const int64_t sb = r * a->nsb + b;
+      a->d[sb] = block(x + r * a->k + b * kQKK, a->qs + r * a->k + b * kQKK, a->bsums + sb * 16);
+    }
+  }
+}
 
 // AVX-512 layouts (kernels/x86/*_avx512.cc), built from the above once per
 // MatMul. They only move data; the numbers and their order stay the canonical ones.

@@ -18,6 +18,7 @@
 #include "base/thread_pool.h"
 #include "model/quantize_model.h"
 #include "numerics/math.h"
+#include "numerics/quadrant.h"
 #include "numerics/quantize.h"
 
 namespace stet {
@@ -101,20 +102,7 @@ void SinCos2Pi(double u, double* sin_out, double* cos_out) {
       1.0 -
       x2 / 2 *
           (1.0 - x2 / 12 * (1.0 - x2 / 30 * (1.0 - x2 / 56 * (1.0 - x2 / 90 * (1.0 - x2 / 132)))));
-  switch (quadrant & 3) {
-    case 0:
-      *sin_out = s, *cos_out = c;
-      break;
-    case 1:
-      *sin_out = c, *cos_out = -s;
-      break;
-    case 2:
-      *sin_out = -s, *cos_out = -c;
-      break;
-    default:
-      *sin_out = -c, *cos_out = s;
-      break;
-  }
+  SinCosOfQuadrant(quadrant, s, c, sin_out, cos_out);
 }
 
 // Four standard normals for counter c: two Box-Muller pairs from one Philox block.

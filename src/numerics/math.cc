@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "numerics/quadrant.h"
+
 namespace stet {
 namespace {
 
@@ -230,24 +232,7 @@ void SinCosD(double x, double* sin_out, double* cos_out) {
   TwoSum(c, lo, &yh, &yl);
   double s, co;
   SinCosKernel(yh, yl, &s, &co);
-  switch (static_cast<int64_t>(n) & 3) {
-    case 0:
-      *sin_out = s;
-      *cos_out = co;
-      break;
-    case 1:
-      *sin_out = co;
-      *cos_out = -s;
-      break;
-    case 2:
-      *sin_out = -s;
-      *cos_out = -co;
-      break;
-    default:
-      *sin_out = -co;
-      *cos_out = s;
-      break;
-  }
+  SinCosOfQuadrant(static_cast<int64_t>(n), s, co, sin_out, cos_out);
 }
 
 }  // namespace stet

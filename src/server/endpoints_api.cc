@@ -45,27 +45,26 @@ TokenizerView Server::Impl::TokenizerViewOf() const {
   return v;
 }
 
-void Server::Impl::HandleTokenize(const Request& req, Response& res) {
+void Server::Impl::AnswerWithTokenizer(const Request& req, Response& res,
+                                       const TokenizerBodyFn& body) {
   Slot slot = AdmitOrRefuse(res);  // under --max-queue, before any parsing or tokenizing
   if (!slot) return;
   const TokenizerView v = TokenizerViewOf();
-  Respond(req, res,
-          [&v](const Json& b, std::optional<int64_t> now) { return TokenizeBody(b, v, now); });
+  Respond(req, res, [&](const Json& b, std::optional<int64_t> now) { return body(b, v, now); });
+}
+
+void Server::Impl::HandleTokenize(const Request& req, Response& res) {
+  AnswerWithTokenizer(req, res, TokenizeBody);
 }
 
 void Server::Impl::HandleDetokenize(const Request& req, Response& res) {
-  Slot slot = AdmitOrRefuse(res);  // under --max-queue, before any parsing or tokenizing
-  if (!slot) return;
-  const TokenizerView v = TokenizerViewOf();
-  Respond(req, res, [&v](const Json& b, std::optional<int64_t>) { return DetokenizeBody(b, v); });
+  AnswerWithTokenizer(req, res, [](const Json& b, const TokenizerView& v, std::optional<int64_t>) {
+    return DetokenizeBody(b, v);
+  });
 }
 
 void Server::Impl::HandleApplyTemplate(const Request& req, Response& res) {
-  Slot slot = AdmitOrRefuse(res);  // under --max-queue, before any parsing or tokenizing
-  if (!slot) return;
-  const TokenizerView v = TokenizerViewOf();
-  Respond(req, res,
-          [&v](const Json& b, std::optional<int64_t> now) { return ApplyTemplateBody(b, v, now); });
+  AnswerWithTokenizer(req, res, ApplyTemplateBody);
 }
 
 void Server::Impl::HandleTokenizerInfo(const Request&, Response& res) {

@@ -41,6 +41,12 @@ void Sample(std::string* out, const std::string& name, const std::string& labels
   *out += '\n';
 }
 
+// A family of one unlabelled sample: its HELP and TYPE lines, then the sample.
+void Single(std::string* out, const char* name, const char* type, const char* help, double v) {
+  Family(out, name, type, help);
+  Sample(out, name, "", v);
+}
+
 }  // namespace
 
 std::string EscapeLabel(const std::string& v) {
@@ -126,8 +132,8 @@ std::string Metrics::Render(const ServerGauges& g, const EngineStats* st) const 
          "model=\"" + EscapeLabel(g.model_id) + "\",fingerprint=\"" + EscapeLabel(g.fingerprint) +
              "\"",
          1);
-  Family(&o, "stet_ready", "gauge", "1 when the model is loaded and requests are accepted.");
-  Sample(&o, "stet_ready", "", g.ready && !g.draining ? 1 : 0);
+  Single(&o, "stet_ready", "gauge", "1 when the model is loaded and requests are accepted.",
+         g.ready && !g.draining ? 1 : 0);
   Family(&o, "stet_http_requests_total", "counter", "HTTP requests by endpoint and status code.");
   for (const auto& [key, n] : requests_) {
     Sample(
@@ -135,69 +141,64 @@ std::string Metrics::Render(const ServerGauges& g, const EngineStats* st) const 
         "endpoint=\"" + EscapeLabel(key.first) + "\",status=\"" + std::to_string(key.second) + "\"",
         static_cast<double>(n));
   }
-  Family(&o, "stet_requests_cancelled_total", "counter",
-         "Generation requests cancelled because the client went away.");
-  Sample(&o, "stet_requests_cancelled_total", "", static_cast<double>(cancelled_));
-  Family(&o, "stet_prompt_tokens_total", "counter",
-         "Prompt tokens of answered requests (usage.prompt_tokens).");
-  Sample(&o, "stet_prompt_tokens_total", "", static_cast<double>(prompt_tokens_));
-  Family(&o, "stet_generation_tokens_total", "counter",
-         "Generated tokens of answered requests (usage.completion_tokens).");
-  Sample(&o, "stet_generation_tokens_total", "", static_cast<double>(generated_tokens_));
-  Family(&o, "stet_cached_prompt_tokens_total", "counter",
-         "Prompt tokens served from the prefix cache.");
-  Sample(&o, "stet_cached_prompt_tokens_total", "", static_cast<double>(cached_tokens_));
-  Family(&o, "stet_requests_in_flight", "gauge",
-         "Generation requests admitted and not yet answered (bounded by --max-queue).");
-  Sample(&o, "stet_requests_in_flight", "", g.requests_in_flight);
+  Single(&o, "stet_requests_cancelled_total", "counter",
+         "Generation requests cancelled because the client went away.",
+         static_cast<double>(cancelled_));
+  Single(&o, "stet_prompt_tokens_total", "counter",
+         "Prompt tokens of answered requests (usage.prompt_tokens).",
+         static_cast<double>(prompt_tokens_));
+  Single(&o, "stet_generation_tokens_total", "counter",
+         "Generated tokens of answered requests (usage.completion_tokens).",
+         static_cast<double>(generated_tokens_));
+  Single(&o, "stet_cached_prompt_tokens_total", "counter",
+         "Prompt tokens served from the prefix cache.", static_cast<double>(cached_tokens_));
+  Single(&o, "stet_requests_in_flight", "gauge",
+         "Generation requests admitted and not yet answered (bounded by --max-queue).",
+         g.requests_in_flight);
 
   const EngineStats zero;
   const EngineStats& s = st ? *st : zero;
-  Family(&o, "stet_queue_depth", "gauge", "Sequences waiting for a KV slot in the engine.");
-  Sample(&o, "stet_queue_depth", "", s.waiting);
-  Family(&o, "stet_running_sequences", "gauge", "Sequences holding KV cache in the engine.");
-  Sample(&o, "stet_running_sequences", "", s.running);
-  Family(&o, "stet_queue_depth_max", "gauge",
-         "Most sequences waiting at once since start (sampled every engine step).");
-  Sample(&o, "stet_queue_depth_max", "", s.max_waiting);
-  Family(&o, "stet_running_sequences_max", "gauge",
-         "Most sequences running at once since start (sampled every engine step).");
-  Sample(&o, "stet_running_sequences_max", "", s.max_running);
-  Family(&o, "stet_kv_blocks_used", "gauge",
+  Single(&o, "stet_queue_depth", "gauge", "Sequences waiting for a KV slot in the engine.",
+         s.waiting);
+  Single(&o, "stet_running_sequences", "gauge", "Sequences holding KV cache in the engine.",
+         s.running);
+  Single(&o, "stet_queue_depth_max", "gauge",
+         "Most sequences waiting at once since start (sampled every engine step).", s.max_waiting);
+  Single(&o, "stet_running_sequences_max", "gauge",
+         "Most sequences running at once since start (sampled every engine step).", s.max_running);
+  Single(&o, "stet_kv_blocks_used", "gauge",
          "KV cache blocks referenced by sequences (cached but unreferenced prefix blocks count as "
-         "free).");
-  Sample(&o, "stet_kv_blocks_used", "", s.kv_blocks_used);
-  Family(&o, "stet_kv_blocks_capacity", "gauge", "KV cache blocks in the pool.");
-  Sample(&o, "stet_kv_blocks_capacity", "", s.kv_blocks_total);
+         "free).",
+         s.kv_blocks_used);
+  Single(&o, "stet_kv_blocks_capacity", "gauge", "KV cache blocks in the pool.", s.kv_blocks_total);
   Family(&o, "stet_prefix_cache_lookup_tokens_total", "counter",
          "Prompt tokens looked up in the prefix cache.");
   Sample(&o, "stet_prefix_cache_lookup_tokens_total", "",
          static_cast<double>(s.prefix_lookup_tokens));
-  Family(&o, "stet_prefix_cache_hit_tokens_total", "counter",
-         "Prompt tokens found in the prefix cache.");
-  Sample(&o, "stet_prefix_cache_hit_tokens_total", "", static_cast<double>(s.prefix_hit_tokens));
+  Single(&o, "stet_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens found in the prefix cache.", static_cast<double>(s.prefix_hit_tokens));
   Family(&o, "stet_prefix_cache_hit_rate", "gauge",
          "Prefix cache hits / lookups, in tokens, since start.");
   Sample(&o, "stet_prefix_cache_hit_rate", "",
          s.prefix_lookup_tokens > 0
              ? static_cast<double>(s.prefix_hit_tokens) / s.prefix_lookup_tokens
              : 0.0);
-  Family(&o, "stet_engine_prompt_tokens_total", "counter",
-         "Prompt positions computed by the engine (cache hits excluded).");
-  Sample(&o, "stet_engine_prompt_tokens_total", "", static_cast<double>(s.prompt_tokens));
-  Family(&o, "stet_engine_generated_tokens_total", "counter", "Tokens sampled by the engine.");
-  Sample(&o, "stet_engine_generated_tokens_total", "", static_cast<double>(s.generated_tokens));
-  Family(&o, "stet_engine_steps_total", "counter", "Forward steps run by the engine.");
-  Sample(&o, "stet_engine_steps_total", "", static_cast<double>(s.steps));
-  Family(&o, "stet_engine_preemptions_total", "counter",
-         "Sequences preempted (recomputed later) for lack of KV blocks.");
-  Sample(&o, "stet_engine_preemptions_total", "", static_cast<double>(s.preemptions));
-  Family(&o, "stet_spec_draft_tokens_total", "counter",
-         "Speculative draft tokens verified by the target model.");
-  Sample(&o, "stet_spec_draft_tokens_total", "", static_cast<double>(s.spec_draft_tokens));
-  Family(&o, "stet_spec_accepted_tokens_total", "counter",
-         "Speculative draft tokens equal to the sampled token (kept).");
-  Sample(&o, "stet_spec_accepted_tokens_total", "", static_cast<double>(s.spec_accepted_tokens));
+  Single(&o, "stet_engine_prompt_tokens_total", "counter",
+         "Prompt positions computed by the engine (cache hits excluded).",
+         static_cast<double>(s.prompt_tokens));
+  Single(&o, "stet_engine_generated_tokens_total", "counter", "Tokens sampled by the engine.",
+         static_cast<double>(s.generated_tokens));
+  Single(&o, "stet_engine_steps_total", "counter", "Forward steps run by the engine.",
+         static_cast<double>(s.steps));
+  Single(&o, "stet_engine_preemptions_total", "counter",
+         "Sequences preempted (recomputed later) for lack of KV blocks.",
+         static_cast<double>(s.preemptions));
+  Single(&o, "stet_spec_draft_tokens_total", "counter",
+         "Speculative draft tokens verified by the target model.",
+         static_cast<double>(s.spec_draft_tokens));
+  Single(&o, "stet_spec_accepted_tokens_total", "counter",
+         "Speculative draft tokens equal to the sampled token (kept).",
+         static_cast<double>(s.spec_accepted_tokens));
   Family(&o, "stet_spec_acceptance_rate", "gauge",
          "Accepted / verified draft tokens since start (0 before any draft).");
   Sample(&o, "stet_spec_acceptance_rate", "",

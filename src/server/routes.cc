@@ -290,24 +290,16 @@ void Server::Impl::Routes() {
     }
     return HandlerResponse::Handled;
   }));
-  http.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::bad_alloc&) {
-      // Out of memory for this request: the process goes on; the client may retry later.
-      res.body.clear();
-      res.body.shrink_to_fit();
-      SendError(res, MakeError(503, "server_error", "out_of_memory",
-                               "the server ran out of memory for this request; it was dropped and "
-                               "the server goes on. Retry later or send a smaller request."));
-      return;
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    SendError(res, MakeError(500, "server_error", "internal_error", "internal error: " + what));
-  });
+  // Out of memory for one request: the process goes on; the client may retry later.
+  http.OnHandlerException(
+      [](Response& res) {
+        SendError(res, MakeError(503, "server_error", "out_of_memory",
+                                 "the server ran out of memory for this request; it was dropped "
+                                 "and the server goes on. Retry later or send a smaller request."));
+      },
+      [](Response& res, const std::string& what) {
+        SendError(res, MakeError(500, "server_error", "internal_error", "internal error: " + what));
+      });
 
   // POST rows read their body through a content reader: httplib hands it over
   // as it arrives instead of buffering all of it (chunked without limit).

@@ -174,6 +174,12 @@ struct Server::Impl {
   void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
   void HandleTokenizerInfo(const httplib::Request& req, httplib::Response& res);
   TokenizerView TokenizerViewOf() const;  // the tokenizer endpoints' view, with their bounds
+  // The tokenizer endpoints' one path: admitted under --max-queue before any parsing or
+  // tokenizing, then body(request body, TokenizerViewOf(), template clock) answers.
+  using TokenizerBodyFn = std::function<ApiOr<Json>(const Json& body, const TokenizerView& v,
+                                                    std::optional<int64_t> now_unix)>;
+  void AnswerWithTokenizer(const httplib::Request& req, httplib::Response& res,
+                           const TokenizerBodyFn& body);
 };
 
 }  // namespace stet::server

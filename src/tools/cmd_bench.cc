@@ -561,7 +561,6 @@ int RunBench(const BenchArgs& a) {
 
 CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<BenchArgs>();
-  a->model = DefaultModelPath();
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
@@ -573,7 +572,7 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
       "decode speed if every draft were rejected). The KV cache is "
       "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
       "comma-separated (-p 128,512).");
-  cmd->add_option("-m,--model", a->model, "GGUF model file")->capture_default_str();
+  AddModelOption(cmd, &a->model, "GGUF model file");
   cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths for ppN (0: none)")
       ->delimiter(',')
       ->capture_default_str();
@@ -596,8 +595,7 @@ CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
   cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2, avx512 or neon")
       ->capture_default_str();
-  cmd->add_option("--numerics", a->numerics, kNumericsHelp)->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)->capture_default_str();
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->add_flag("--explain", a->explain,
                 "Print the kernel table first: which MatMul row serves each weight type and row "

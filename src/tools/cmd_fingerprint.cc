@@ -39,15 +39,12 @@ int RunFingerprint(const FingerprintArgs& a) {
 
 CLI::App* AddFingerprintCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<FingerprintArgs>();
-  a->model = DefaultModelPath();
   CLI::App* cmd = app.add_subcommand(
       "fingerprint",
       "Print the system_fingerprint that `stet serve` reports for this model and settings: "
       "equal fingerprints and equal requests give equal bytes");
-  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")
-      ->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)->capture_default_str();
-  cmd->add_option("--numerics", a->numerics, kNumericsHelp)->capture_default_str();
+  AddModelOption(cmd, &a->model);
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_flag("-v,--verbose", a->verbose, "Also print what the fingerprint hashes");
   cmd->callback([a, exit_code] {
     if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunFingerprint(*a);

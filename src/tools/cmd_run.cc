@@ -189,13 +189,11 @@ int RunRun(const RunArgs& a) {
 
 CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<RunArgs>();
-  a->model = DefaultModelPath();
   CLI::App* cmd =
       app.add_subcommand("run",
                          "Generate text from a prompt. stdout carries exactly the generated text; "
                          "stderr carries progress and speed.");
-  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")
-      ->capture_default_str();
+  AddModelOption(cmd, &a->model);
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text (empty: start from BOS)");
   cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
   cmd->add_option("-n,--n-predict", a->n_predict,
@@ -213,12 +211,7 @@ CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-c,--ctx", a->ctx, "Context length")->capture_default_str();
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
       ->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"f16", "f32", "auto"}));
-  cmd->add_option("--numerics", a->numerics, kNumericsHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"invariant", "fast", "precise", "adaptive"}));
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_option("--isa", a->isa,
                   "Kernel path: auto, scalar, avx2, avx512 or neon; never changes the output")
       ->capture_default_str();

@@ -318,13 +318,11 @@ int RunServe(const ServeArgs& a) {
 
 CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ServeArgs>();
-  a->model = DefaultModelPath();
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
       "/v1/models, /health, /metrics. See docs/api.md.");
-  cmd->add_option("-m,--model", a->model, "GGUF model file, or a pulled model name (stet list)")
-      ->capture_default_str();
+  AddModelOption(cmd, &a->model);
   cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
       ->capture_default_str()
@@ -351,12 +349,7 @@ CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-c,--ctx", a->ctx, "Context length per sequence (clamped to the model's)")
       ->capture_default_str()
       ->check(CLI::Range(2, 1 << 24));
-  cmd->add_option("--kv-type", a->kv_type, kKvTypeHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"f16", "f32", "auto"}));
-  cmd->add_option("--numerics", a->numerics, kNumericsHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"invariant", "fast", "precise", "adaptive"}));
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_option("--isa", a->isa,
                   "Kernel path: auto, scalar, avx2, avx512 or neon; never changes results")
       ->capture_default_str()

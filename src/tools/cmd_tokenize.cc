@@ -61,11 +61,9 @@ int RunTokenize(const TokenizeArgs& a) {
 
 CLI::App* AddTokenizeCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<TokenizeArgs>();
-  args->model = DefaultModelPath();
   CLI::App* cmd =
       app.add_subcommand("tokenize", "Print the tokens of TEXT under a model's tokenizer");
-  cmd->add_option("-m,--model", args->model, "GGUF model (its tokenizer is used)")
-      ->capture_default_str();
+  AddModelOption(cmd, &args->model, "GGUF model (its tokenizer is used)");
   cmd->add_option("text", args->text, "Text to tokenize");
   cmd->add_flag("--ids", args->ids, "Print only the token ids, space-separated");
   cmd->add_flag("--stdin", args->stdin_text, "Read the text from standard input");

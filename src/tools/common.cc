@@ -4,6 +4,7 @@
 #include <malloc.h>
 #endif
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -52,32 +53,61 @@ Result<Isa> ParseIsa(const std::string& name) {
                          "' (use auto, scalar, avx2, avx512 or neon)");
 }
 
-const char* const kNumericsHelp =
+namespace {
+
+std::string NumericsWanted(const std::string& numerics) {
+  return "must be invariant, fast, precise or adaptive, not '" + numerics + "'";
+}
+
+std::string KvTypeWanted(const std::string& kv) {
+  return "must be f16, f32 or auto, not '" + kv + "'";
+}
+
+constexpr const char* kNumericsHelp =
     "invariant (default: batch-invariant; int8 activations refined by an int8 correction, "
     "within ~1e-3 nats of float64), fast (one int8 pass: faster, llama.cpp's distance from "
     "float64), precise (float activations over exactly dequantized weights, f32 KV: float64's "
     "log-probabilities to ~1e-5) or adaptive (batch-variant, for comparison); the fingerprint "
     "names the mode";
-const char* const kKvTypeHelp =
+constexpr const char* kKvTypeHelp =
     "KV cache storage: f16, f32 or auto (f32 under --numerics precise, else f16); part of the "
     "fingerprint";
+
+}  // namespace
 
 Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const std::string& kv) {
   NumericsChoice c;
   auto mode = NumericsFromName(numerics);
-  if (!mode) {
-    return InvalidArgument("--numerics must be invariant, fast, precise or adaptive, not '" +
-                           numerics + "'");
-  }
+  if (!mode) return InvalidArgument("--numerics " + NumericsWanted(numerics));
   c.mode = *mode;
   if (kv == "f16" || (kv == "auto" && c.mode != NumericsMode::kPrecise)) {
     c.kv_type = DType::kF16;
   } else if (kv == "f32" || kv == "auto") {
     c.kv_type = DType::kF32;
   } else {
-    return InvalidArgument("--kv-type must be f16, f32 or auto, not '" + kv + "'");
+    return InvalidArgument("--kv-type " + KvTypeWanted(kv));
   }
   return c;
+}
+
+void AddModelOption(CLI::App* cmd, std::string* model, const char* help) {
+  *model = DefaultModelPath();
+  cmd->add_option("-m,--model", *model, help)->capture_default_str();
+}
+
+void AddNumericsOptions(CLI::App* cmd, std::string* numerics, std::string* kv_type) {
+  cmd->add_option("--numerics", *numerics, kNumericsHelp)
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) { return NumericsFromName(v) ? std::string() : NumericsWanted(v); },
+          "{invariant,fast,precise,adaptive}"));
+  cmd->add_option("--kv-type", *kv_type, kKvTypeHelp)
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v == "f16" || v == "f32" || v == "auto" ? std::string() : KvTypeWanted(v);
+          },
+          "{f16,f32,auto}"));
 }
 
 int ThreadsOrAllCores(int threads) {

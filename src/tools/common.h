@@ -13,6 +13,10 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace stet::tools {
 
 // Exit codes scripts can rely on.
@@ -37,9 +41,15 @@ struct NumericsChoice {
   DType kv_type = DType::kF16;
 };
 Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const std::string& kv);
-// The help text of --numerics, one for every subcommand.
-extern const char* const kNumericsHelp;
-extern const char* const kKvTypeHelp;
+// Declares -m,--model into *model, its default DefaultModelPath() (shown in --help): every
+// subcommand that loads the setup model when none is named.
+void AddModelOption(CLI::App* cmd, std::string* model,
+                    const char* help = "GGUF model file, or a pulled model name (stet list)");
+
+// Declares --numerics and --kv-type on `cmd` (defaults: invariant, auto), both checked at
+// parse time with ParseNumericsChoice's wording, so every subcommand names and refuses the
+// same values the same way (exit 2).
+void AddNumericsOptions(CLI::App* cmd, std::string* numerics, std::string* kv_type);
 
 // --threads: the value when positive, else every core (at least one).
 int ThreadsOrAllCores(int threads);

@@ -55,13 +55,13 @@ std::vector<RequestParams> Cases(const Tokenizer& tok) {
   return v;
 }
 
-EngineOptions Options(TpComm* tp) {
+EngineOptions Options(TpComm* tp, Isa isa = BestIsa()) {
   EngineOptions o;
   o.n_ctx = 128;
   o.max_seqs = 4;
   o.chunk_size = 3;  // prompts prefill in chunks next to other sequences' decode rows
   o.max_batch_tokens = 12;
-  o.isa = BestIsa();
+  o.isa = isa;
   o.spec.mode = SpecMode::kLookup;
   o.tp = tp;
   return o;
@@ -102,7 +102,8 @@ struct Workers {
   std::vector<std::future<Status>> runs;
 };
 
-void ExpectSameAsOneProcess(const std::string& path, const std::vector<int>& ns) {
+void ExpectSameAsOneProcess(const std::string& path, const std::vector<int>& ns,
+                            Isa isa = BestIsa()) {
   STET_REQUIRE_FILE(path);
   auto alone = Engine::Open(path, Options(nullptr));
   ASSERT_TRUE(alone.ok()) << alone.status().ToString();
@@ -111,7 +112,7 @@ void ExpectSameAsOneProcess(const std::string& path, const std::vector<int>& ns)
     dist::LocalGroup group(n);
     Workers workers(group);
     {
-      auto e = Engine::Open(path, Options(&group.comm(0)));
+      auto e = Engine::Open(path, Options(&group.comm(0), isa));
       ASSERT_TRUE(e.ok()) << e.status().ToString();
       EXPECT_EQ((*e)->tp_ranks(), n);
       EXPECT_EQ((*e)->fingerprint(), (*alone)->fingerprint());
@@ -134,6 +135,15 @@ void ExpectSameAsOneProcess(const std::string& path, const std::vector<int>& ns)
 
 TEST(TpEngine, Stories260KUnevenAndQueryHeadSplits) {
   ExpectSameAsOneProcess(Stories(), {2, 3, 5, 8});
+}
+
+// --isa auto reaches the workers as Isa::kAuto (each shard's rows measured on it) and
+// gives the bits of one process on the best ISA.
+TEST(TpEngine, IsaAutoOnEveryRank) {
+  EXPECT_EQ(dist::WorkerIsa(Isa::kAuto), Isa::kAuto);
+  EXPECT_EQ(dist::WorkerIsa(Isa::kScalar), Isa::kScalar);
+  EXPECT_EQ(dist::WorkerIsa(Isa::kNeon), CpuHasNeon() ? Isa::kNeon : DefaultIsa());
+  ExpectSameAsOneProcess(Stories(), {2}, Isa::kAuto);
 }
 
 TEST(TpEngine, Qwen3MoeExpertsSplitByRows) { ExpectSameAsOneProcess(Arch("qwen3moe"), {3}); }

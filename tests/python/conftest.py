@@ -13,6 +13,9 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+# Where the models lie is the server tests' knowledge (tests/server/stet_server.py), shared.
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+import stet_server  # noqa: E402
 
 
 def require(ok, what):
@@ -24,15 +27,13 @@ def require(ok, what):
 
 
 def stories_path():
-    shared = os.environ.get("STET_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
-    p = os.path.join(shared, "models", "stories260K", "stories260K.gguf")
+    p = stet_server.stories_file()
     require(os.path.exists(p), p)
     return p
 
 
 def smollm2_path():
-    cache = os.environ.get("STET_MODEL_CACHE", os.path.expanduser("~/.cache/stet/models"))
-    p = os.path.join(cache, "SmolLM2-135M-Instruct.Q4_1.gguf")
+    p = stet_server.smollm2_file()
     require(os.path.exists(p), p)
     return p
 

@@ -56,16 +56,27 @@ def stet_binary():
     return b
 
 
-def stories_path():
+def stories_file():
+    """Where stories260K lies: $STET_SHARED_DIR, else the shared/ beside the checkout.
+    tests/python/conftest.py looks here too."""
     shared = os.environ.get("STET_SHARED_DIR", os.path.join(HERE, "..", "..", "..", "shared"))
-    p = os.path.join(shared, "models", "stories260K", "stories260K.gguf")
+    return os.path.join(shared, "models", "stories260K", "stories260K.gguf")
+
+
+def smollm2_file():
+    """Where SmolLM2-135M-Instruct Q4_1 lies: $STET_MODEL_CACHE, else the setup cache."""
+    cache = os.environ.get("STET_MODEL_CACHE", os.path.expanduser("~/.cache/stet/models"))
+    return os.path.join(cache, "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def stories_path():
+    p = stories_file()
     require(os.path.exists(p), p)
     return p
 
 
 def smollm2_path():
-    cache = os.environ.get("STET_MODEL_CACHE", os.path.expanduser("~/.cache/stet/models"))
-    p = os.path.join(cache, "SmolLM2-135M-Instruct.Q4_1.gguf")
+    p = smollm2_file()
     require(os.path.exists(p), p)
     return p
 

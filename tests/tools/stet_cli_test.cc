@@ -100,6 +100,24 @@ TEST(StetCli, FingerprintNamesModelAndSettings) {
   EXPECT_EQ(Sh("fingerprint -m /nonexistent.gguf").exit_code, 1);
 }
 
+// --numerics and --kv-type are declared once (tools/common.cc) for every subcommand
+// that takes them: each refuses a bad value at parse time, exit 2, naming what it wants.
+TEST(StetCli, NumericsOptionsAreCheckedByEverySubcommand) {
+  for (const char* sub : {"run", "serve", "bench", "fingerprint"}) {
+    const std::string base = std::string(sub) + " -m /nonexistent.gguf ";
+    auto mode = Sh(base + "--numerics sloppy", true);
+    EXPECT_EQ(mode.exit_code, 2) << sub << ": " << mode.out;
+    EXPECT_NE(mode.out.find("invariant, fast, precise or adaptive, not 'sloppy'"),
+              std::string::npos)
+        << sub << ": " << mode.out;
+    auto kv = Sh(base + "--kv-type f8", true);
+    EXPECT_EQ(kv.exit_code, 2) << sub << ": " << kv.out;
+    EXPECT_NE(kv.out.find("f16, f32 or auto, not 'f8'"), std::string::npos)
+        << sub << ": " << kv.out;
+    EXPECT_NE(Sh(std::string(sub) + " --help").out.find("--kv-type"), std::string::npos) << sub;
+  }
+}
+
 TEST(StetCli, QuantizeMakesARunnableModel) {
   STET_REQUIRE_FILE(Stories());
   const std::string q8 = ::testing::TempDir() + "/stories-q8_0.gguf";

@@ -170,24 +170,17 @@ void Proxy::Impl::Routes() {
                             req.path);
         return HandlerResponse::Handled;
       }));
-  http.set_exception_handler([this](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::bad_alloc&) {
-      res.body.clear();
-      res.body.shrink_to_fit();
-      SendError(
-          res, 503, "server_error", "out_of_memory",
-          "stet proxy: out of memory for this exchange; it was dropped and the proxy goes on. "
-          "Retry later.");
-      return;
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    SendError(res, 500, "server_error", "internal_error", "stet proxy: internal error: " + what);
-  });
+  http.OnHandlerException(
+      [this](Response& res) {
+        SendError(
+            res, 503, "server_error", "out_of_memory",
+            "stet proxy: out of memory for this exchange; it was dropped and the proxy goes on. "
+            "Retry later.");
+      },
+      [this](Response& res, const std::string& what) {
+        SendError(res, 500, "server_error", "internal_error",
+                  "stet proxy: internal error: " + what);
+      });
 
   http.Get("/health", [this](const Request&, Response& res) {
     WireJson j = {{"status", draining ? "draining" : "ok"},

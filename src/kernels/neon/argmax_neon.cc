@@ -7,13 +7,8 @@ namespace stet::kernels::neon {
 
 namespace {
 
-struct V4 {
-  using Vec = float32x4_t;
-  static constexpr int kWidth = 4;
+struct V4 : F32x4 {
   static constexpr int kAcc = 2;
-  static Vec Splat(float v) { return vdupq_n_f32(v); }
-  static Vec Load(const float* p) { return vld1q_f32(p); }
-  static void Store(float* p, Vec v) { vst1q_f32(p, v); }
   // Select where x > acc: false for a NaN x, so acc (never NaN) stays.
   static Vec MaxKeep(Vec x, Vec acc) { return vbslq_f32(vcgtq_f32(x, acc), x, acc); }
   static int FirstEqual(Vec x, Vec m) {

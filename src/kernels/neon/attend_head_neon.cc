@@ -29,19 +29,6 @@ inline float32x4_t Load4(const uint8_t* row, int j) {
   }
 }
 
-template <DType T>
-inline float Load1(const uint8_t* row, int j) {
-  if constexpr (T == DType::kF32) {
-    float f;
-    std::memcpy(&f, row + 4 * j, 4);
-    return f;
-  } else {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * j, 2);
-    return F16ToF32(h);
-  }
-}
-
 // Dot8(q, row) * scale.
 template <DType T>
 inline float Score(const float* q, const uint8_t* row, int head_dim, float scale) {
@@ -54,7 +41,8 @@ inline float Score(const float* q, const uint8_t* row, int head_dim, float scale
   if (j == head_dim) return CombineLanes8(acc) * scale;
   float lanes[kLanes];
   StoreLanes(acc, lanes);
-  for (int u = j; u < head_dim; ++u) lanes[u - j] = std::fma(q[u], Load1<T>(row, u), lanes[u - j]);
+  for (int u = j; u < head_dim; ++u)
+    lanes[u - j] = std::fma(q[u], LoadElement<T>(row, u), lanes[u - j]);
   return CombineLanes(lanes) * scale;
 }
 
@@ -107,7 +95,7 @@ void AccumulateTail(const KvRows& v, int64_t n_kv, const float* e, int j0, int h
   for (int j = j0; j < head_dim; ++j) out[j] = 0.0f;
   for (int64_t t = 0; t < n_kv; ++t) {
     const uint8_t* vt = v.Row(t);
-    for (int j = j0; j < head_dim; ++j) out[j] = std::fma(e[t], Load1<T>(vt, j), out[j]);
+    for (int j = j0; j < head_dim; ++j) out[j] = std::fma(e[t], LoadElement<T>(vt, j), out[j]);
   }
   for (int j = j0; j < head_dim; ++j) out[j] = out[j] / den;
 }

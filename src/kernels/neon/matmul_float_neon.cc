@@ -14,35 +14,19 @@ namespace stet::kernels::neon {
 
 namespace {
 
-struct LoadF32 {
+// A row's vectors (four elements from j) and single elements, widened exactly.
+template <DType T>
+struct Load {
   static float32x4_t Vec(const uint8_t* row, int64_t j) {
-    return vld1q_f32(reinterpret_cast<const float*>(row) + j);
+    if constexpr (T == DType::kF32) {
+      return vld1q_f32(reinterpret_cast<const float*>(row) + j);
+    } else if constexpr (T == DType::kF16) {
+      return LoadF16x4(reinterpret_cast<const uint16_t*>(row) + j);
+    } else {
+      return LoadBF16x4(reinterpret_cast<const uint16_t*>(row) + j);
+    }
   }
-  static float One(const uint8_t* row, int64_t j) {
-    float v;
-    std::memcpy(&v, row + 4 * j, 4);
-    return v;
-  }
-};
-struct LoadF16 {
-  static float32x4_t Vec(const uint8_t* row, int64_t j) {
-    return LoadF16x4(reinterpret_cast<const uint16_t*>(row) + j);
-  }
-  static float One(const uint8_t* row, int64_t j) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * j, 2);
-    return F16ToF32(h);
-  }
-};
-struct LoadBF16 {
-  static float32x4_t Vec(const uint8_t* row, int64_t j) {
-    return LoadBF16x4(reinterpret_cast<const uint16_t*>(row) + j);
-  }
-  static float One(const uint8_t* row, int64_t j) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * j, 2);
-    return BF16ToF32(h);
-  }
+  static float One(const uint8_t* row, int64_t j) { return LoadElement<T>(row, j); }
 };
 
 constexpr int kTile = 4;  // weight rows per pass over one activation row
@@ -94,9 +78,11 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
-constexpr auto kKernels = KernelRows(
-    {"neon.float", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kFloat},
-    {{DType::kF32, Rows<LoadF32>}, {DType::kF16, Rows<LoadF16>}, {DType::kBF16, Rows<LoadBF16>}});
+constexpr auto kKernels =
+    KernelRows({"neon.float", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kFloat},
+               {{DType::kF32, Rows<Load<DType::kF32>>},
+                {DType::kF16, Rows<Load<DType::kF16>>},
+                {DType::kBF16, Rows<Load<DType::kBF16>>}});
 
 }  // namespace
 

@@ -20,6 +20,22 @@
 
 namespace stet::kernels::neon {
 
+// The float vector the shared SIMD templates (sum_exp_simd.h, argmax_simd.h, glu_simd.h)
+// run on: 4 lanes, the element-wise steps every one of them needs (NEON's loads and
+// stores need no alignment: Store and StoreU are one).
+namespace {  // internal linkage, as the static helpers below: no copy built for another ISA
+struct F32x4 {
+  using Vec = float32x4_t;
+  static constexpr int kWidth = 4;
+  static Vec Splat(float v) { return vdupq_n_f32(v); }
+  static Vec Load(const float* p) { return vld1q_f32(p); }
+  static void Store(float* p, Vec v) { vst1q_f32(p, v); }
+  static void StoreU(float* p, Vec v) { vst1q_f32(p, v); }
+  static Vec Sub(Vec a, Vec b) { return vsubq_f32(a, b); }
+  static Vec Mul(Vec a, Vec b) { return vmulq_f32(a, b); }
+};
+}  // namespace
+
 // The logical 8-lane accumulator: lane i < 4 in lo[i], lane i >= 4 in hi[i - 4].
 struct Lanes8 {
   float32x4_t lo, hi;

@@ -53,16 +53,13 @@ void QuantizeActQ8(const float* x, ActQ8* a) {
 }
 
 void QuantizeActQ8K(const float* x, ActQ8K* a) {
-  for (int64_t r = 0; r < a->m; ++r) {
-    for (int64_t b = 0; b < a->nsb; ++b) {
-      const int64_t sb = r * a->nsb + b;
-      int8_t* q = a->qs + r * a->k + b * kQKK;
-      a->d[sb] = QuantizeBlock(x + r * a->k + b * kQKK, kQKK, q);
-      for (int g = 0; g < kQKK / 16; ++g) {
-        a->bsums[sb * 16 + g] = static_cast<int16_t>(vaddlvq_s8(vld1q_s8(q + 16 * g)));
-      }
+  FillActQ8K(x, a, [](const float* xb, int8_t* q, int16_t* bsums) {
+    const float d = QuantizeBlock(xb, kQKK, q);
+    for (int g = 0; g < kQKK / 16; ++g) {
+      bsums[g] = static_cast<int16_t>(vaddlvq_s8(vld1q_s8(q + 16 * g)));
     }
-  }
+    return d;
+  });
 }
 
 }  // namespace stet::kernels::neon

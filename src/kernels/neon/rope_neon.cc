@@ -36,14 +36,7 @@ void Rope(float* x, int n_heads, int head_dim, int rot_dim, const float* cos, co
         vst1q_f32(xh + i + half, y1);
       }
     }
-    for (; i < half; ++i) {
-      const int i0 = style == RopeStyle::kNormal ? 2 * i : i;
-      const int i1 = style == RopeStyle::kNormal ? 2 * i + 1 : i + half;
-      const float x0 = xh[i0], x1 = xh[i1];
-      const float c = cos[i], s = sin[i];
-      xh[i0] = x0 * c - x1 * s;
-      xh[i1] = x0 * s + x1 * c;
-    }
+    RopePairs(xh, i, half, style, cos, sin);
   }
 }
 

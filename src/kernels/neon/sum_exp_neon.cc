@@ -9,14 +9,8 @@ namespace stet::kernels::neon {
 
 namespace {
 
-struct V4 {
-  using Vec = float32x4_t;
-  static constexpr int kWidth = 4;
-  static Vec Splat(float v) { return vdupq_n_f32(v); }
-  static Vec Load(const float* p) { return vld1q_f32(p); }
-  static Vec Sub(Vec a, Vec b) { return vsubq_f32(a, b); }
+struct V4 : F32x4 {
   static Vec Exp(Vec y) { return ExpF4(y); }
-  static void Store(float* p, Vec v) { vst1q_f32(p, v); }
   // Lanes where !(v < bound), NaN included, as bits.
   static uint32_t LanesNotBelow(Vec v, Vec bound) {
     const uint32x4_t lane_bit = {1, 2, 4, 8};

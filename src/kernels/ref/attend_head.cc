@@ -17,14 +17,7 @@ namespace stet::kernels::ref {
 namespace {
 
 inline float LoadKv(const uint8_t* row, int j, DType t) {
-  if (t == DType::kF32) {
-    float v;
-    std::memcpy(&v, row + 4 * j, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, row + 2 * j, 2);
-  return F16ToF32(h);
+  return t == DType::kF32 ? LoadElement<DType::kF32>(row, j) : LoadElement<DType::kF16>(row, j);
 }
 
 }  // namespace

@@ -13,29 +13,7 @@ namespace stet::kernels::ref {
 
 namespace {
 
-struct LoadF32 {
-  static float One(const uint8_t* row, int64_t j) {
-    float v;
-    std::memcpy(&v, row + 4 * j, 4);
-    return v;
-  }
-};
-struct LoadF16 {
-  static float One(const uint8_t* row, int64_t j) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * j, 2);
-    return F16ToF32(h);
-  }
-};
-struct LoadBF16 {
-  static float One(const uint8_t* row, int64_t j) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * j, 2);
-    return BF16ToF32(h);
-  }
-};
-
-template <typename Load>
+template <DType T>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const WeightView& w = *a.w;
   const int64_t k = w.cols;
@@ -45,15 +23,17 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
       const auto* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
       float lanes[kLanes] = {};
       for (int64_t j = 0; j < k; ++j)
-        lanes[j % kLanes] = std::fma(Load::One(row, j), x[j], lanes[j % kLanes]);
+        lanes[j % kLanes] = std::fma(LoadElement<T>(row, j), x[j], lanes[j % kLanes]);
       a.y[i * w.rows + r] = CombineLanes(lanes);
     }
   }
 }
 
-constexpr auto kKernels = KernelRows(
-    {"ref.float", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kFloat},
-    {{DType::kF32, Rows<LoadF32>}, {DType::kF16, Rows<LoadF16>}, {DType::kBF16, Rows<LoadBF16>}});
+constexpr auto kKernels =
+    KernelRows({"ref.float", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kFloat},
+               {{DType::kF32, Rows<DType::kF32>},
+                {DType::kF16, Rows<DType::kF16>},
+                {DType::kBF16, Rows<DType::kBF16>}});
 
 }  // namespace
 

@@ -48,18 +48,15 @@ void QuantizeActQ8(const float* x, ActQ8* a) {
 }
 
 void QuantizeActQ8K(const float* x, ActQ8K* a) {
-  for (int64_t r = 0; r < a->m; ++r) {
-    for (int64_t b = 0; b < a->nsb; ++b) {
-      const int64_t sb = r * a->nsb + b;
-      int8_t* q = a->qs + r * a->k + b * kQKK;
-      a->d[sb] = QuantizeBlock(x + r * a->k + b * kQKK, kQKK, q);
-      for (int g = 0; g < kQKK / 16; ++g) {
-        int sum = 0;
-        for (int i = 0; i < 16; ++i) sum += q[16 * g + i];
-        a->bsums[sb * 16 + g] = static_cast<int16_t>(sum);
-      }
+  FillActQ8K(x, a, [](const float* xb, int8_t* q, int16_t* bsums) {
+    const float d = QuantizeBlock(xb, kQKK, q);
+    for (int g = 0; g < kQKK / 16; ++g) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += q[16 * g + i];
+      bsums[g] = static_cast<int16_t>(sum);
     }
-  }
+    return d;
+  });
 }
 
 void ActResidual(const float* x, int64_t m, int64_t k, int block, float* r) {

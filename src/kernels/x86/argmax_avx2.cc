@@ -3,19 +3,14 @@
 #include <immintrin.h>
 
 #include "kernels/argmax_simd.h"
-#include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx2 {
 
 namespace {
 
-struct V8 {
-  using Vec = __m256;
-  static constexpr int kWidth = 8;
+struct V8 : F32x8 {
   static constexpr int kAcc = 4;
-  static Vec Splat(float v) { return _mm256_set1_ps(v); }
-  static Vec Load(const float* p) { return _mm256_loadu_ps(p); }
-  static void Store(float* p, Vec v) { _mm256_store_ps(p, v); }
   // _mm256_max_ps(a, b) returns b when either is NaN: acc is never NaN.
   static Vec MaxKeep(Vec x, Vec acc) { return _mm256_max_ps(x, acc); }
   static int FirstEqual(Vec x, Vec m) {

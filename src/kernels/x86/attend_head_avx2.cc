@@ -183,6 +183,25 @@ inline void Scores2(const float* q0, const float* q1, const uint8_t* k, int64_t 
 
 // Output dims [j0, j0 + 8 * NV) of both queries: positions below min(n0, n1)
 // feed both, the rest only the longer query.
+// One position t of the value sums, NV vectors from element j0 of its V row vt:
+// acc[i] += e_t * v_t[j0 + 8i] (one fma per lane). AddPosition2 does it for two queries
+// (a0 with x0, a1 with x1) on each load.
+template <DType T, int NV>
+inline void AddPosition(const uint8_t* vt, int j0, __m256 x, __m256* acc) {
+  STET_UNROLL
+  for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(x, Load8<T>(vt, j0 + 8 * i), acc[i]);
+}
+
+template <DType T, int NV>
+inline void AddPosition2(const uint8_t* vt, int j0, __m256 x0, __m256 x1, __m256* a0, __m256* a1) {
+  STET_UNROLL
+  for (int i = 0; i < NV; ++i) {
+    const __m256 vv = Load8<T>(vt, j0 + 8 * i);
+    a0[i] = _mm256_fmadd_ps(x0, vv, a0[i]);
+    a1[i] = _mm256_fmadd_ps(x1, vv, a1[i]);
+  }
+}
+
 template <DType T, int NV>
 inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0, const float* e1,
                         int j0, float den0, float den1, float* out0, float* out1) {
@@ -196,24 +215,13 @@ inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0
     const int64_t end = t0 + len;
     int64_t t = t0;
     for (; t < (end < n_min ? end : n_min); ++t) {
-      const __m256 x0 = _mm256_set1_ps(e0[t]), x1 = _mm256_set1_ps(e1[t]);
-      const uint8_t* vt = vr + t * stride;
-      STET_UNROLL
-      for (int i = 0; i < NV; ++i) {
-        const __m256 vv = Load8<T>(vt, j0 + 8 * i);
-        a0[i] = _mm256_fmadd_ps(x0, vv, a0[i]);
-        a1[i] = _mm256_fmadd_ps(x1, vv, a1[i]);
-      }
+      AddPosition2<T, NV>(vr + t * stride, j0, _mm256_set1_ps(e0[t]), _mm256_set1_ps(e1[t]), a0,
+                          a1);
     }
     if (t < end) {
       __m256* acc = n0 > n1 ? a0 : a1;
       const float* e = n0 > n1 ? e0 : e1;
-      for (; t < end; ++t) {
-        const __m256 x = _mm256_set1_ps(e[t]);
-        const uint8_t* vt = vr + t * stride;
-        STET_UNROLL
-        for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(x, Load8<T>(vt, j0 + 8 * i), acc[i]);
-      }
+      for (; t < end; ++t) AddPosition<T, NV>(vr + t * stride, j0, _mm256_set1_ps(e[t]), acc);
     }
   }
   const __m256 d0 = _mm256_set1_ps(den0), d1 = _mm256_set1_ps(den1);
@@ -314,24 +322,15 @@ void AccRange(const uint8_t* vr, int64_t stride, int64_t t0, int64_t b0, int64_t
   const int64_t both = pb != nullptr ? (ea < eb ? ea : eb) : b0;
   int64_t t = b0;
   for (; t < both; ++t) {
-    const __m256 x0 = _mm256_set1_ps(pa[t0 + t]), x1 = _mm256_set1_ps(pb[t0 + t]);
-    const uint8_t* vt = vr + t * stride;
-    STET_UNROLL
-    for (int n = 0; n < NV; ++n) {
-      const __m256 vv = Load8<T>(vt, j0 + 8 * n);
-      a0[n] = _mm256_fmadd_ps(x0, vv, a0[n]);
-      a1[n] = _mm256_fmadd_ps(x1, vv, a1[n]);
-    }
+    AddPosition2<T, NV>(vr + t * stride, j0, _mm256_set1_ps(pa[t0 + t]), _mm256_set1_ps(pb[t0 + t]),
+                        a0, a1);
   }
   // The rest of the longer one.
   const bool a_longer = pb == nullptr || ea > eb;
   __m256* acc = a_longer ? a0 : a1;
   const float* p = a_longer ? pa : pb;
   for (const int64_t e = a_longer ? ea : eb; t < e; ++t) {
-    const __m256 x = _mm256_set1_ps(p[t0 + t]);
-    const uint8_t* vt = vr + t * stride;
-    STET_UNROLL
-    for (int n = 0; n < NV; ++n) acc[n] = _mm256_fmadd_ps(x, Load8<T>(vt, j0 + 8 * n), acc[n]);
+    AddPosition<T, NV>(vr + t * stride, j0, _mm256_set1_ps(p[t0 + t]), acc);
   }
   STET_UNROLL
   for (int n = 0; n < NV; ++n) {

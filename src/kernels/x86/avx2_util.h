@@ -17,6 +17,22 @@
 
 namespace stet::kernels::avx2 {
 
+// The float vector the shared SIMD templates (sum_exp_simd.h, argmax_simd.h, glu_simd.h)
+// run on: 8 lanes, the element-wise steps every one of them needs. Store is aligned (the
+// templates' scratch); StoreU is not.
+namespace {  // internal linkage, as the static helpers below: no copy built for another ISA
+struct F32x8 {
+  using Vec = __m256;
+  static constexpr int kWidth = 8;
+  static Vec Splat(float v) { return _mm256_set1_ps(v); }
+  static Vec Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, Vec v) { _mm256_store_ps(p, v); }
+  static void StoreU(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static Vec Sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+  static Vec Mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+};
+}  // namespace
+
 // The fixed lane tree of internal.h's CombineLanes, on a vector:
 // s4[i] = l[i] + l[i+4]; s2[i] = s4[i] + s4[i+2]; s2[0] + s2[1].
 static inline float CombineLanes8(__m256 v) {

@@ -75,22 +75,18 @@ void QuantizeActQ8(const float* x, ActQ8* a) {
 }
 
 void QuantizeActQ8K(const float* x, ActQ8K* a) {
-  for (int64_t r = 0; r < a->m; ++r) {
-    for (int64_t b = 0; b < a->nsb; ++b) {
-      const int64_t sb = r * a->nsb + b;
-      const float* xb = x + r * a->k + b * kQKK;
-      int8_t* q = a->qs + r * a->k + b * kQKK;
-      float id;
-      a->d[sb] = ScaleFromMax(MaxAbs(xb, kQKK), &id);
-      const __m256 idv = _mm256_set1_ps(id);
-      for (int g = 0; g < kQKK / 32; ++g) {
-        int32_t lo, hi;
-        Quantize32(xb + 32 * g, idv, q + 32 * g, &lo, &hi);
-        a->bsums[sb * 16 + 2 * g] = static_cast<int16_t>(lo);
-        a->bsums[sb * 16 + 2 * g + 1] = static_cast<int16_t>(hi);
-      }
+  FillActQ8K(x, a, [](const float* xb, int8_t* q, int16_t* bsums) {
+    float id;
+    const float d = ScaleFromMax(MaxAbs(xb, kQKK), &id);
+    const __m256 idv = _mm256_set1_ps(id);
+    for (int g = 0; g < kQKK / 32; ++g) {
+      int32_t lo, hi;
+      Quantize32(xb + 32 * g, idv, q + 32 * g, &lo, &hi);
+      bsums[2 * g] = static_cast<int16_t>(lo);
+      bsums[2 * g + 1] = static_cast<int16_t>(hi);
     }
-  }
+    return d;
+  });
 }
 
 }  // namespace stet::kernels::avx2

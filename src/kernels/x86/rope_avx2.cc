@@ -20,11 +20,7 @@ void RopeNormal(float* xh, int half, const float* cos, const float* sin) {
     // Even lanes: x0*c - x1*s; odd lanes: x1*c + x0*s.
     _mm256_storeu_ps(xh + 2 * i, _mm256_addsub_ps(_mm256_mul_ps(xv, c), _mm256_mul_ps(swapped, s)));
   }
-  for (; i < half; ++i) {
-    const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
-    xh[2 * i] = x0 * cos[i] - x1 * sin[i];
-    xh[2 * i + 1] = x0 * sin[i] + x1 * cos[i];
-  }
+  RopePairs(xh, i, half, RopeStyle::kNormal, cos, sin);
 }
 
 void RopeNeox(float* xh, int half, const float* cos, const float* sin) {
@@ -35,11 +31,7 @@ void RopeNeox(float* xh, int half, const float* cos, const float* sin) {
     _mm256_storeu_ps(xh + i, _mm256_sub_ps(_mm256_mul_ps(x0, c), _mm256_mul_ps(x1, s)));
     _mm256_storeu_ps(xh + i + half, _mm256_add_ps(_mm256_mul_ps(x0, s), _mm256_mul_ps(x1, c)));
   }
-  for (; i < half; ++i) {
-    const float x0 = xh[i], x1 = xh[i + half];
-    xh[i] = x0 * cos[i] - x1 * sin[i];
-    xh[i + half] = x0 * sin[i] + x1 * cos[i];
-  }
+  RopePairs(xh, i, half, RopeStyle::kNeox, cos, sin);
 }
 
 }  // namespace

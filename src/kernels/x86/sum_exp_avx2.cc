@@ -9,20 +9,15 @@
 #include <immintrin.h>
 
 #include "kernels/sum_exp_simd.h"
+#include "kernels/x86/avx2_util.h"
 #include "numerics/math_avx2.h"
 
 namespace stet::kernels::avx2 {
 
 namespace {
 
-struct V8 {
-  using Vec = __m256;
-  static constexpr int kWidth = 8;
-  static Vec Splat(float v) { return _mm256_set1_ps(v); }
-  static Vec Load(const float* p) { return _mm256_loadu_ps(p); }
-  static Vec Sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+struct V8 : F32x8 {
   static Vec Exp(Vec y) { return ExpF8(y); }
-  static void Store(float* p, Vec v) { _mm256_store_ps(p, v); }
   // Lanes where !(v < bound), NaN included, as bits.
   static uint32_t LanesNotBelow(Vec v, Vec bound) {
     return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(v, bound, _CMP_NLT_UQ)));

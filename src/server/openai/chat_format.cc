@@ -152,12 +152,9 @@ std::string ChatStream::Finish(int index, const std::string& text_delta, FinishR
 
 std::string ChatStream::Usage(const UsageCounts& u) {
   if (!include_usage_) return "";
-  Json j = ResponseHeader(meta_, "chat.completion.chunk");
-  j["choices"] = Json::array();
   UsageCounts counted = u;
   counted.reasoning_tokens = reasoning_tokens_;
-  j["usage"] = UsageJson(counted);
-  return SseEvent(j);
+  return SseEvent(UsageChunk(meta_, "chat.completion.chunk", counted));
 }
 
 // ---------------------------------------------------------------------------

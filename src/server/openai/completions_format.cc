@@ -111,10 +111,7 @@ std::string CompletionStream::Finish(int index, const std::string& text_delta, F
 
 std::string CompletionStream::Usage(const UsageCounts& u) {
   if (!include_usage_) return "";
-  Json j = ResponseHeader(meta_, "text_completion");
-  j["choices"] = Json::array();
-  j["usage"] = UsageJson(u);
-  return SseEvent(j);
+  return SseEvent(UsageChunk(meta_, "text_completion", u));
 }
 
 // ---------------------------------------------------------------------------

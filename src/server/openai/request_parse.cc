@@ -230,36 +230,22 @@ std::optional<ApiError> ReadMaxTokens(const Json& body, const char* key, int64_t
 // Text content: a string, or an array of {"type": "text", "text": ...} parts joined by "\n".
 std::optional<ApiError> ReadContent(const Json& content, const std::string& param,
                                     std::string* out) {
-  if (content.is_string()) {
-    *out = content.get<std::string>();
-    return std::nullopt;
-  }
-  if (!content.is_array()) {
-    return BadRequest(
-        "'" + param + "' must be a string or an array of content parts, not " + TypeName(content),
-        param);
-  }
-  std::string text;
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& part = content[i];
-    const std::string pp = param + "[" + std::to_string(i) + "]";
-    if (!part.is_object()) return BadRequest("'" + pp + "' must be an object", pp);
-    auto type = part.find("type");
-    if (type == part.end() || !type->is_string())
-      return BadRequest("'" + pp + ".type' must be a string", pp + ".type");
-    if (*type != "text") {
-      return BadRequest("'" + pp + ".type' is '" + type->get<std::string>() +
-                            "'; this server supports only text content parts",
-                        pp + ".type");
-    }
-    auto t = part.find("text");
-    if (t == part.end() || !t->is_string())
-      return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
-    if (i > 0) text += "\n";
-    text += t->get<std::string>();
-  }
-  *out = std::move(text);
-  return std::nullopt;
+  return ReadTextContent(
+      content, param, std::string(", not ") + TypeName(content),
+      [](const Json& part, const std::string& pp) {
+        if (!part.is_object())
+          return std::optional(BadRequest("'" + pp + "' must be an object", pp));
+        auto type = part.find("type");
+        if (type == part.end() || !type->is_string())
+          return std::optional(BadRequest("'" + pp + ".type' must be a string", pp + ".type"));
+        if (*type != "text") {
+          return std::optional(BadRequest("'" + pp + ".type' is '" + type->get<std::string>() +
+                                              "'; this server supports only text content parts",
+                                          pp + ".type"));
+        }
+        return std::optional<ApiError>();
+      },
+      out);
 }
 
 std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
@@ -455,6 +441,34 @@ ApiOr<GenerationRequest> ParseChatRequest(const Json& body, const ServedModel& m
   if (!r.tools.forced.empty() && r.s.params.grammar && r.text_schema.is_null())
     return BadRequest("a forced 'tool_choice' cannot be combined with 'grammar'", "tool_choice");
   return r;
+}
+
+std::optional<ApiError> ReadTextContent(
+    const Json& content, const std::string& param, const std::string& found,
+    const std::function<std::optional<ApiError>(const Json& part, const std::string& pp)>&
+        check_type,
+    std::string* out) {
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) {
+    return BadRequest("'" + param + "' must be a string or an array of content parts" + found,
+                      param);
+  }
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const Json& part = content[i];
+    const std::string pp = param + "[" + std::to_string(i) + "]";
+    STET_API_TRY(check_type(part, pp));
+    auto t = part.find("text");
+    if (t == part.end() || !t->is_string())
+      return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
+    if (i > 0) text += "\n";
+    text += t->get<std::string>();
+  }
+  *out = std::move(text);
+  return std::nullopt;
 }
 
 std::optional<ApiError> ParseMessages(const Json& body, Json* out) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,16 @@ struct ServedModel {
 // The chat parser's parts that /tokenize, /apply-template and /v1/responses share.
 // "messages" normalized for the template (required, non-empty).
 std::optional<ApiError> ParseMessages(const Json& body, Json* out);
+// Text content into *out: a string, or an array of parts whose texts are joined by "\n";
+// each part's kind is judged by `check_type` (its ApiError refuses the part, `pp` naming
+// it: "param[i]") before its "text" must be a string. Anything else is refused, the
+// message ending in `found` (what the caller says of it). Chat's message content and the
+// Responses API's input items both read text so.
+std::optional<ApiError> ReadTextContent(
+    const Json& content, const std::string& param, const std::string& found,
+    const std::function<std::optional<ApiError>(const Json& part, const std::string& pp)>&
+        check_type,
+    std::string* out);
 // "tools" (null when absent or empty).
 std::optional<ApiError> ParseTools(const Json& body, Json* out);
 // temperature, top_p, top_k, min_p, the penalties, logit_bias and seed.

@@ -39,6 +39,13 @@ Json ResponseHeader(const ResponseMeta& meta, const char* object) {
   return j;
 }
 
+Json UsageChunk(const ResponseMeta& meta, const char* object, const UsageCounts& u) {
+  Json j = ResponseHeader(meta, object);
+  j["choices"] = Json::array();
+  j["usage"] = UsageJson(u);
+  return j;
+}
+
 Json UsageJson(const UsageCounts& u) {
   Json j = Json::object();
   j["prompt_tokens"] = u.prompt_tokens;

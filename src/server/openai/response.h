@@ -69,6 +69,9 @@ const char* FinishReasonText(FinishReason r);  // "stop" / "length" (cancelled/e
 // {"id", "object", "created", "model", "system_fingerprint", "seed"}: the head
 // of a completion, chat completion or chunk.
 Json ResponseHeader(const ResponseMeta& meta, const char* object);
+// A stream's closing usage chunk (stream_options.include_usage): the head, no choices,
+// the usage.
+Json UsageChunk(const ResponseMeta& meta, const char* object, const UsageCounts& u);
 
 // Completions' legacy logprobs object for `tokens`; text offsets start at `offset`.
 // `first_unscored`: the first token has no logprob (null), as the first prompt token.

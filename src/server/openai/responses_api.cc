@@ -10,6 +10,7 @@
 
 #include "http/api_error.h"
 #include "http/json_fields.h"
+#include "server/openai/request_parse.h"
 #include "server/openai/responses_tools.h"
 #include "server/structured/structured_output.h"
 
@@ -27,30 +28,18 @@ bool Present(const Json& body, const char* key) {
 // One input item's text: a string, or input_text / output_text parts joined by "\n".
 std::optional<ApiError> ItemContent(const Json& content, const std::string& param,
                                     std::string* out) {
-  if (content.is_string()) {
-    *out = content.get<std::string>();
-    return std::nullopt;
-  }
-  if (!content.is_array())
-    return BadRequest("'" + param + "' must be a string or an array of content parts", param);
-  std::string text;
-  for (size_t i = 0; i < content.size(); ++i) {
-    const Json& part = content[i];
-    const std::string pp = param + "[" + std::to_string(i) + "]";
-    const Json type = part.is_object() ? part.value("type", Json()) : Json();
-    if (type != "input_text" && type != "output_text" && type != "text") {
-      return BadRequest(
-          "'" + pp + ".type' must be input_text or output_text (this server takes text only)",
-          pp + ".type");
-    }
-    auto t = part.find("text");
-    if (t == part.end() || !t->is_string())
-      return BadRequest("'" + pp + ".text' must be a string", pp + ".text");
-    if (i > 0) text += "\n";
-    text += t->get<std::string>();
-  }
-  *out = std::move(text);
-  return std::nullopt;
+  return ReadTextContent(
+      content, param, "",
+      [](const Json& part, const std::string& pp) {
+        const Json type = part.is_object() ? part.value("type", Json()) : Json();
+        if (type != "input_text" && type != "output_text" && type != "text") {
+          return std::optional(BadRequest(
+              "'" + pp + ".type' must be input_text or output_text (this server takes text only)",
+              pp + ".type"));
+        }
+        return std::optional<ApiError>();
+      },
+      out);
 }
 
 // A message item -> one chat message.

@@ -99,9 +99,8 @@ CLI::App* AddDriftCommand(CLI::App& app, int* exit_code) {
       "Capture greedy top-k logprobs over a fixed prompt set and compare them with a baseline "
       "file or a second endpoint: top-1 agreement, total variation and KL on the shared support, "
       "first divergence. Exit code: 0 within --threshold (or capture only), 1 over it, 2 error.");
-  cmd->add_option("--endpoint", a->endpoint, "Base URL of the endpoint to measure (required)");
-  cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
-  cmd->add_option("-m,--model", a->model, "Model name to send (required)");
+  AddEndpointArgs(cmd, a.get(), "Base URL of the endpoint to measure (required)",
+                  "Model name to send (required)", "Requests in flight while capturing");
   cmd->add_option(
       "--prompts", a->prompts,
       "Prompt set: JSONL {\"id\", \"prompt\"} or one plain-text prompt per line (required)");
@@ -119,10 +118,6 @@ CLI::App* AddDriftCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-tokens", a->max_tokens, "Greedy tokens per prompt")->capture_default_str();
   cmd->add_option("--threshold", a->threshold,
                   "Fail (exit 1) when max(1 - top-1 agreement, mean TV) exceeds this")
-      ->capture_default_str();
-  cmd->add_option("-c,--concurrency", a->concurrency, "Requests in flight while capturing")
-      ->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")
       ->capture_default_str();
   AddDriftWatchCommands(cmd, exit_code);
   cmd->callback([a, exit_code, cmd] {

@@ -141,10 +141,11 @@ void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
                             "greedy token the baseline always chose "
                             "left, or a top-1 logprob shift (exact permutation test, --alpha). "
                             "Exit 1 when a round was flagged.");
-  watch->add_option("--endpoint", w->endpoint, "Base URL of the endpoint")->required();
-  watch->add_option("--api-key", w->api_key,
-                    "Bearer API key (default: $OPENAI_API_KEY; never recorded)");
-  watch->add_option("-m,--model", w->model, "Model name to send")->required();
+  EndpointFlags flags = AddEndpointFlags(
+      watch, &w->endpoint, &w->api_key, &w->model, "Base URL of the endpoint", "Model name to send",
+      "Bearer API key (default: $OPENAI_API_KEY; never recorded)");
+  flags.endpoint->required();
+  flags.model->required();
   watch
       ->add_option("--canary", w->canary,
                    "Prompt set: JSONL {\"id\", \"prompt\"} or one prompt per line")

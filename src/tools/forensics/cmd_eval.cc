@@ -111,9 +111,8 @@ CLI::App* AddEvalCommand(CLI::App& app, int* exit_code) {
       "Run every dataset item several times against an OpenAI-compatible endpoint: per-item "
       "pass rates, mean with 95% confidence intervals, flaky items; writes DIR/results.json and "
       "DIR/report.html. `stet eval compare A.json B.json` compares two runs.");
-  cmd->add_option("--endpoint", a->endpoint, "Base URL, e.g. http://127.0.0.1:8080");
-  cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
-  cmd->add_option("-m,--model", a->model, "Model name to send");
+  AddEndpointArgs(cmd, a.get(), "Base URL, e.g. http://127.0.0.1:8080", "Model name to send",
+                  "Requests in flight");
   cmd->add_option(
       "--dataset", a->dataset,
       "JSONL: {\"id\", \"prompt\" or \"messages\", \"expected\"[, \"metric\", \"max_tokens\"]}");
@@ -121,7 +120,6 @@ CLI::App* AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--metric", a->metric,
                   "exact | contains | regex | json (per-item \"metric\" overrides)")
       ->capture_default_str();
-  cmd->add_option("-c,--concurrency", a->concurrency, "Requests in flight")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "Sampling temperature")->capture_default_str();
   cmd->add_option("--seed-policy", a->seed_policy,
                   "fixed: --seed every run; per-repeat: --seed + repeat index; none: send no seed")
@@ -134,8 +132,6 @@ CLI::App* AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--bootstrap", a->bootstrap, "Bootstrap resamples")->capture_default_str();
   cmd->add_option("--bootstrap-seed", a->bootstrap_seed,
                   "Bootstrap seed (reports are reproducible)")
-      ->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")
       ->capture_default_str();
 
   CLI::App* compare = cmd->add_subcommand(

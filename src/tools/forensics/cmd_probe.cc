@@ -86,11 +86,12 @@ CLI::App* AddProbeCommand(CLI::App& app, int* exit_code) {
       "server batches) and report distinct outputs, where they fork and how near the tie was. "
       "Works with any OpenAI-compatible endpoint. Exit code: 0 deterministic, 1 divergence "
       "found (in the text, or in any logprob bit when the endpoint gives logprobs), 2 error.");
-  cmd->add_option("--endpoint", a->endpoint,
-                  "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)")
-      ->required();
-  cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
-  cmd->add_option("-m,--model", a->model, "Model name to send")->required();
+  EndpointFlags flags = AddEndpointFlags(cmd, &a->endpoint, &a->api_key, &a->model,
+                                         "Base URL, e.g. http://127.0.0.1:8080 (with or without "
+                                         "/v1)",
+                                         "Model name to send");
+  flags.endpoint->required();
+  flags.model->required();
   auto* prompt = cmd->add_option("-p,--prompt", a->prompt, "Prompt text: uses /v1/completions");
   auto* messages = cmd->add_option("--messages", a->messages_file,
                                    "JSON file with chat messages: uses /v1/chat/completions");

@@ -148,15 +148,18 @@ CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
       cmd->add_option("--id", a->id, "Replay only the record with this id (the response id)");
   cmd->add_option("--since", a->since, "Replay records received at or after this ISO 8601 time")
       ->excludes(id);
-  auto* endpoint = cmd->add_option("--endpoint", a->endpoint,
-                                   "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)");
+  EndpointFlags flags = AddEndpointArgs(
+      cmd, a.get(), "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)",
+      "Model name to send instead of the recorded one; with --against stet, the GGUF file to "
+      "answer with",
+      "Requests in flight");
   cmd->add_option("--against", a->against,
                   "'stet': answer with this machine's stet engine on the GGUF file (or pulled "
                   "name) given by -m "
                   "(default: the setup model), started in-process as `stet serve` would be, "
                   "instead of an endpoint: what would this model have said")
       ->check(CLI::IsMember({"stet"}))
-      ->excludes(endpoint);
+      ->excludes(flags.endpoint);
   cmd->add_option("--clock", a->clock,
                   "Proxy stores: 'recorded' pins each request's recorded instant as "
                   "metadata.stet_clock (what stet's chat templates read as now); "
@@ -167,19 +170,12 @@ CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"none", "recorded", "recorded-note"}))
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "With --against stet: threads (default: all cores)");
-  cmd->add_option("--api-key", a->api_key, "Bearer API key (default: $OPENAI_API_KEY)");
-  cmd->add_option("-m,--model", a->model,
-                  "Model name to send instead of the recorded one; with --against stet, the GGUF "
-                  "file to answer with");
   cmd->add_flag(
       "--allow-fingerprint-change", a->allow_fingerprint_change,
       "Replay even when the endpoint's system_fingerprint differs, and report the divergences");
   cmd->add_flag("--logprobs", a->logprobs,
                 "Ask for logprobs on every request (compared bit for bit) even where the recorded "
                 "request did not");
-  cmd->add_option("-c,--concurrency", a->concurrency, "Requests in flight")->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Per-request timeout in seconds")
-      ->capture_default_str();
   cmd->add_option("--json", a->json_out, "Write every outcome as JSON");
   cmd->callback([a, exit_code] { *exit_code = RunReplayCmd(*a); });
   return cmd;

@@ -11,6 +11,11 @@
 
 #include "base/status.h"
 
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
 namespace stet::tools {
 
 constexpr int kExitFailed = 2;
@@ -42,6 +47,20 @@ struct EndpointArgs {
     o->timeout_ms = TimeoutMs(timeout_s);
   }
 };
+
+// Declares --endpoint, --api-key and -m,--model into those strings (what the endpoint and the
+// model name mean differs per subcommand: their help); returns the two options so a
+// subcommand can require or exclude them.
+struct EndpointFlags {
+  CLI::Option* endpoint;
+  CLI::Option* model;
+};
+EndpointFlags AddEndpointFlags(CLI::App* cmd, std::string* endpoint, std::string* api_key,
+                               std::string* model, const std::string& endpoint_help,
+                               const std::string& model_help, const std::string& api_key_help = "");
+// Declares all of EndpointArgs: AddEndpointFlags, then -c,--concurrency and --timeout.
+EndpointFlags AddEndpointArgs(CLI::App* cmd, EndpointArgs* a, const std::string& endpoint_help,
+                              const std::string& model_help, const std::string& concurrency_help);
 
 // Writes make_text() to `path` when a flag named a file (make_text is not
 // called otherwise); Ok when `path` is empty.

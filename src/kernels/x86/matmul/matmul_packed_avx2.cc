@@ -22,7 +22,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
-#include "kernels/x86/packed_rows_avx2.h"
+#include "kernels/x86/matmul/packed_rows_avx2.h"
 
 namespace stet::kernels::avx2 {
 
@@ -186,9 +186,7 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8& act, int
   const int64_t nb = act.nb;
   const int half[2] = {NH == 2 ? 0 : half0, 32};
   __m256 acc[NH * RM][kLanes];
-  STET_UNROLL
-  for (int k = 0; k < NH * RM; ++k) STET_UNROLL
-  for (int l = 0; l < kLanes; ++l) acc[k][l] = _mm256_setzero_ps();
+  ZeroTile<NH, RM>(acc);
   int64_t blk[RM];
   __m256* lane[NH * RM];
   // One block per iteration (lane b % 8 indexed at run time, so the accumulators
@@ -203,14 +201,7 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8& act, int
     for (int k = 0; k < NH * RM; ++k) lane[k] = &acc[k][b % kLanes];
     OneBlock<Block, NH, RM>(p + b * stride, half, act, blk, lane);
   }
-  STET_UNROLL
-  for (int h = 0; h < NH; ++h) {
-    if (n_out <= 8 * h) break;
-    STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      StoreHalf(CombineLanes8x8(acc[h * RM + i]), y + i * ldy + 8 * h, n_out - 8 * h);
-    }
-  }
+  StoreTile<NH, RM>(acc, y, ldy, n_out);
 }
 
 // Activation rows sharing each weight load (prefill); decode is RM = 1.

@@ -23,7 +23,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
-#include "kernels/x86/packed_rows_avx2.h"
+#include "kernels/x86/matmul/packed_rows_avx2.h"
 
 namespace stet::kernels::avx2 {
 
@@ -193,9 +193,7 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, in
   const int half[2] = {NH == 2 ? 0 : half0, 32};
   const int dofs = kQ6 ? 3328 : 2048 + 256;  // f16 d [row] (q4_k: then dmin [row])
   __m256 acc[NH * RM][kLanes];
-  STET_UNROLL
-  for (int k = 0; k < NH * RM; ++k) STET_UNROLL
-  for (int l = 0; l < kLanes; ++l) acc[k][l] = _mm256_setzero_ps();
+  ZeroTile<NH, RM>(acc);
   for (int64_t b = 0; b < act.nsb; ++b) {
     const uint8_t* pb = p + b * stride;
     // The first pass over the group (first half, first activation rows)
@@ -236,14 +234,7 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, in
       }
     }
   }
-  STET_UNROLL
-  for (int h = 0; h < NH; ++h) {
-    if (n_out <= 8 * h) break;
-    STET_UNROLL
-    for (int i = 0; i < RM; ++i) {
-      StoreHalf(CombineLanes8x8(acc[h * RM + i]), y + i * ldy + 8 * h, n_out - 8 * h);
-    }
-  }
+  StoreTile<NH, RM>(acc, y, ldy, n_out);
 }
 
 constexpr int kRM = 4;  // activation rows sharing each weight load (prefill)

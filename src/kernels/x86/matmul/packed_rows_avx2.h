@@ -10,8 +10,32 @@
 
 #include "base/check.h"
 #include "kernels/internal.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx2 {
+
+// A tile's accumulators: acc[h * RM + i] holds the 8 logical lanes (each an 8-row
+// vector) of half h for activation row i. Both packed kernels start them at zero and end
+// them the same way: each half's lanes through the fixed tree into its 8 outputs per row
+// (row i at y + i * ldy), only the first n_out rows (counted from the tile's first).
+template <int NH, int RM>
+inline void ZeroTile(__m256 (*acc)[kLanes]) {
+  STET_UNROLL
+  for (int k = 0; k < NH * RM; ++k) STET_UNROLL
+  for (int l = 0; l < kLanes; ++l) acc[k][l] = _mm256_setzero_ps();
+}
+
+template <int NH, int RM>
+inline void StoreTile(const __m256 (*acc)[kLanes], float* y, int64_t ldy, int64_t n_out) {
+  STET_UNROLL
+  for (int h = 0; h < NH; ++h) {
+    if (n_out <= 8 * h) break;
+    STET_UNROLL
+    for (int i = 0; i < RM; ++i) {
+      StoreHalf(CombineLanes8x8(acc[h * RM + i]), y + i * ldy + 8 * h, n_out - 8 * h);
+    }
+  }
+}
 
 // T::Tile<NH, RM>(p, half0, i0, y, ldy, n_out): the outputs of NH halves of the
 // group at p (NH = 1: the half at byte offset half0 of each 64-byte word; NH = 2:

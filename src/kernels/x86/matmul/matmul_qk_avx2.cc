@@ -12,7 +12,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
-#include "kernels/x86/qk_rows_avx2.h"
+#include "kernels/x86/matmul/qk_rows_avx2.h"
 #include "numerics/half.h"
 
 namespace stet::kernels::avx2 {
