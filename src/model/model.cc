@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "base/cpu_features.h"
 #include "base/hash.h"
@@ -471,28 +472,32 @@ void Model::PackWeights() {
   // (transparent huge pages on request): decode streams the whole arena once per
   // token, and with 4 KiB pages every 4 KiB of it costs a TLB miss (a two-level
   // page walk in a VM). Each copy starts on a 64-byte line.
-  auto padded = [](int64_t b) { return (b + 63) / 64 * 64; };
+  std::vector<std::pair<kernels::WeightView*, int64_t>> packs;  // view, padded bytes
   int64_t total = 0;
   for (kernels::WeightView* w : views) {
-    if (kernels::PackedLayoutUsed(w->type)) total += padded(kernels::PackedBytes(*w));
+    const int64_t bytes = kernels::PackedBytes(*w);
+    if (bytes == 0 || !kernels::PackedLayoutUsed(w->type)) continue;
+    packs.emplace_back(w, (bytes + 63) / 64 * 64);
+    total += packs.back().second;
+    packed_bytes_ += bytes;
   }
   if (total == 0) return;
   constexpr int64_t kHuge = int64_t{2} << 20;
   const int64_t arena_bytes = (total + kHuge - 1) / kHuge * kHuge;
-  void* arena = std::aligned_alloc(kHuge, static_cast<size_t>(arena_bytes));
-  if (arena == nullptr) return;  // out of memory: the unpacked path still works
+  packed_arena_.reset(
+      static_cast<uint8_t*>(std::aligned_alloc(kHuge, static_cast<size_t>(arena_bytes))));
+  if (!packed_arena_) {  // out of memory: the unpacked path still works
+    packed_bytes_ = 0;
+    return;
+  }
 #ifdef MADV_HUGEPAGE
-  madvise(arena, static_cast<size_t>(arena_bytes), MADV_HUGEPAGE);  // advice: failure is fine
+  madvise(packed_arena_.get(), static_cast<size_t>(arena_bytes), MADV_HUGEPAGE);  // advice only
 #endif
-  packed_.emplace_back(static_cast<uint8_t*>(arena));
-  auto* next = static_cast<uint8_t*>(arena);
-  for (kernels::WeightView* w : views) {
-    const int64_t bytes = kernels::PackedBytes(*w);
-    if (bytes == 0 || !kernels::PackedLayoutUsed(w->type)) continue;
+  uint8_t* next = packed_arena_.get();
+  for (const auto& [w, padded] : packs) {
     kernels::PackWeights(*w, next);
     w->packed = next;
-    next += padded(bytes);
-    packed_bytes_ += bytes;
+    next += padded;
   }
 }
 

@@ -140,7 +140,7 @@ class Model {
   HParams hp_;
   Shard shard_;
   ModelWeights w_;
-  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> packed_;
+  std::unique_ptr<uint8_t, FreeDeleter> packed_arena_;  // every packed copy (PackWeights)
   int64_t weight_bytes_ = 0;
   int64_t packed_bytes_ = 0;
   // ReplaceTensor's state: the float copies of small tensors, the replaced
