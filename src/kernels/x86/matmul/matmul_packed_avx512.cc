@@ -296,7 +296,8 @@ inline void OneSuperQ6(const uint8_t* p, const ActQ8K& act, const int64_t* i, in
     bs[r] = act.bsums + (i[r] * act.nsb + b) * 16;
     isum[r] = _mm512_setzero_si512();
   }
-  const __m512i low6 = _mm512_set1_epi8(0x3f), two = _mm512_set1_epi8(0x03);
+  const __m512i low6 = _mm512_set1_epi8(0x3f), bits01 = _mm512_set1_epi8(0x03),
+                bits23 = _mm512_set1_epi8(0x0c), bits45 = _mm512_set1_epi8(0x30);
 #pragma GCC unroll 4
   for (int j = 0; j < 16; ++j) {
     const uint8_t* wp = p + 3 * j * 64;
@@ -305,9 +306,9 @@ inline void OneSuperQ6(const uint8_t* p, const ActQ8K& act, const int64_t* i, in
     const __m512i q0 = _mm512_and_si512(b0, low6), q1 = _mm512_and_si512(b1, low6);
     const __m512i q2 = _mm512_and_si512(b2, low6);
     // The fourth quant: bits 6-7 of b0, b1, b2 as its bits 0-1, 2-3, 4-5.
-    const __m512i t0 = _mm512_and_si512(_mm512_srli_epi16(b0, 6), two);
-    const __m512i t1 = _mm512_and_si512(_mm512_srli_epi16(b1, 4), _mm512_slli_epi16(two, 2));
-    const __m512i t2 = _mm512_and_si512(_mm512_srli_epi16(b2, 2), _mm512_slli_epi16(two, 4));
+    const __m512i t0 = _mm512_and_si512(_mm512_srli_epi16(b0, 6), bits01);
+    const __m512i t1 = _mm512_and_si512(_mm512_srli_epi16(b1, 4), bits23);
+    const __m512i t2 = _mm512_and_si512(_mm512_srli_epi16(b2, 2), bits45);
     const __m512i q3 = _mm512_ternarylogic_epi32(t0, t1, t2, 0xfe);  // t0 | t1 | t2
     const __m512i sc =
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3072 + 16 * j)));

@@ -63,20 +63,15 @@ void PackedRows(const T& t, const MatMulArgs& a, int64_t blocks, int64_t r0, int
   const int64_t group_bytes = blocks * PackedBlockBytes(w.type);
   const auto* packed = static_cast<const uint8_t*>(w.packed);
   STET_CHECK(r0 % 16 == 0);
-  if (a.m == 1) {
+  // m = 1 or 2: whole groups, both halves per pass.
+  auto whole_groups = [&]<int RM>() {
     for (int64_t row0 = r0; row0 < r1; row0 += 16) {
-      t.template Tile<2, 1>(packed + (row0 / 16) * group_bytes, 0, 0, a.y + row0, w.rows,
-                            r1 - row0);
+      t.template Tile<2, RM>(packed + (row0 / 16) * group_bytes, 0, 0, a.y + row0, w.rows,
+                             r1 - row0);
     }
-    return;
-  }
-  if (a.m == 2) {
-    for (int64_t row0 = r0; row0 < r1; row0 += 16) {
-      t.template Tile<2, 2>(packed + (row0 / 16) * group_bytes, 0, 0, a.y + row0, w.rows,
-                            r1 - row0);
-    }
-    return;
-  }
+  };
+  if (a.m == 1) return whole_groups.template operator()<1>();
+  if (a.m == 2) return whole_groups.template operator()<2>();
   for (int64_t row0 = r0; row0 < r1; row0 += 8) {
     const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
     HalfTiles<T, kRM>(t, packed + (row0 / 16) * group_bytes, half, 0, a.m, a.y + row0, w.rows,
