@@ -34,17 +34,15 @@ import run as benchrun  # noqa: E402  (bench/run.py: the case list and model wri
 DEFAULT_CASES = "real-q4_1,real-gemma3,135m-f16,135m-q8_0,1b-q4_k,1b-q4_k_m"
 
 
-def cpu_isas():
-    flags = ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                flags = line
-                break
-    isas = ["avx2"] if " avx2" in flags else []
-    if " avx512bw" in flags and " avx512vl" in flags:
-        isas.append("avx512")
-    return isas
+def stet_isas(stet, model, env):
+    """The forced paths to compare: AVX2, and AVX-512 where stet itself would use it (its own
+    CPU check, `best_isa` in `stet bench --json`: F/DQ/BW/VL and VNNI, saved by the OS)."""
+    out = subprocess.run([stet, "bench", "-m", model, "-p", "1", "-n", "0", "-r", "1", "--json"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"paths: stet bench failed:\n{out.stderr[-2000:]}")
+    best = json.loads(out.stdout)["best_isa"]
+    return {"avx512": ["avx2", "avx512"], "avx2": ["avx2"]}.get(best, [])
 
 
 def one_run(stet, model, isa, args, env):
@@ -120,9 +118,6 @@ def main():
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
     args = ap.parse_args()
     stet = benchrun.find_stet(args.stet)
-    isas = cpu_isas()
-    if not isas:
-        raise SystemExit("paths: this CPU has no AVX2: only one path (scalar), nothing to choose")
     by_id = {c["id"]: c for c in benchrun.CASES}
     unknown = [c for c in args.cases.split(",") if c not in by_id]
     if unknown:
@@ -130,13 +125,18 @@ def main():
     plan_dir = tempfile.mkdtemp(prefix="stet-plans-")
     env = dict(os.environ, STET_KERNEL_CACHE=plan_dir)
     env.pop("STET_KERNEL_PLAN", None)
-    results = []
+    results, isas = [], None
     try:
         for cid in args.cases.split(","):
             case = by_id[cid]
             model = benchrun.ensure_model(stet, case, args.models_dir, args.threads)
             if model is None or not os.path.exists(model):
                 raise SystemExit(f"paths: no model for {cid} (scripts/setup fetches the real ones)")
+            if isas is None:
+                isas = stet_isas(stet, model, env)
+                if not isas:
+                    raise SystemExit("paths: stet runs one x86 path here (no AVX2): "
+                                     "nothing for auto to choose")
             results.append(measure_case(case, model, stet, isas, args, env))
     finally:
         shutil.rmtree(plan_dir, ignore_errors=True)
