@@ -217,7 +217,9 @@ TEST(WireFormat, ResponsesStreamEndsWithTheBody) {
     const wire::Answer whole = wire::ReadAnswer(w.body, wire::ApiKind::kResponses);
     EXPECT_EQ(whole.status, tools ? "completed" : "incomplete");
     EXPECT_EQ(whole.choices[0].tool_calls.size(), tools ? 1u : 0u);
-    if (!tools) EXPECT_EQ(deltas, whole.choices[0].text);
+    if (!tools) {
+      EXPECT_EQ(deltas, whole.choices[0].text);
+    }
   }
 }
 
