@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "base/check.h"
 
@@ -24,11 +26,15 @@ constexpr int kYieldPolls = 20000;
 // pieces, few enough that claiming stays cheap (claims hit the thread's own
 // cache line unless someone steals).
 constexpr int64_t kChunksPerThread = 8;
-// Straggler detection (ParallelFor): a wait this much longer than the job's own
-// work, and how many jobs then run on the caller alone (doubling up to kSoloMax).
+// Straggler: the caller waited this much longer than the job's own work for a
+// piece another thread held.
 constexpr std::chrono::microseconds kStraggle{100};
-constexpr int kSoloMin = 64;
-constexpr int kSoloMax = 8192;
+
+// The run-queue wait of whichever thread calls ParallelFor.
+const RunDelay& CallerDelay() {
+  thread_local RunDelay delay = RunDelay::ForThisThread();
+  return delay;
+}
 
 inline uint64_t Gen(uint64_t w) { return w >> 32; }
 inline int64_t Next(uint64_t w) { return static_cast<int64_t>((w >> 16) & 0xffff); }
@@ -50,8 +56,13 @@ void PartitionRange(int64_t n, int64_t grain, int t, int n_threads, int64_t* beg
 }
 
 ThreadPool::ThreadPool(int n_threads)
-    : n_threads_(n_threads < 1 ? 1 : n_threads), shares_(static_cast<size_t>(n_threads_)) {
+    : n_threads_(n_threads < 1 ? 1 : n_threads),
+      shares_(static_cast<size_t>(n_threads_)),
+      delays_(static_cast<size_t>(n_threads_)),
+      width_(n_threads_),
+      active_(n_threads_) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  while (ready_.load(std::memory_order_acquire) < n_threads_ - 1) std::this_thread::yield();
 }
 
 ThreadPool::~ThreadPool() {
@@ -95,15 +106,17 @@ void ThreadPool::Drain(uint64_t gen, int thread) {
 }
 
 void ThreadPool::WorkerLoop(int index) {
+  delays_[index] = RunDelay::ForThisThread();
+  ready_.fetch_add(1, std::memory_order_release);
   uint64_t seen = 0;
   for (;;) {
     int polls = 0;
     uint64_t gen;
     while ((gen = gen_.load(std::memory_order_acquire)) == seen) {
       ++polls;
-      // While the caller runs jobs alone (a busy machine), a polling worker
-      // would only take CPU time from it: sleep until the next parallel job.
-      const bool parked = park_.load(std::memory_order_relaxed);
+      // A worker left out while the machine is busy would only take CPU time
+      // from those that run: it sleeps until a job wakes it.
+      const bool parked = index >= active_.load(std::memory_order_relaxed);
       if (polls < kPausePolls && !parked) {
         STET_PAUSE();
       } else if (polls < kPausePolls + kYieldPolls && !parked) {
@@ -118,7 +131,7 @@ void ThreadPool::WorkerLoop(int index) {
     }
     seen = gen;
     if (stop_.load()) return;
-    Drain(gen, index);
+    if (index < active_.load(std::memory_order_relaxed)) Drain(gen, index);
   }
 }
 
@@ -131,14 +144,17 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n, 0);
     return;
   }
-  if (solo_left_ > 0) {  // recent jobs waited on descheduled workers: run alone for a while
-    --solo_left_;
+  using Clock = WidthPolicy::Clock;
+  const auto t_start = Clock::now();
+  const auto delays = [this] { return RunDelaySum(); };
+  width_.Tick(t_start, delays, &CallerDelay());
+  const int active = width_.active();
+  active_.store(active, std::memory_order_relaxed);
+  if (active == 1) {
     fn(0, n, 0);
     return;
   }
-  park_.store(false, std::memory_order_relaxed);
-  const auto t_start = std::chrono::steady_clock::now();
-  const int64_t target = std::min<int64_t>(kChunksPerThread * n_threads_, kMaxChunks);
+  const int64_t target = std::min<int64_t>(kChunksPerThread * active, kMaxChunks);
   chunk_ = (n_grains + target - 1) / target * grain;
   n_ = n;
   fn_ = &fn;
@@ -148,8 +164,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   // sees the shares and the fields above).
   const uint64_t gen = gen_.load(std::memory_order_relaxed) + 1;
   for (int t = 0; t < n_threads_; ++t) {
-    int64_t b, e;
-    PartitionRange(n_chunks_, 1, t, n_threads_, &b, &e);
+    int64_t b = 0, e = 0;
+    if (t < active) PartitionRange(n_chunks_, 1, t, active, &b, &e);
     shares_[t].word.store(Word(gen, b, e), std::memory_order_relaxed);
   }
   gen_.store(gen, std::memory_order_seq_cst);
@@ -159,11 +175,10 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
   Drain(gen, 0);
   if (done_.load(std::memory_order_acquire) == n_chunks_) {
-    solo_backoff_ = kSoloMin;
     fn_ = nullptr;
     return;
   }
-  const auto t_drained = std::chrono::steady_clock::now();
+  const auto t_drained = Clock::now();
   for (int polls = 0; done_.load(std::memory_order_acquire) != n_chunks_; ++polls) {
     if (polls < kPausePolls) {
       STET_PAUSE();
@@ -173,18 +188,23 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
   fn_ = nullptr;
   // A worker still holding a chunk long after the caller ran out of work was
-  // (almost always) descheduled: the core is busy with another process. Waiting
-  // for it costs more than the help it gives, so the next jobs run on the
-  // caller alone (a count that doubles while it keeps happening), then try
-  // again. Which thread computes what never changes a bit.
-  const auto t_end = std::chrono::steady_clock::now();
+  // (almost always) descheduled: the core is busy with another process, and
+  // waiting for it costs more than the help it gives.
+  const auto t_end = Clock::now();
   if (t_end - t_drained > 4 * (t_drained - t_start) + kStraggle) {
-    solo_left_ = solo_backoff_;
-    solo_backoff_ = std::min(2 * solo_backoff_, kSoloMax);
-    park_.store(true, std::memory_order_relaxed);
-  } else {
-    solo_backoff_ = kSoloMin;
+    width_.Stalled(t_end, delays, &CallerDelay());
   }
+}
+
+int64_t ThreadPool::RunDelaySum() const {
+  int64_t sum = CallerDelay().Nanos();
+  if (sum < 0) return -1;
+  for (int i = 1; i < n_threads_; ++i) {
+    const int64_t d = delays_[i].Nanos();
+    if (d < 0) return -1;
+    sum += d;
+  }
+  return sum;
 }
 
 }  // namespace stet

@@ -8,9 +8,11 @@
 // the call returns when all chunks are done. A thread that is not running —
 // the core is busy with another process — has its share taken by the others,
 // so the call never waits for it to wake up.
-// And when jobs keep waiting for a worker that was descheduled while holding a
-// chunk, the pool runs the next jobs on the caller alone for a while, so more
-// threads than free cores degrades to one thread's speed, not far below it.
+// On a busy machine (more runnable threads than cores) spinning workers take
+// cores from the caller, and a worker descheduled while it holds a chunk stalls
+// the job: the pool measures both (its threads' run-queue wait; stalled jobs)
+// and runs on fewer threads for a while, so more threads than free cores
+// degrades to the free cores' speed, not below it.
 #pragma once
 
 #include <atomic>
@@ -21,6 +23,8 @@
 #include <vector>
 
 #include "base/function_ref.h"
+#include "base/run_delay.h"
+#include "base/width_policy.h"
 
 namespace stet {
 
@@ -32,6 +36,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  // How many threads take part in the next job (fewer than size() while the
+  // machine is busy; see WidthPolicy).
+  int active() const { return active_.load(std::memory_order_relaxed); }
 
   // Splits [0, n) into chunks that are multiples of `grain` (the last one may be
   // shorter) and runs fn(begin, end, thread) for each, in any order, on any
@@ -58,6 +65,9 @@ class ThreadPool {
   };
   static constexpr int64_t kMaxChunks = 0xffff;
   void WorkerLoop(int index);
+  // The run-queue wait of the calling thread and every worker (sleeping
+  // workers add none), in ns, or -1 where the kernel does not say.
+  int64_t RunDelaySum() const;
   // Runs chunks of job `gen`: the thread's own share first, then steals.
   void Drain(uint64_t gen, int thread);
   bool Claim(Share& share, uint64_t gen, bool from_back, int64_t* chunk);
@@ -68,11 +78,13 @@ class ThreadPool {
   // The running job, valid while any chunk of it is claimed but not done.
   const FunctionRef<void(int64_t, int64_t, int)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 0, n_chunks_ = 0;
-  int solo_left_ = 0, solo_backoff_ = 64;  // caller-only jobs (straggler back-off)
+  std::vector<RunDelay> delays_;  // per worker (index 0 unused: the caller's is thread-local)
+  WidthPolicy width_;             // caller side: how many threads take part
+  std::atomic<int> ready_{0};     // workers that have opened their RunDelay
+  alignas(64) std::atomic<int> active_{1};  // threads taking part; workers >= it sleep
   alignas(64) std::atomic<uint64_t> gen_{0};
   alignas(64) std::atomic<int64_t> done_{0};  // chunks done, added once per thread per job
   std::atomic<int> sleepers_{0};
-  std::atomic<bool> park_{false};  // the caller runs jobs alone for now: workers sleep
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -72,6 +73,36 @@ TEST(ThreadPool, AStalledThreadHoldsUpOnlyItsOwnChunk) {
     ASSERT_FALSE(timed_out.load()) << "rep " << rep;
     ASSERT_EQ(finished.load(), n);
   }
+}
+
+// More runnable threads than cores (one spinning hog per core beside the
+// pool): the pool notices its threads waiting for cores, or its jobs stalling,
+// and runs on fewer threads (WidthPolicy; its own tests pin the rules).
+TEST(ThreadPool, ABusyMachineNarrowsThePool) {
+  ThreadPool pool(2);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < cores; ++i) {
+    hogs.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  std::atomic<int64_t> sink{0};
+  bool narrowed = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!narrowed && std::chrono::steady_clock::now() < deadline) {
+    pool.ParallelFor(64, 1, [&](int64_t b, int64_t e) {
+      int64_t x = 0;
+      for (int64_t i = b * 1000; i < e * 1000; ++i) x += i ^ (x >> 3);
+      sink += x;
+    });
+    narrowed = pool.active() < pool.size();
+  }
+  stop = true;
+  for (auto& h : hogs) h.join();
+  EXPECT_TRUE(narrowed) << "two pool threads beside " << cores << " spinning hogs kept both";
 }
 
 TEST(ThreadPool, PartitionIsGrainAligned) {
