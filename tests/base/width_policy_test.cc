@@ -28,8 +28,8 @@ struct Sim {
   void Run(milliseconds for_how_long, double busy_share, microseconds step = microseconds(50)) {
     const Clock::time_point end = now + for_how_long;
     while (now < end) {
-      p.Tick(now, [&] { return kernel_says ? static_cast<int64_t>(delay_ns) : int64_t{-1}; },
-             caller);
+      p.Tick(
+          now, [&] { return kernel_says ? static_cast<int64_t>(delay_ns) : int64_t{-1}; }, caller);
       now += step;
       delay_ns += busy_share * p.active() * std::chrono::duration<double, std::nano>(step).count();
     }
@@ -79,7 +79,8 @@ TEST(WidthPolicy, BackoffDoublesWhileBusyAndResetsWhenFree) {
 
 TEST(WidthPolicy, AStallIsHeldBrieflyThenProbed) {
   Sim s(2);
-  s.p.Stalled(s.now, [] { return int64_t{0}; }, s.caller);
+  s.p.Stalled(
+      s.now, [] { return int64_t{0}; }, s.caller);
   EXPECT_EQ(s.p.active(), 1);
   s.Run(WidthPolicy::kBriefHold + milliseconds(1), 0.0);
   EXPECT_EQ(s.p.active(), 2);
