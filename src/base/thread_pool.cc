@@ -146,7 +146,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
   using Clock = WidthPolicy::Clock;
   const auto t_start = Clock::now();
-  const auto delays = [this] { return RunDelaySum(); };
+  const auto delays = [this] { return RunDelayNanos(); };
   width_.Tick(t_start, delays, &CallerDelay());
   const int active = width_.active();
   active_.store(active, std::memory_order_relaxed);
@@ -196,7 +196,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
 }
 
-int64_t ThreadPool::RunDelaySum() const {
+int64_t ThreadPool::RunDelayNanos() const {
   int64_t sum = CallerDelay().Nanos();
   if (sum < 0) return -1;
   for (int i = 1; i < n_threads_; ++i) {

@@ -39,6 +39,10 @@ class ThreadPool {
   // How many threads take part in the next job (fewer than size() while the
   // machine is busy; see WidthPolicy).
   int active() const { return active_.load(std::memory_order_relaxed); }
+  // The run-queue wait of the calling thread and every worker (sleeping
+  // workers add none), in ns, or -1 where the kernel does not say: how long
+  // this pool's threads have waited for a core since they started.
+  int64_t RunDelayNanos() const;
 
   // Splits [0, n) into chunks that are multiples of `grain` (the last one may be
   // shorter) and runs fn(begin, end, thread) for each, in any order, on any
@@ -65,9 +69,6 @@ class ThreadPool {
   };
   static constexpr int64_t kMaxChunks = 0xffff;
   void WorkerLoop(int index);
-  // The run-queue wait of the calling thread and every worker (sleeping
-  // workers add none), in ns, or -1 where the kernel does not say.
-  int64_t RunDelaySum() const;
   // Runs chunks of job `gen`: the thread's own share first, then steals.
   void Drain(uint64_t gen, int thread);
   bool Claim(Share& share, uint64_t gen, bool from_back, int64_t* chunk);

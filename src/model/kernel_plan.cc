@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -62,6 +63,18 @@ bool ReadPlan(const std::string& path, kernels::MatMulPlan* plan) {
   if (!parsed.ok() || parsed->empty()) return false;
   *plan = *parsed;
   return true;
+}
+
+// The share of the pool's thread time since (t0, waited0) spent waiting for a
+// core, or 0 where the kernel does not say.
+constexpr double kBusyTuning = 0.1;
+double BusyShare(const ThreadPool& pool, std::chrono::steady_clock::time_point t0,
+                 int64_t waited0) {
+  const int64_t waited = pool.RunDelayNanos();
+  if (waited0 < 0 || waited < waited0) return 0;
+  const double wall =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  return wall > 0 ? static_cast<double>(waited - waited0) / (wall * pool.size()) : 0;
 }
 
 // Written to a temporary file and renamed: concurrent loads never read half a plan.
@@ -136,15 +149,27 @@ std::string Model::TuneKernelsOnce(int n_threads) {
   ThreadPool pool(n_threads < 1 ? 1 : n_threads);
   kernels::TuneOptions o;
   o.pool = &pool;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t waited0 = pool.RunDelayNanos();
   const kernels::TuneResult r = kernels::TuneMatMulPlan(mats, o);
   SetKernelPlan(r.plan);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.0f", r.ms);
+  // A plan measured while other processes held the cores times the machine's
+  // load, not the kernels: use it now, but measure again at the next load
+  // rather than keep it for good.
+  const double busy = BusyShare(pool, t0, waited0);
+  if (busy > kBusyTuning) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.0f%%", 100 * busy);
+    return "kernel plan: measured in " + std::string(ms) + " ms on a busy machine (its threads " +
+           "waited " + pct + " of the time for a core): used, not cached";
+  }
   std::string text = "# stet kernel plan, measured on " + CpuModelName() + " with " +
                      std::to_string(n_threads) + " threads (fastest pass, us):\n";
   std::istringstream lines(kernels::DescribeTuning(r));
   for (std::string line; std::getline(lines, line);) text += "# " + line + "\n";
   WritePlan(path, text + r.plan.ToString());
-  char ms[32];
-  std::snprintf(ms, sizeof ms, "%.0f", r.ms);
   return "kernel plan: measured in " + std::string(ms) + " ms (" + path + ")";
 }
 
