@@ -90,6 +90,15 @@ Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const st
   return c;
 }
 
+CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
+                     const std::string& help, std::function<int()> run) {
+  CLI::App* cmd = parent.add_subcommand(name, help);
+  cmd->callback([cmd, exit_code, run = std::move(run)] {
+    if (cmd->get_subcommands().empty()) *exit_code = run();
+  });
+  return cmd;
+}
+
 void AddModelOption(CLI::App* cmd, std::string* model, const char* help) {
   *model = DefaultModelPath();
   cmd->add_option("-m,--model", *model, help)->capture_default_str();

@@ -3,6 +3,7 @@
 // progress on stderr, and turning a Status into a message and exit code.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,23 @@ struct NumericsChoice {
   DType kv_type = DType::kF16;
 };
 Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const std::string& kv);
+// The wiring every subcommand shares: declares `name` under `parent` and, when the command
+// line picks it and none of its own subcommands took over, sets *exit_code to run() once
+// CLI11 has filled the options. Each command then states only its own options.
+CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
+                     const std::string& help, std::function<int()> run);
+
+// The same for a command whose options fill one Args: declare(cmd, &args) states its
+// options, and run(args) gives the exit code.
+template <typename Args, typename Run>
+CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
+                     const std::string& help, void (*declare)(CLI::App*, Args*), Run run) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = AddCommand(parent, exit_code, name, help, [args, run] { return run(*args); });
+  declare(cmd, args.get());
+  return cmd;
+}
+
 // Declares -m,--model into *model, its default DefaultModelPath() (shown in --help): every
 // subcommand that loads the setup model when none is named.
 void AddModelOption(CLI::App* cmd, std::string* model,

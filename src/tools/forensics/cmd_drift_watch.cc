@@ -127,20 +127,7 @@ void TestOptions(CLI::App* cmd, WatchArgs& a) {
   cmd->add_option("--json", a.json, "Write the analysis as JSON");
 }
 
-}  // namespace
-
-void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
-  auto w = std::make_shared<WatchArgs>();
-  CLI::App* watch =
-      drift->add_subcommand("watch",
-                            "Canary drift monitoring: every --every, send the --canary prompt set "
-                            "greedily with logprobs (--repeats runs; "
-                            "the first round --baseline-runs), record every exchange in --store "
-                            "(kind canary), and test the round "
-                            "against the baseline: new system_fingerprint or answered model, a "
-                            "greedy token the baseline always chose "
-                            "left, or a top-1 logprob shift (exact permutation test, --alpha). "
-                            "Exit 1 when a round was flagged.");
+void WatchOptions(CLI::App* watch, WatchArgs* w) {
   EndpointFlags flags = AddEndpointFlags(
       watch, &w->endpoint, &w->api_key, &w->model, "Base URL of the endpoint", "Model name to send",
       "Bearer API key (default: $OPENAI_API_KEY; never recorded)");
@@ -172,19 +159,34 @@ void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
   watch->add_option("--timeout", w->timeout_s, "Seconds to wait for an answer")
       ->capture_default_str();
   TestOptions(watch, *w);
-  watch->callback([w, exit_code] { *exit_code = RunWatch(*w); });
+}
 
-  auto r = std::make_shared<WatchArgs>();
-  CLI::App* report = drift->add_subcommand(
-      "report",
-      "Recompute the canary test over every round stored in STORE and print a table; --html plots "
-      "the "
-      "p-value and the top-1 logprob shift over time. Exit 1 when a round is flagged.");
+void ReportOptions(CLI::App* report, WatchArgs* r) {
   report->add_option("store", r->store, "Exchange store (SQLite file or postgresql:// URL)")
       ->required();
   report->add_option("--set", r->set, "Canary set id (default: the latest canary's)");
   TestOptions(report, *r);
-  report->callback([r, exit_code] { *exit_code = RunReport(*r); });
+}
+
+}  // namespace
+
+void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
+  AddCommand(*drift, exit_code, "watch",
+             "Canary drift monitoring: every --every, send the --canary prompt set "
+             "greedily with logprobs (--repeats runs; "
+             "the first round --baseline-runs), record every exchange in --store "
+             "(kind canary), and test the round "
+             "against the baseline: new system_fingerprint or answered model, a "
+             "greedy token the baseline always chose "
+             "left, or a top-1 logprob shift (exact permutation test, --alpha). "
+             "Exit 1 when a round was flagged.",
+             WatchOptions, RunWatch);
+  AddCommand(
+      *drift, exit_code, "report",
+      "Recompute the canary test over every round stored in STORE and print a table; --html plots "
+      "the "
+      "p-value and the top-1 logprob shift over time. Exit 1 when a round is flagged.",
+      ReportOptions, RunReport);
 }
 
 }  // namespace stet::tools
