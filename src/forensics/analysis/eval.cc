@@ -276,12 +276,13 @@ Result<json> RunEval(const EvalOptions& o, const std::vector<EvalItem>& items) {
   json doc;
   doc["tool"] = "stet eval";
   doc["schema"] = 1;
-  json run;
-  run["model"] = o.model;
-  run["endpoint"] = o.endpoint;
-  run["timestamp"] = timestamp;
-  run["concurrency"] = o.concurrency;
-  run["seed_policy"] = SeedPolicyName(o.seed_policy);
+  // What shaped every score: the run states it once and each result carries it again.
+  const json context = {{"model", o.model},
+                        {"endpoint", o.endpoint},
+                        {"timestamp", timestamp},
+                        {"concurrency", o.concurrency},
+                        {"seed_policy", SeedPolicyName(o.seed_policy)}};
+  json run = context;
   run["base_seed"] = o.seed_policy == SeedPolicy::kNone ? json() : json(o.seed);
   run["temperature"] = o.temperature;
   run["max_tokens"] = o.max_tokens;
@@ -312,12 +313,7 @@ Result<json> RunEval(const EvalOptions& o, const std::vector<EvalItem>& items) {
         jr["fingerprint"] = rec.fingerprint;
         jr["seconds"] = rec.seconds;
       }
-      // Every score carries what shaped it.
-      jr["concurrency"] = o.concurrency;
-      jr["seed_policy"] = SeedPolicyName(o.seed_policy);
-      jr["model"] = o.model;
-      jr["endpoint"] = o.endpoint;
-      jr["timestamp"] = timestamp;
+      jr.update(context);
       results.push_back(jr);
     }
     ji["results"] = results;
