@@ -51,6 +51,16 @@ struct BenchArgs {
 };
 
 void BenchOptions(CLI::App* cmd, BenchArgs* a) {
+  cmd->description(
+      "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
+      "KV each rep); tgN = N single-token decode steps from an empty cache (or after "
+      "--tg-prompt tokens); with --batch B > 1, tgNxB = B sequences decoding N tokens each, "
+      "one forward call of B tokens per step (aggregate tokens/s); with -d D, every test runs "
+      "after D untimed context tokens (ppN@dD, tgN@dD, as llama-bench -d); with --spec-k K, "
+      "tgNvK = N speculative verification steps of K+1 rows each (t/s counts steps: the "
+      "decode speed if every draft were rejected). The KV cache is "
+      "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
+      "comma-separated (-p 128,512).");
   AddModelOption(cmd, &a->model, "GGUF model file");
   // The test lists: comma-separated (-p 128,512), their defaults shown.
   auto list = [cmd](const char* flags, std::vector<int>* values, const char* help) {
@@ -588,18 +598,7 @@ int RunBench(const BenchArgs& a) {
 }  // namespace
 
 CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(
-      app, exit_code, "bench",
-      "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
-      "KV each rep); tgN = N single-token decode steps from an empty cache (or after "
-      "--tg-prompt tokens); with --batch B > 1, tgNxB = B sequences decoding N tokens each, "
-      "one forward call of B tokens per step (aggregate tokens/s); with -d D, every test runs "
-      "after D untimed context tokens (ppN@dD, tgN@dD, as llama-bench -d); with --spec-k K, "
-      "tgNvK = N speculative verification steps of K+1 rows each (t/s counts steps: the "
-      "decode speed if every draft were rejected). The KV cache is "
-      "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
-      "comma-separated (-p 128,512).",
-      BenchOptions, RunBench);
+  return AddCommand(app, exit_code, "bench", BenchOptions, RunBench);
 }
 
 }  // namespace stet::tools

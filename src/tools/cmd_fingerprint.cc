@@ -20,6 +20,9 @@ struct FingerprintArgs {
 };
 
 void FingerprintOptions(CLI::App* cmd, FingerprintArgs* a) {
+  cmd->description(
+      "Print the system_fingerprint that `stet serve` reports for this model and settings: "
+      "equal fingerprints and equal requests give equal bytes");
   AddModelOption(cmd, &a->model);
   AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_flag("-v,--verbose", a->verbose, "Also print what the fingerprint hashes");
@@ -44,13 +47,7 @@ int RunFingerprint(const FingerprintArgs& a) {
 }  // namespace
 
 CLI::App* AddFingerprintCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(
-      app, exit_code, "fingerprint",
-      "Print the system_fingerprint that `stet serve` reports for this model and settings: "
-      "equal fingerprints and equal requests give equal bytes",
-      FingerprintOptions, [](FingerprintArgs& f) {
-        return ResolveModelsOrReport(&f.model) ? RunFingerprint(f) : kExitError;
-      });
+  return AddCommand(app, exit_code, "fingerprint", FingerprintOptions, WithModels(RunFingerprint));
 }
 
 }  // namespace stet::tools

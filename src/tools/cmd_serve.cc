@@ -75,6 +75,9 @@ struct ServeArgs {
 };
 
 void ServeOptions(CLI::App* cmd, ServeArgs* a) {
+  cmd->description(
+      "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
+      "/v1/models, /health, /metrics. See docs/api.md.");
   AddModelOption(cmd, &a->model);
   cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
@@ -471,13 +474,7 @@ int RunServe(const ServeArgs& a) {
 }  // namespace
 
 CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(
-      app, exit_code, "serve",
-      "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
-      "/v1/models, /health, /metrics. See docs/api.md.",
-      ServeOptions, [](ServeArgs& s) {
-        return ResolveModelsOrReport(&s.model, &s.draft_model) ? RunServe(s) : kExitError;
-      });
+  return AddCommand(app, exit_code, "serve", ServeOptions, WithModels(RunServe));
 }
 
 }  // namespace stet::tools

@@ -22,6 +22,7 @@ struct TokenizeArgs {
 };
 
 void TokenizeOptions(CLI::App* cmd, TokenizeArgs* args) {
+  cmd->description("Print the tokens of TEXT under a model's tokenizer");
   AddModelOption(cmd, &args->model, "GGUF model (its tokenizer is used)");
   cmd->add_option("text", args->text, "Text to tokenize");
   cmd->add_flag("--ids", args->ids, "Print only the token ids, space-separated");
@@ -70,11 +71,7 @@ int RunTokenize(const TokenizeArgs& a) {
 }  // namespace
 
 CLI::App* AddTokenizeCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(app, exit_code, "tokenize",
-                    "Print the tokens of TEXT under a model's tokenizer", TokenizeOptions,
-                    [](TokenizeArgs& t) {
-                      return ResolveModelsOrReport(&t.model) ? RunTokenize(t) : kExitError;
-                    });
+  return AddCommand(app, exit_code, "tokenize", TokenizeOptions, WithModels(RunTokenize));
 }
 
 }  // namespace stet::tools

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/model_catalog.h"
 
 namespace CLI {
 class App;
@@ -49,14 +50,25 @@ CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
                      const std::string& help, std::function<int()> run);
 
 // The same for a command whose options fill one Args: declare(cmd, &args) states its
-// options, and run(args) gives the exit code.
+// description and options, and run(args) gives the exit code.
 template <typename Args, typename Run>
 CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
-                     const std::string& help, void (*declare)(CLI::App*, Args*), Run run) {
+                     void (*declare)(CLI::App*, Args*), Run run) {
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = AddCommand(parent, exit_code, name, help, [args, run] { return run(*args); });
+  CLI::App* cmd = AddCommand(parent, exit_code, name, "", [args, run] { return run(*args); });
   declare(cmd, args.get());
   return cmd;
+}
+
+// The run of a subcommand that loads models: run(args) once ResolveModelsOrReport has
+// resolved args.model (and args.draft_model, where Args has one); else kExitError.
+template <typename Args>
+auto WithModels(int (*run)(const Args&)) {
+  return [run](Args& a) {
+    std::string* draft = nullptr;
+    if constexpr (requires { a.draft_model; }) draft = &a.draft_model;
+    return ResolveModelsOrReport(&a.model, draft) ? run(a) : kExitError;
+  };
 }
 
 // Declares -m,--model into *model, its default DefaultModelPath() (shown in --help): every

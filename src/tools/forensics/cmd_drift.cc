@@ -30,6 +30,10 @@ struct DriftArgs : EndpointArgs {
 };
 
 void DriftOptions(CLI::App* cmd, DriftArgs* a) {
+  cmd->description(
+      "Capture greedy top-k logprobs over a fixed prompt set and compare them with a baseline "
+      "file or a second endpoint: top-1 agreement, total variation and KL on the shared support, "
+      "first divergence. Exit code: 0 within --threshold (or capture only), 1 over it, 2 error.");
   AddEndpointArgs(cmd, a, "Base URL of the endpoint to measure (required)",
                   "Model name to send (required)", "Requests in flight while capturing");
   cmd->add_option(
@@ -116,12 +120,7 @@ int RunDriftCmd(const DriftArgs& a) {
 }  // namespace
 
 CLI::App* AddDriftCommand(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = AddCommand(
-      app, exit_code, "drift",
-      "Capture greedy top-k logprobs over a fixed prompt set and compare them with a baseline "
-      "file or a second endpoint: top-1 agreement, total variation and KL on the shared support, "
-      "first divergence. Exit code: 0 within --threshold (or capture only), 1 over it, 2 error.",
-      DriftOptions, RunDriftCmd);
+  CLI::App* cmd = AddCommand(app, exit_code, "drift", DriftOptions, RunDriftCmd);
   AddDriftWatchCommands(cmd, exit_code);
   return cmd;
 }

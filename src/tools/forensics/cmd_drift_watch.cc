@@ -128,6 +128,15 @@ void TestOptions(CLI::App* cmd, WatchArgs& a) {
 }
 
 void WatchOptions(CLI::App* watch, WatchArgs* w) {
+  watch->description(
+      "Canary drift monitoring: every --every, send the --canary prompt set "
+      "greedily with logprobs (--repeats runs; "
+      "the first round --baseline-runs), record every exchange in --store "
+      "(kind canary), and test the round "
+      "against the baseline: new system_fingerprint or answered model, a "
+      "greedy token the baseline always chose "
+      "left, or a top-1 logprob shift (exact permutation test, --alpha). "
+      "Exit 1 when a round was flagged.");
   EndpointFlags flags = AddEndpointFlags(
       watch, &w->endpoint, &w->api_key, &w->model, "Base URL of the endpoint", "Model name to send",
       "Bearer API key (default: $OPENAI_API_KEY; never recorded)");
@@ -162,6 +171,10 @@ void WatchOptions(CLI::App* watch, WatchArgs* w) {
 }
 
 void ReportOptions(CLI::App* report, WatchArgs* r) {
+  report->description(
+      "Recompute the canary test over every round stored in STORE and print a table; --html plots "
+      "the "
+      "p-value and the top-1 logprob shift over time. Exit 1 when a round is flagged.");
   report->add_option("store", r->store, "Exchange store (SQLite file or postgresql:// URL)")
       ->required();
   report->add_option("--set", r->set, "Canary set id (default: the latest canary's)");
@@ -171,22 +184,8 @@ void ReportOptions(CLI::App* report, WatchArgs* r) {
 }  // namespace
 
 void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
-  AddCommand(*drift, exit_code, "watch",
-             "Canary drift monitoring: every --every, send the --canary prompt set "
-             "greedily with logprobs (--repeats runs; "
-             "the first round --baseline-runs), record every exchange in --store "
-             "(kind canary), and test the round "
-             "against the baseline: new system_fingerprint or answered model, a "
-             "greedy token the baseline always chose "
-             "left, or a top-1 logprob shift (exact permutation test, --alpha). "
-             "Exit 1 when a round was flagged.",
-             WatchOptions, RunWatch);
-  AddCommand(
-      *drift, exit_code, "report",
-      "Recompute the canary test over every round stored in STORE and print a table; --html plots "
-      "the "
-      "p-value and the top-1 logprob shift over time. Exit 1 when a round is flagged.",
-      ReportOptions, RunReport);
+  AddCommand(*drift, exit_code, "watch", WatchOptions, RunWatch);
+  AddCommand(*drift, exit_code, "report", ReportOptions, RunReport);
 }
 
 }  // namespace stet::tools

@@ -36,6 +36,10 @@ struct CompareArgs {
 };
 
 void EvalOptions(CLI::App* cmd, EvalArgs* a) {
+  cmd->description(
+      "Run every dataset item several times against an OpenAI-compatible endpoint: per-item "
+      "pass rates, mean with 95% confidence intervals, flaky items; writes DIR/results.json and "
+      "DIR/report.html. `stet eval compare A.json B.json` compares two runs.");
   AddEndpointArgs(cmd, a, "Base URL, e.g. http://127.0.0.1:8080", "Model name to send",
                   "Requests in flight");
   cmd->add_option(
@@ -61,6 +65,9 @@ void EvalOptions(CLI::App* cmd, EvalArgs* a) {
 }
 
 void CompareOptions(CLI::App* compare, CompareArgs* c) {
+  compare->description(
+      "Paired comparison of two `stet eval` results files over their shared items: "
+      "B - A with a paired-bootstrap 95% CI, exact sign test and McNemar test.");
   compare->add_option("a", c->a, "Results file A (baseline)")->required();
   compare->add_option("b", c->b, "Results file B (candidate)")->required();
   compare->add_option("--json", c->json_out, "Write the comparison as JSON");
@@ -138,17 +145,9 @@ int RunCompareCmd(const CompareArgs& c) {
 }  // namespace
 
 CLI::App* AddEvalCommand(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = AddCommand(
-      app, exit_code, "eval",
-      "Run every dataset item several times against an OpenAI-compatible endpoint: per-item "
-      "pass rates, mean with 95% confidence intervals, flaky items; writes DIR/results.json and "
-      "DIR/report.html. `stet eval compare A.json B.json` compares two runs.",
-      EvalOptions, RunEvalCmd);
+  CLI::App* cmd = AddCommand(app, exit_code, "eval", EvalOptions, RunEvalCmd);
 
-  AddCommand(*cmd, exit_code, "compare",
-             "Paired comparison of two `stet eval` results files over their shared items: "
-             "B - A with a paired-bootstrap 95% CI, exact sign test and McNemar test.",
-             CompareOptions, RunCompareCmd);
+  AddCommand(*cmd, exit_code, "compare", CompareOptions, RunCompareCmd);
   return cmd;
 }
 

@@ -39,6 +39,11 @@ struct ProbeArgs {
 };
 
 void ProbeOptions(CLI::App* cmd, ProbeArgs* a) {
+  cmd->description(
+      "Send the same request N times at each concurrency level (with companion traffic so the "
+      "server batches) and report distinct outputs, where they fork and how near the tie was. "
+      "Works with any OpenAI-compatible endpoint. Exit code: 0 deterministic, 1 divergence "
+      "found (in the text, or in any logprob bit when the endpoint gives logprobs), 2 error.");
   EndpointFlags flags = AddEndpointFlags(cmd, &a->endpoint, &a->api_key, &a->model,
                                          "Base URL, e.g. http://127.0.0.1:8080 (with or without "
                                          "/v1)",
@@ -116,13 +121,7 @@ int RunProbeCmd(const ProbeArgs& a) {
 }  // namespace
 
 CLI::App* AddProbeCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(
-      app, exit_code, "probe",
-      "Send the same request N times at each concurrency level (with companion traffic so the "
-      "server batches) and report distinct outputs, where they fork and how near the tie was. "
-      "Works with any OpenAI-compatible endpoint. Exit code: 0 deterministic, 1 divergence "
-      "found (in the text, or in any logprob bit when the endpoint gives logprobs), 2 error.",
-      ProbeOptions, RunProbeCmd);
+  return AddCommand(app, exit_code, "probe", ProbeOptions, RunProbeCmd);
 }
 
 }  // namespace stet::tools

@@ -56,6 +56,16 @@ struct ProxyArgs {
 };
 
 void ProxyOptions(CLI::App* cmd, ProxyArgs* a) {
+  cmd->description(
+      "Recording reverse proxy in front of any OpenAI-compatible endpoint: "
+      "relays /v1/chat/completions, "
+      "/v1/completions and /v1/responses (SSE streams event by event) and "
+      "records every exchange — request, "
+      "answer (streams folded), answered model, system_fingerprint, request id "
+      "and rate-limit headers, latency, "
+      "time to first token, a snapshot of system prompt / tools / "
+      "response_format — before the client sees it "
+      "complete. Other paths pass through unrecorded. See docs/forensics.md.");
   cmd->add_option("--upstream", a->upstream,
                   "The endpoint's base URL, e.g. https://api.openai.com/v1")
       ->required();
@@ -323,17 +333,7 @@ int RunProxy(const ProxyArgs& a) {
 }  // namespace
 
 CLI::App* AddProxyCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(app, exit_code, "proxy",
-                    "Recording reverse proxy in front of any OpenAI-compatible endpoint: "
-                    "relays /v1/chat/completions, "
-                    "/v1/completions and /v1/responses (SSE streams event by event) and "
-                    "records every exchange — request, "
-                    "answer (streams folded), answered model, system_fingerprint, request id "
-                    "and rate-limit headers, latency, "
-                    "time to first token, a snapshot of system prompt / tools / "
-                    "response_format — before the client sees it "
-                    "complete. Other paths pass through unrecorded. See docs/forensics.md.",
-                    ProxyOptions, RunProxy);
+  return AddCommand(app, exit_code, "proxy", ProxyOptions, RunProxy);
 }
 
 }  // namespace stet::tools

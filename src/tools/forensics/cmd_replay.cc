@@ -35,6 +35,20 @@ struct ReplayArgs : EndpointArgs {
 };
 
 void ReplayOptions(CLI::App* cmd, ReplayArgs* a) {
+  cmd->description(
+      "Re-execute requests recorded by `stet serve --record "
+      "FILE.db` against an endpoint, with the recorded seed "
+      "and clock pinned, and report per record 'identical' (text, "
+      "token ids, logprobs bit for bit) or where it "
+      "first diverges. Refuses when the endpoint's "
+      "system_fingerprint differs from the recorded one. Starts no "
+      "server, unless --against stet answers with a local model "
+      "file. On a store `stet proxy --record` wrote, each "
+      "recorded request is sent as it went upstream and the "
+      "report names, per session, the first request and token where "
+      "the answer departs, and whether the answered "
+      "model or system_fingerprint changed. Exit code: 0 all "
+      "identical, 1 divergence, 2 error or refused.");
   cmd->add_option("db", a->db,
                   "Record store written by stet serve --record, or exchange store written by stet "
                   "proxy --record "
@@ -165,21 +179,7 @@ int RunReplayCmd(ReplayArgs a) {
 }  // namespace
 
 CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
-  return AddCommand(app, exit_code, "replay",
-                    "Re-execute requests recorded by `stet serve --record "
-                    "FILE.db` against an endpoint, with the recorded seed "
-                    "and clock pinned, and report per record 'identical' (text, "
-                    "token ids, logprobs bit for bit) or where it "
-                    "first diverges. Refuses when the endpoint's "
-                    "system_fingerprint differs from the recorded one. Starts no "
-                    "server, unless --against stet answers with a local model "
-                    "file. On a store `stet proxy --record` wrote, each "
-                    "recorded request is sent as it went upstream and the "
-                    "report names, per session, the first request and token where "
-                    "the answer departs, and whether the answered "
-                    "model or system_fingerprint changed. Exit code: 0 all "
-                    "identical, 1 divergence, 2 error or refused.",
-                    ReplayOptions, RunReplayCmd);
+  return AddCommand(app, exit_code, "replay", ReplayOptions, RunReplayCmd);
 }
 
 }  // namespace stet::tools
