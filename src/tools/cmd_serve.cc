@@ -79,10 +79,7 @@ void ServeOptions(CLI::App* cmd, ServeArgs* a) {
       "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
       "/v1/models, /health, /metrics. See docs/api.md.");
   AddModelOption(cmd, &a->model);
-  cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+  AddListenOptions(cmd, &a->host, &a->port);
   cmd->add_option("-t,--threads", a->threads,
                   "Compute threads (0: all cores); never changes results")
       ->capture_default_str()

@@ -119,6 +119,13 @@ void AddNumericsOptions(CLI::App* cmd, std::string* numerics, std::string* kv_ty
           "{f16,f32,auto}"));
 }
 
+void AddListenOptions(CLI::App* cmd, std::string* host, int* port) {
+  cmd->add_option("--host", *host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", *port, "Port to listen on (0: any free port, printed on stderr)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+}
+
 int ThreadsOrAllCores(int threads) {
   return threads > 0 ? threads
                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

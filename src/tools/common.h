@@ -81,6 +81,9 @@ void AddModelOption(CLI::App* cmd, std::string* model,
 // same values the same way (exit 2).
 void AddNumericsOptions(CLI::App* cmd, std::string* numerics, std::string* kv_type);
 
+// Declares --host and --port (0: any free port) for the commands that listen: serve, proxy.
+void AddListenOptions(CLI::App* cmd, std::string* host, int* port);
+
 // --threads: the value when positive, else every core (at least one).
 int ThreadsOrAllCores(int threads);
 // A whole file's bytes; IoError "cannot read <what> '<path>'" when it cannot be read.

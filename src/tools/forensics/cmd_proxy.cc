@@ -72,10 +72,7 @@ void ProxyOptions(CLI::App* cmd, ProxyArgs* a) {
   cmd->add_option("--record", a->record,
                   "Exchange store: a SQLite file (created when missing) or a postgresql:// URL")
       ->required();
-  cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+  AddListenOptions(cmd, &a->host, &a->port);
   cmd->add_option(
       "--upstream-key-env", a->upstream_key_env,
       "Name of an environment variable holding the upstream API key; it replaces the client's "
