@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/json_text.h"
+
 namespace stet::server {
 
 namespace {
@@ -201,18 +203,10 @@ ApiOr<Json> ParseBody(std::string_view body) {
   if (!IsValidUtf8(body)) return BadRequest("The request body is not valid UTF-8.");
   // Nesting is bounded before parsing: later consumers (templates, dumps) recurse.
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringTracker strings;
   for (char c : body) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (strings.InString(c)) continue;
+    if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
         return BadRequest("The request body nests JSON deeper than " +
                           std::to_string(kMaxJsonDepth) + " levels.");

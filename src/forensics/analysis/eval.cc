@@ -18,6 +18,7 @@
 
 #include "base/enum_names.h"
 #include "base/hash.h"
+#include "base/json_text.h"
 #include "base/progress.h"
 #include "base/text_lines.h"
 #include "forensics/analysis/probe.h"
@@ -103,21 +104,11 @@ std::optional<json> ExtractJson(const std::string& text) {
   for (size_t b = 0; b < t.size(); ++b) {
     if (t[b] != '{' && t[b] != '[') continue;
     int depth = 0;
-    bool in_str = false, esc = false;
+    JsonStringTracker strings;
     for (size_t i = b; i < t.size(); ++i) {
       const char c = t[i];
-      if (in_str) {
-        if (esc)
-          esc = false;
-        else if (c == '\\')
-          esc = true;
-        else if (c == '"')
-          in_str = false;
-        continue;
-      }
-      if (c == '"')
-        in_str = true;
-      else if (c == '{' || c == '[')
+      if (strings.InString(c)) continue;
+      if (c == '{' || c == '[')
         ++depth;
       else if (c == '}' || c == ']') {
         if (--depth == 0) {
