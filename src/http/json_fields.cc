@@ -301,6 +301,16 @@ std::optional<ApiError> ReadString(const Json& obj, const char* key, std::string
   return std::nullopt;
 }
 
+std::optional<ApiError> CopyString(const Json& obj, const char* key, const std::string& path,
+                                   Json* to) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  const std::string param = path + "." + key;
+  if (!it->is_string()) return BadRequest("'" + param + "' must be a string", param);
+  (*to)[key] = *it;
+  return std::nullopt;
+}
+
 std::optional<ApiError> ReadSeed(const Json& obj, const char* key, std::optional<uint64_t>* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
