@@ -224,11 +224,7 @@ PagedKvCache PagedFor(const Model& model, int n_seq, int n_ctx, DType type) {
   constexpr int kBlock = 16;
   const int per_seq = (n_ctx + kBlock - 1) / kBlock;
   PagedKvCache kv(model, n_seq * per_seq, kBlock, n_seq, type);
-  for (int s = 0; s < n_seq; ++s) {
-    std::vector<int32_t> table(per_seq);
-    for (int b = 0; b < per_seq; ++b) table[b] = b * n_seq + s;
-    kv.SetBlockTable(s, std::move(table));
-  }
+  kv.SplitBlocks(/*interleaved=*/true);
   return kv;
 }
 
