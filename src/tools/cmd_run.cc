@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "tools/common.h"
 #include "tools/model_catalog.h"
+#include "tools/range_option.h"
 
 namespace stet::tools {
 
@@ -85,9 +86,8 @@ void RunOptions(CLI::App* cmd, RunArgs* a) {
   cmd->add_option("--draft-model", a->draft_model,
                   "Draft model for --spec draft: a GGUF (or pulled name) with the target's "
                   "tokenizer, checked at load");
-  cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per step (adaptive below)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, kMaxSpecK));
+  AddRangeOption(cmd, "--spec-k", &a->spec_k,
+                 "Most draft tokens verified per step (adaptive below)", 1, kMaxSpecK);
 }
 
 int RunRun(const RunArgs& a) {

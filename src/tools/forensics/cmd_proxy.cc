@@ -24,6 +24,7 @@
 #include "forensics/analysis/canary.h"
 #include "forensics/proxy/proxy.h"
 #include "tools/common.h"
+#include "tools/range_option.h"
 
 namespace stet::tools {
 
@@ -86,23 +87,20 @@ void ProxyOptions(CLI::App* cmd, ProxyArgs* a) {
                   "File of client API keys, one per line ('#' comments); with --api-key and "
                   "$STET_PROXY_API_KEY (comma-separated), every key listed is accepted")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--max-response-bytes", a->max_response_bytes,
-                  "Largest upstream answer relayed and recorded (a body, a whole stream, one SSE "
-                  "event); past it 502 or an error event, and the record is marked truncated")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
-  cmd->add_option("--logprob-sample", a->logprob_sample,
-                  "Share of chat/completions requests that did not ask for logprobs to ask for "
-                  "them (top 5), "
-                  "record, and strip from the client's answer, e.g. 0.05")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+  AddRangeOption(cmd, "--max-response-bytes", &a->max_response_bytes,
+                 "Largest upstream answer relayed and recorded (a body, a whole stream, one SSE "
+                 "event); past it 502 or an error event, and the record is marked truncated",
+                 int64_t{1024}, int64_t{1} << 40);
+  AddRangeOption(cmd, "--logprob-sample", &a->logprob_sample,
+                 "Share of chat/completions requests that did not ask for logprobs to ask for "
+                 "them (top 5), "
+                 "record, and strip from the client's answer, e.g. 0.05",
+                 0.0, 1.0);
   cmd->add_option("--sample-seed", a->sample_seed,
                   "Seed of the sampling draw (Philox on the request's arrival index; recorded)")
       ->capture_default_str();
-  cmd->add_option("--top-logprobs", a->top_logprobs, "Alternatives per token on sampled requests")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 20));
+  AddRangeOption(cmd, "--top-logprobs", &a->top_logprobs,
+                 "Alternatives per token on sampled requests", 1, 20);
   cmd->add_option(
       "--redact", a->redact,
       "Replace this JSON path of every record with \"[redacted]\" before anything is written "
@@ -110,21 +108,16 @@ void ProxyOptions(CLI::App* cmd, ProxyArgs* a) {
       "request.messages[*].content; '$.' is short for 'request.'");
   cmd->add_option("--retain", a->retain,
                   "Delete exchanges older than this (e.g. 30d, 12h) at start and hourly");
-  cmd->add_option(
-         "--upstream-timeout", a->upstream_timeout,
-         "Seconds to wait for the upstream's headers, and between its body bytes (else 504)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
-  cmd->add_option("--connect-timeout", a->connect_timeout,
-                  "Seconds to connect to the upstream (else 504)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 3600.0));
-  cmd->add_option("--workers", a->workers, "Requests relayed at once (/health has its own)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body accepted (else 413)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
+  AddRangeOption(
+      cmd, "--upstream-timeout", &a->upstream_timeout,
+      "Seconds to wait for the upstream's headers, and between its body bytes (else 504)", 0.001,
+      86400.0);
+  AddRangeOption(cmd, "--connect-timeout", &a->connect_timeout,
+                 "Seconds to connect to the upstream (else 504)", 0.001, 3600.0);
+  AddRangeOption(cmd, "--workers", &a->workers, "Requests relayed at once (/health has its own)", 1,
+                 4096);
+  AddRangeOption(cmd, "--max-body-bytes", &a->max_body_bytes,
+                 "Largest request body accepted (else 413)", int64_t{1024}, int64_t{1} << 30);
   cmd->add_option("--allowed-hosts", a->allowed_hosts,
                   "Host header names accepted besides localhost, 127.0.0.1 and [::1] "
                   "(comma-separated; '*': any)")
@@ -134,9 +127,8 @@ void ProxyOptions(CLI::App* cmd, ProxyArgs* a) {
                   "stored with the "
                   "record and not forwarded")
       ->capture_default_str();
-  cmd->add_option("--drain-timeout", a->drain_timeout, "Seconds SIGTERM waits for relayed requests")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 86400));
+  AddRangeOption(cmd, "--drain-timeout", &a->drain_timeout,
+                 "Seconds SIGTERM waits for relayed requests", 0, 86400);
   cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
   cmd->add_option("--canary", a->canary,
                   "Canary prompt set (as `stet drift watch --canary`): sent to the upstream every "
@@ -148,13 +140,10 @@ void ProxyOptions(CLI::App* cmd, ProxyArgs* a) {
   cmd->add_option("--canary-api", a->canary_api, "chat or completions")
       ->capture_default_str()
       ->check(CLI::IsMember({"chat", "completions"}));
-  cmd->add_option("--canary-repeats", a->canary_repeats, "Runs of the prompt set per canary round")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--canary-baseline-runs", a->canary_baseline_runs,
-                  "Runs that form the canary's baseline")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1000));
+  AddRangeOption(cmd, "--canary-repeats", &a->canary_repeats,
+                 "Runs of the prompt set per canary round", 1, 1000);
+  AddRangeOption(cmd, "--canary-baseline-runs", &a->canary_baseline_runs,
+                 "Runs that form the canary's baseline", 2, 1000);
 }
 
 // Now less `seconds`, to the millisecond (records carry milliseconds).
