@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/json_text.h"
+
 namespace stet::server {
 
 namespace {
@@ -201,18 +203,10 @@ ApiOr<Json> ParseBody(std::string_view body) {
   if (!IsValidUtf8(body)) return BadRequest("The request body is not valid UTF-8.");
   // Nesting is bounded before parsing: later consumers (templates, dumps) recurse.
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringTracker strings;
   for (char c : body) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (strings.InString(c)) continue;
+    if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
         return BadRequest("The request body nests JSON deeper than " +
                           std::to_string(kMaxJsonDepth) + " levels.");
@@ -304,6 +298,16 @@ std::optional<ApiError> ReadString(const Json& obj, const char* key, std::string
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) return TypeError(key, "a string", *it);
   *out = it->get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> CopyString(const Json& obj, const char* key, const std::string& path,
+                                   Json* to) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  const std::string param = path + "." + key;
+  if (!it->is_string()) return BadRequest("'" + param + "' must be a string", param);
+  (*to)[key] = *it;
   return std::nullopt;
 }
 

@@ -55,6 +55,10 @@ std::optional<ApiError> ReadInt(const Json& obj, const char* key, int* out);
 // float's range becomes infinite, which the engine refuses).
 std::optional<ApiError> ReadFloat(const Json& obj, const char* key, float* out);
 std::optional<ApiError> ReadString(const Json& obj, const char* key, std::string* out);
+// A message's or tool's optional string member: obj[key] copied into (*to)[key]; one that
+// is not a string is "'<path>.<key>' must be a string" (param <path>.<key>).
+std::optional<ApiError> CopyString(const Json& obj, const char* key, const std::string& path,
+                                   Json* to);
 // Any integer in [-2^63, 2^64): negative values wrap to uint64 (two's complement).
 std::optional<ApiError> ReadSeed(const Json& obj, const char* key, std::optional<uint64_t>* out);
 

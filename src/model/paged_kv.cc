@@ -27,12 +27,17 @@ PagedKvCache PagedKvCache::Contiguous(const HParams& hp, int n_seq, int n_ctx, D
                                       int block_size) {
   const int per_seq = (n_ctx + block_size - 1) / block_size;
   PagedKvCache kv(hp, n_seq * per_seq, block_size, n_seq, type);
+  kv.SplitBlocks(/*interleaved=*/false);
+  return kv;
+}
+
+void PagedKvCache::SplitBlocks(bool interleaved) {
+  const int n_seq = n_slots(), per_seq = n_blocks_ / n_seq;
   for (int s = 0; s < n_seq; ++s) {
     std::vector<int32_t> table(per_seq);
-    for (int b = 0; b < per_seq; ++b) table[b] = s * per_seq + b;
-    kv.SetBlockTable(s, std::move(table));
+    for (int b = 0; b < per_seq; ++b) table[b] = interleaved ? b * n_seq + s : s * per_seq + b;
+    SetBlockTable(s, std::move(table));
   }
-  return kv;
 }
 
 bool PagedKvCache::Has(int seq, int pos) const {

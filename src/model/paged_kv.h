@@ -22,6 +22,9 @@ class PagedKvCache : public KvStore {
   // (for callers without a block manager: tests, benchmarks).
   static PagedKvCache Contiguous(const HParams& hp, int n_seq, int n_ctx, DType type,
                                  int block_size = 16);
+  // Splits the blocks evenly among the slots, for callers without a block manager: slot by
+  // slot, or interleaved across the slots as a free list hands them out under load.
+  void SplitBlocks(bool interleaved);
 
   DType type() const override { return type_; }
   int64_t row_bytes() const override { return row_bytes_; }

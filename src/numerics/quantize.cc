@@ -340,12 +340,22 @@ Status QuantizeBlocks(const float* x, int64_t nb, BlockQ5_K* y) {
   return Status::Ok();
 }
 
+// One sub-block's 16 codes: q = round(x / scale) (0 where scale is 0), clamped to
+// [lo, hi], stored as q - lo.
+void Codes16(const float* x, float scale, int lo, int hi, uint8_t* L) {
+  for (int l = 0; l < 16; ++l) {
+    const int q = scale > 0.0f ? RoundHalfAway(x[l] / scale) : 0;
+    L[l] = static_cast<uint8_t>(Clamp(q, lo, hi) - lo);
+  }
+}
+
 // q6_k and q3_k scale each 16-element sub-block k symmetrically: x = (d * sc_k) * q
 // with |q| <= qmax and sc_k in [0, scmax]. need_k = amax_k / qmax; d is the f16
 // rounded up from max_k need_k / scmax, and sc_k = ceil(need_k / d), so no q clips.
-// Sets *d16 and sc[kSub16]; false where d overflows f16.
+// Sets *d16, sc[kSub16] and the codes L[kQKK] (q + qmax + 1, Codes16); false where d
+// overflows f16.
 constexpr int kSub16 = kQKK / 16;
-bool SymmetricScales16(const float* x, int qmax, int scmax, uint16_t* d16, int* sc) {
+bool SymmetricQuantize16(const float* x, int qmax, int scmax, uint16_t* d16, int* sc, uint8_t* L) {
   float need[kSub16];
   float max_need = 0.0f;
   for (int k = 0; k < kSub16; ++k) {
@@ -356,17 +366,11 @@ bool SymmetricScales16(const float* x, int qmax, int scmax, uint16_t* d16, int* 
   }
   if (!F16RoundUp(max_need / static_cast<float>(scmax), d16)) return false;
   const float d = F16ToF32(*d16);
-  for (int k = 0; k < kSub16; ++k) sc[k] = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, scmax) : 0;
-  return true;
-}
-
-// One sub-block's 16 codes: q = round(x / scale) (0 where scale is 0), clamped to
-// [lo, hi], stored as q - lo.
-void Codes16(const float* x, float scale, int lo, int hi, uint8_t* L) {
-  for (int l = 0; l < 16; ++l) {
-    const int q = scale > 0.0f ? RoundHalfAway(x[l] / scale) : 0;
-    L[l] = static_cast<uint8_t>(Clamp(q, lo, hi) - lo);
+  for (int k = 0; k < kSub16; ++k) {
+    sc[k] = d > 0.0f ? Clamp(CeilNonNeg(need[k] / d), 0, scmax) : 0;
+    Codes16(x + 16 * k, d * static_cast<float>(sc[k]), -qmax - 1, qmax, L + 16 * k);
   }
+  return true;
 }
 
 Status QuantizeBlocks(const float* x, int64_t nb, BlockQ6_K* y) {
@@ -374,14 +378,8 @@ Status QuantizeBlocks(const float* x, int64_t nb, BlockQ6_K* y) {
   int sc[kSub16];
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     // q in [-32, 31]; only [-31, 31] is used so the scale is symmetric.
-    uint16_t d16;
-    if (!SymmetricScales16(x, 31, 127, &d16, sc)) return ScaleOverflow("q6_k", i);
-    const float d = F16ToF32(d16);
-    y[i].d = d16;
-    for (int k = 0; k < kSub16; ++k) {
-      y[i].scales[k] = static_cast<int8_t>(sc[k]);
-      Codes16(x + 16 * k, d * static_cast<float>(sc[k]), -32, 31, L + 16 * k);
-    }
+    if (!SymmetricQuantize16(x, 31, 127, &y[i].d, sc, L)) return ScaleOverflow("q6_k", i);
+    for (int k = 0; k < kSub16; ++k) y[i].scales[k] = static_cast<int8_t>(sc[k]);
     // Per 128-element half h: ql[64h + l] holds elements l (low) and l + 64 (high),
     // ql[64h + 32 + l] elements l + 32 and l + 96; qh[32h + l] their 2-bit tops in order.
     for (int h = 0; h < 2; ++h) {
@@ -425,10 +423,7 @@ Status QuantizeBlocks(const float* x, int64_t nb, BlockQ3_K* y) {
   for (int64_t i = 0; i < nb; ++i, x += kQKK) {
     // q in [-4, 3]; as q6_k only [-3, 3] and sc in [0, 31] are used, so the scale is
     // symmetric and never clips.
-    uint16_t d16;
-    if (!SymmetricScales16(x, 3, 31, &d16, sc)) return ScaleOverflow("q3_k", i);
-    const float d = F16ToF32(d16);
-    y[i].d = d16;
+    if (!SymmetricQuantize16(x, 3, 31, &y[i].d, sc, L)) return ScaleOverflow("q3_k", i);
     std::memset(y[i].scales, 0, sizeof(y[i].scales));
     for (int k = 0; k < kSub16; ++k) {
       const int stored = sc[k] + 32;  // 6 bits: low nibble, then 2 high bits
@@ -438,7 +433,6 @@ Status QuantizeBlocks(const float* x, int64_t nb, BlockQ3_K* y) {
         y[i].scales[k - 8] |= static_cast<uint8_t>((stored & 0xF) << 4);
       }
       y[i].scales[8 + k % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (k / 4)));
-      Codes16(x + 16 * k, d * static_cast<float>(sc[k]), -4, 3, L + 16 * k);
     }
     // Low two bits as q2_k's; the third bit of element 128h + 32g + l is bit 4h + g of
     // hmask[l] (set: no -4 offset).

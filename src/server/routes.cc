@@ -6,6 +6,7 @@
 #include <cctype>
 #include <string_view>
 
+#include "base/random_id.h"
 #include "http/json_fields.h"
 
 namespace stet::server {

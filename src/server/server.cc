@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <ctime>
 #include <new>
-#include <random>
 
 #include "base/hash.h"
 #include "base/utc_time.h"
@@ -35,24 +34,6 @@ thread_local RequestRecord t_record;
 }  // namespace
 
 RequestRecord& CurrentRecord() { return t_record; }
-
-uint64_t RandomU64() {
-  thread_local std::mt19937_64 gen([] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  }());
-  return gen();
-}
-
-std::string RandomHex(int n) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string s;
-  while (static_cast<int>(s.size()) < n) {
-    uint64_t v = RandomU64();
-    for (int i = 0; i < 16 && static_cast<int>(s.size()) < n; ++i, v >>= 4) s += kHex[v & 15];
-  }
-  return s;
-}
 
 void SendJson(Response& res, int status, const Json& j) {
   res.status = status;

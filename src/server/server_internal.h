@@ -57,8 +57,6 @@ inline constexpr int kMaxRequestsPerConnection = 100;
 // How often a waiting answer checks on its client (and a stream on its sink).
 inline constexpr auto kPollInterval = std::chrono::milliseconds(100);
 
-uint64_t RandomU64();
-std::string RandomHex(int n);
 void SendJson(httplib::Response& res, int status, const Json& j);
 void SendError(httplib::Response& res, const ApiError& e);
 ApiError MakeError(int status, std::string type, std::string code, std::string message);

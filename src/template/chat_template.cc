@@ -105,6 +105,19 @@ Result<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context,
 namespace {
 
 template <typename Json>
+Json Context(const Json& messages, const Json& tools, bool add_generation_prompt,
+             const std::string& bos_token, const std::string& eos_token) {
+  Json context = Json::object();
+  context["messages"] = messages;
+  context["tools"] = tools;
+  context["documents"] = nullptr;
+  context["add_generation_prompt"] = add_generation_prompt;
+  context["bos_token"] = bos_token;
+  context["eos_token"] = eos_token;
+  return context;
+}
+
+template <typename Json>
 Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Json& tools,
                           bool add_generation_prompt, const std::string& bos_token,
                           const std::string& eos_token, const Json& extra,
@@ -113,13 +126,7 @@ Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Jso
     return InvalidArgument(std::string("chat template extra kwargs must be an object, got ") +
                            extra.type_name());
   }
-  Json context = Json::object();
-  context["messages"] = messages;
-  context["tools"] = tools;
-  context["documents"] = nullptr;
-  context["add_generation_prompt"] = add_generation_prompt;
-  context["bos_token"] = bos_token;
-  context["eos_token"] = eos_token;
+  Json context = Context(messages, tools, add_generation_prompt, bos_token, eos_token);
   if (extra.is_object()) {
     for (auto it = extra.begin(); it != extra.end(); ++it) context[it.key()] = it.value();
   }
@@ -128,6 +135,13 @@ Result<std::string> Apply(std::string_view tmpl, const Json& messages, const Jso
 }
 
 }  // namespace
+
+nlohmann::ordered_json ChatTemplateContext(const nlohmann::ordered_json& messages,
+                                           const nlohmann::ordered_json& tools,
+                                           bool add_generation_prompt, const std::string& bos_token,
+                                           const std::string& eos_token) {
+  return Context(messages, tools, add_generation_prompt, bos_token, eos_token);
+}
 
 Result<std::string> ApplyChatTemplate(std::string_view tmpl, const nlohmann::ordered_json& messages,
                                       const nlohmann::ordered_json& tools,

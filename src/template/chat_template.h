@@ -102,6 +102,13 @@ class ChatTemplate {
   std::shared_ptr<const Compiled> compiled_;
 };
 
+// The variables transformers' apply_chat_template renders with, in its order: messages,
+// tools, documents (null), add_generation_prompt, bos_token, eos_token.
+nlohmann::ordered_json ChatTemplateContext(const nlohmann::ordered_json& messages,
+                                           const nlohmann::ordered_json& tools,
+                                           bool add_generation_prompt, const std::string& bos_token,
+                                           const std::string& eos_token);
+
 // transformers' apply_chat_template(messages, tools=tools, add_generation_prompt=...,
 // tokenize=False): renders with messages, tools (null when there are none),
 // documents = null, add_generation_prompt, bos_token, eos_token and the keys

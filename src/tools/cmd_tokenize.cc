@@ -21,6 +21,17 @@ struct TokenizeArgs {
   bool no_parse_special = false;
 };
 
+void TokenizeOptions(CLI::App* cmd, TokenizeArgs* args) {
+  cmd->description("Print the tokens of TEXT under a model's tokenizer");
+  AddModelOption(cmd, &args->model, "GGUF model (its tokenizer is used)");
+  cmd->add_option("text", args->text, "Text to tokenize");
+  cmd->add_flag("--ids", args->ids, "Print only the token ids, space-separated");
+  cmd->add_flag("--stdin", args->stdin_text, "Read the text from standard input");
+  cmd->add_flag("--no-bos", args->no_bos, "Do not add BOS/EOS even if the vocabulary asks for it");
+  cmd->add_flag("--no-parse-special", args->no_parse_special,
+                "Treat special-token text (e.g. <|im_start|>) as plain text");
+}
+
 std::string Printable(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -60,20 +71,7 @@ int RunTokenize(const TokenizeArgs& a) {
 }  // namespace
 
 CLI::App* AddTokenizeCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<TokenizeArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("tokenize", "Print the tokens of TEXT under a model's tokenizer");
-  AddModelOption(cmd, &args->model, "GGUF model (its tokenizer is used)");
-  cmd->add_option("text", args->text, "Text to tokenize");
-  cmd->add_flag("--ids", args->ids, "Print only the token ids, space-separated");
-  cmd->add_flag("--stdin", args->stdin_text, "Read the text from standard input");
-  cmd->add_flag("--no-bos", args->no_bos, "Do not add BOS/EOS even if the vocabulary asks for it");
-  cmd->add_flag("--no-parse-special", args->no_parse_special,
-                "Treat special-token text (e.g. <|im_start|>) as plain text");
-  cmd->callback([args, exit_code] {
-    if (ResolveModelOrReport(&args->model, exit_code)) *exit_code = RunTokenize(*args);
-  });
-  return cmd;
+  return AddCommand(app, exit_code, "tokenize", TokenizeOptions, WithModels(RunTokenize));
 }
 
 }  // namespace stet::tools

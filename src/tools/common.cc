@@ -90,6 +90,15 @@ Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const st
   return c;
 }
 
+CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
+                     const std::string& help, std::function<int()> run) {
+  CLI::App* cmd = parent.add_subcommand(name, help);
+  cmd->callback([cmd, exit_code, run = std::move(run)] {
+    if (cmd->get_subcommands().empty()) *exit_code = run();
+  });
+  return cmd;
+}
+
 void AddModelOption(CLI::App* cmd, std::string* model, const char* help) {
   *model = DefaultModelPath();
   cmd->add_option("-m,--model", *model, help)->capture_default_str();
@@ -108,6 +117,13 @@ void AddNumericsOptions(CLI::App* cmd, std::string* numerics, std::string* kv_ty
             return v == "f16" || v == "f32" || v == "auto" ? std::string() : KvTypeWanted(v);
           },
           "{f16,f32,auto}"));
+}
+
+void AddListenOptions(CLI::App* cmd, std::string* host, int* port) {
+  cmd->add_option("--host", *host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", *port, "Port to listen on (0: any free port, printed on stderr)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
 }
 
 int ThreadsOrAllCores(int threads) {

@@ -3,6 +3,7 @@
 // progress on stderr, and turning a Status into a message and exit code.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/model_catalog.h"
 
 namespace CLI {
 class App;
@@ -41,6 +43,34 @@ struct NumericsChoice {
   DType kv_type = DType::kF16;
 };
 Result<NumericsChoice> ParseNumericsChoice(const std::string& numerics, const std::string& kv);
+// The wiring every subcommand shares: declares `name` under `parent` and, when the command
+// line picks it and none of its own subcommands took over, sets *exit_code to run() once
+// CLI11 has filled the options. Each command then states only its own options.
+CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
+                     const std::string& help, std::function<int()> run);
+
+// The same for a command whose options fill one Args: declare(cmd, &args) states its
+// description and options, and run(args) gives the exit code.
+template <typename Args, typename Run>
+CLI::App* AddCommand(CLI::App& parent, int* exit_code, const std::string& name,
+                     void (*declare)(CLI::App*, Args*), Run run) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = AddCommand(parent, exit_code, name, "", [args, run] { return run(*args); });
+  declare(cmd, args.get());
+  return cmd;
+}
+
+// The run of a subcommand that loads models: run(args) once ResolveModelsOrReport has
+// resolved args.model (and args.draft_model, where Args has one); else kExitError.
+template <typename Args>
+auto WithModels(int (*run)(const Args&)) {
+  return [run](Args& a) {
+    std::string* draft = nullptr;
+    if constexpr (requires { a.draft_model; }) draft = &a.draft_model;
+    return ResolveModelsOrReport(&a.model, draft) ? run(a) : kExitError;
+  };
+}
+
 // Declares -m,--model into *model, its default DefaultModelPath() (shown in --help): every
 // subcommand that loads the setup model when none is named.
 void AddModelOption(CLI::App* cmd, std::string* model,
@@ -50,6 +80,9 @@ void AddModelOption(CLI::App* cmd, std::string* model,
 // parse time with ParseNumericsChoice's wording, so every subcommand names and refuses the
 // same values the same way (exit 2).
 void AddNumericsOptions(CLI::App* cmd, std::string* numerics, std::string* kv_type);
+
+// Declares --host and --port (0: any free port) for the commands that listen: serve, proxy.
+void AddListenOptions(CLI::App* cmd, std::string* host, int* port);
 
 // --threads: the value when positive, else every core (at least one).
 int ThreadsOrAllCores(int threads);

@@ -60,13 +60,16 @@ Result<std::string> ResolveModelArg(const std::string& arg) {
   return path;
 }
 
-bool ResolveModelOrReport(std::string* model, int* exit_code) {
-  Result<std::string> path = ResolveModelArg(*model);
-  if (!path.ok()) {
-    *exit_code = ReportError(path.status());
-    return false;
+bool ResolveModelsOrReport(std::string* model, std::string* draft_model) {
+  for (std::string* m : {model, draft_model}) {
+    if (m == nullptr || (m == draft_model && m->empty())) continue;
+    Result<std::string> path = ResolveModelArg(*m);
+    if (!path.ok()) {
+      ReportError(path.status());
+      return false;
+    }
+    *m = *path;
   }
-  *model = *path;
   return true;
 }
 

@@ -35,8 +35,8 @@ std::string ModelCacheDir();
 // cached file, or NotFound saying to run `stet pull NAME`; anything else is
 // returned unchanged (loading then reports the missing file).
 Result<std::string> ResolveModelArg(const std::string& arg);
-// ResolveModelArg in place for a subcommand's -m; on error reports it, sets
-// *exit_code and returns false.
-bool ResolveModelOrReport(std::string* model, int* exit_code);
+// ResolveModelArg in place for a subcommand's -m (and its --draft-model, when one is given
+// and not empty); on error reports it and returns false (the exit code is then kExitError).
+bool ResolveModelsOrReport(std::string* model, std::string* draft_model = nullptr);
 
 }  // namespace stet::tools

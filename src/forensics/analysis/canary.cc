@@ -13,6 +13,7 @@
 #include <set>
 
 #include "base/hash.h"
+#include "base/random_id.h"
 #include "base/rng.h"
 #include "base/utc_time.h"
 #include "forensics/client/answer_shaping.h"

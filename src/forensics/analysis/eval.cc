@@ -18,6 +18,7 @@
 
 #include "base/enum_names.h"
 #include "base/hash.h"
+#include "base/json_text.h"
 #include "base/progress.h"
 #include "base/text_lines.h"
 #include "forensics/analysis/probe.h"
@@ -103,21 +104,11 @@ std::optional<json> ExtractJson(const std::string& text) {
   for (size_t b = 0; b < t.size(); ++b) {
     if (t[b] != '{' && t[b] != '[') continue;
     int depth = 0;
-    bool in_str = false, esc = false;
+    JsonStringTracker strings;
     for (size_t i = b; i < t.size(); ++i) {
       const char c = t[i];
-      if (in_str) {
-        if (esc)
-          esc = false;
-        else if (c == '\\')
-          esc = true;
-        else if (c == '"')
-          in_str = false;
-        continue;
-      }
-      if (c == '"')
-        in_str = true;
-      else if (c == '{' || c == '[')
+      if (strings.InString(c)) continue;
+      if (c == '{' || c == '[')
         ++depth;
       else if (c == '}' || c == ']') {
         if (--depth == 0) {
@@ -276,12 +267,13 @@ Result<json> RunEval(const EvalOptions& o, const std::vector<EvalItem>& items) {
   json doc;
   doc["tool"] = "stet eval";
   doc["schema"] = 1;
-  json run;
-  run["model"] = o.model;
-  run["endpoint"] = o.endpoint;
-  run["timestamp"] = timestamp;
-  run["concurrency"] = o.concurrency;
-  run["seed_policy"] = SeedPolicyName(o.seed_policy);
+  // What shaped every score: the run states it once and each result carries it again.
+  const json context = {{"model", o.model},
+                        {"endpoint", o.endpoint},
+                        {"timestamp", timestamp},
+                        {"concurrency", o.concurrency},
+                        {"seed_policy", SeedPolicyName(o.seed_policy)}};
+  json run = context;
   run["base_seed"] = o.seed_policy == SeedPolicy::kNone ? json() : json(o.seed);
   run["temperature"] = o.temperature;
   run["max_tokens"] = o.max_tokens;
@@ -312,12 +304,7 @@ Result<json> RunEval(const EvalOptions& o, const std::vector<EvalItem>& items) {
         jr["fingerprint"] = rec.fingerprint;
         jr["seconds"] = rec.seconds;
       }
-      // Every score carries what shaped it.
-      jr["concurrency"] = o.concurrency;
-      jr["seed_policy"] = SeedPolicyName(o.seed_policy);
-      jr["model"] = o.model;
-      jr["endpoint"] = o.endpoint;
-      jr["timestamp"] = timestamp;
+      jr.update(context);
       results.push_back(jr);
     }
     ji["results"] = results;

@@ -7,35 +7,21 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/markup.h"
+
 namespace stet::forensics {
 
 std::string XmlEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters even as references.
-        if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
-          out += "\xEF\xBF\xBD";  // U+FFFD
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+    if (const char* ref = MarkupReference(c, "&quot;")) {
+      out += ref;
+    } else if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
+      // XML 1.0 forbids most control characters even as references.
+      out += "\xEF\xBF\xBD";  // U+FFFD
+    } else {
+      out.push_back(static_cast<char>(c));
     }
   }
   return out;

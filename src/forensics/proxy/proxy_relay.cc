@@ -7,6 +7,7 @@
 // become 502 (unreachable, broken) or 504 (too slow), and are recorded too.
 #include <cmath>
 
+#include "base/random_id.h"
 #include "base/utc_time.h"
 #include "forensics/proxy/proxy_internal.h"
 #include "forensics/proxy/proxy_path.h"

@@ -4,8 +4,6 @@
 // prompt is never stored, even in the snapshots table.
 #include "forensics/store/exchange.h"
 
-#include <random>
-
 #include "base/hash.h"
 #include "base/rng.h"
 
@@ -155,20 +153,6 @@ WireJson ClientContext(const std::string& header_value, const WireJson& request)
     ctx["metadata"] = request["metadata"];
   }
   return ctx.empty() ? WireJson() : ctx;
-}
-
-std::string RandomHex(int n) {
-  thread_local std::mt19937_64 gen([] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  }());
-  static const char kHex[] = "0123456789abcdef";
-  std::string s;
-  while (static_cast<int>(s.size()) < n) {
-    uint64_t v = gen();
-    for (int i = 0; i < 16 && static_cast<int>(s.size()) < n; ++i, v >>= 4) s += kHex[v & 15];
-  }
-  return s;
 }
 
 void FinishExchangeRow(WireJson record, const std::vector<RedactPath>& redact, ExchangeRow* row) {

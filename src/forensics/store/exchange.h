@@ -53,8 +53,6 @@ WireJson KeptHeaders(const HeaderList& headers);
 // the request's `metadata` object; null when neither is present.
 WireJson ClientContext(const std::string& header_value, const WireJson& request);
 
-std::string RandomHex(int n);
-
 // Finishes a record: applies the redactions, then computes the snapshot of the
 // (redacted) request and names it in the record; fills `row`.
 void FinishExchangeRow(WireJson record, const std::vector<RedactPath>& redact, ExchangeRow* row);

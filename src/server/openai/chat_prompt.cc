@@ -15,19 +15,6 @@ namespace stet::server {
 
 namespace {
 
-// The context a chat request renders with (add_generation_prompt: true).
-Json RenderContext(const Json& messages, const Json& tools, const std::string& bos,
-                   const std::string& eos, bool add_generation_prompt = true) {
-  Json context = Json::object();
-  context["messages"] = messages;
-  context["tools"] = tools;
-  context["documents"] = nullptr;
-  context["add_generation_prompt"] = add_generation_prompt;
-  context["bos_token"] = bos;
-  context["eos_token"] = eos;
-  return context;
-}
-
 // LoadCheck's conversations: the shapes every chat template is written for,
 // one of them with a tool call and its result.
 const Json& LoadCheckConversations() {
@@ -136,8 +123,9 @@ Status ChatPrompt::LoadCheck(const ChatTemplate& tmpl, const TemplateLimits& lim
   ChatTemplateOptions options;
   options.limits = limits;
   for (const Json& shape : LoadCheckConversations()) {
-    auto out =
-        tmpl.Render(RenderContext(shape["messages"], shape["tools"], "<s>", "</s>"), options);
+    auto out = tmpl.Render(ChatTemplateContext(shape["messages"], shape["tools"],
+                                               /*add_generation_prompt=*/true, "<s>", "</s>"),
+                           options);
     if (!out.ok() && (out.status().code() == StatusCode::kResourceExhausted ||
                       out.status().code() == StatusCode::kCancelled)) {
       return ResourceExhausted("the chat template exceeded a render limit on a " +
@@ -195,8 +183,9 @@ Result<ChatPrompt> ChatPrompt::Create(const std::string& source, const Tokenizer
 
 Json ChatPrompt::Context(const Json& messages, const Json& tools,
                          const ChatPromptOptions& options) const {
-  Json context = RenderContext(messages, tools, bos_text_, eos_text_,
-                               options.add_generation_prompt && !options.continue_final_message);
+  Json context = ChatTemplateContext(
+      messages, tools, options.add_generation_prompt && !options.continue_final_message, bos_text_,
+      eos_text_);
   // llama.cpp's variable for Llama 3.x's "Today Date" (their templates print a
   // fixed 26 Jul 2024 without it); a kwarg may set another.
   context["date_string"] = StrftimeUtc("%d %b %Y", options.now_unix);

@@ -281,11 +281,7 @@ std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
       STET_API_TRY(ReadContent(*c, mp + ".content", &content));
     }
     msg["content"] = content;
-    auto name = m.find("name");
-    if (name != m.end() && !name->is_null()) {
-      if (!name->is_string()) return BadRequest("'" + mp + ".name' must be a string", mp + ".name");
-      msg["name"] = *name;
-    }
+    STET_API_TRY(CopyString(m, "name", mp, &msg));
     auto calls = m.find("tool_calls");
     if (calls != m.end() && !calls->is_null()) {
       if (r != "assistant")
@@ -299,12 +295,7 @@ std::optional<ApiError> ReadMessages(const Json& body, Json* out) {
       }
       msg["tool_calls"] = *calls;
     }
-    auto call_id = m.find("tool_call_id");
-    if (call_id != m.end() && !call_id->is_null()) {
-      if (!call_id->is_string())
-        return BadRequest("'" + mp + ".tool_call_id' must be a string", mp + ".tool_call_id");
-      msg["tool_call_id"] = *call_id;
-    }
+    STET_API_TRY(CopyString(m, "tool_call_id", mp, &msg));
     out->push_back(std::move(msg));
   }
   return std::nullopt;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "http/json_fields.h"
 #include "wire/sse.h"
 
@@ -154,20 +155,10 @@ std::string SseEvent(const Json& j) { return wire::SseData(Dump(j)); }
 std::vector<std::string> ArgumentPieces(const std::string& json) {
   std::vector<std::string> pieces;
   size_t start = 0;
-  bool in_string = false, escaped = false;
+  JsonStringTracker strings;
   for (size_t i = 0; i < json.size(); ++i) {
     const char ch = json[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (ch == '\\') {
-        escaped = true;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (ch == '"') in_string = true;
+    if (strings.InString(ch)) continue;
     if (ch == ':' || ch == ',') {
       pieces.push_back(json.substr(start, i + 1 - start));
       start = i + 1;

@@ -42,12 +42,7 @@ std::optional<ApiError> ReadTool(const Json& t, const std::string& tp, Json* cha
   STET_API_TRY(RequiredString(t, "name", tp, /*non_empty=*/true, &name));
   Json fn = Json::object();
   fn["name"] = name;
-  auto desc = t.find("description");
-  if (desc != t.end() && !desc->is_null()) {
-    if (!desc->is_string())
-      return BadRequest("'" + tp + ".description' must be a string", tp + ".description");
-    fn["description"] = *desc;
-  }
+  STET_API_TRY(CopyString(t, "description", tp, &fn));
   auto params = t.find("parameters");
   if (params != t.end() && !params->is_null()) {
     if (!params->is_object())

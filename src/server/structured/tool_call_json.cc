@@ -121,9 +121,12 @@ std::string CallObject(const ToolCall& call, const char* key) {
   return "{\"name\": " + Dump(Json(call.name)) + ", \"" + key + "\": " + call.arguments + "}";
 }
 
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+std::string WriteCalls(const std::vector<ToolCall>& calls, const char* key, const std::string& sep,
+                       const std::string& open, const std::string& close) {
   std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  for (size_t i = 0; i < calls.size(); ++i) {
+    out += (i ? sep : "") + open + CallObject(calls[i], key) + close;
+  }
   return out;
 }
 

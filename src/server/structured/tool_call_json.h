@@ -45,7 +45,9 @@ bool AddNamedCall(const std::string& name, const Json& args, const Json& tools,
 
 // {"name": <name>, "<key>": <arguments>}: a call written as the models write them.
 std::string CallObject(const ToolCall& call, const char* key);
-// The parts joined by `sep`.
-std::string Join(const std::vector<std::string>& parts, const std::string& sep);
+// The calls as CallObject(call, key), each between `open` and `close`, joined by `sep`:
+// every format writes its calls this way, in its own punctuation.
+std::string WriteCalls(const std::vector<ToolCall>& calls, const char* key, const std::string& sep,
+                       const std::string& open = "", const std::string& close = "");
 
 }  // namespace stet::server::tool_json

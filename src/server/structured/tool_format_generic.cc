@@ -46,9 +46,8 @@ class Generic final : public ToolCallFormat {
   }
   size_t CallBound(const std::string& raw) const override { return WholeJsonBound(raw); }
   std::string Write(const std::vector<ToolCall>& calls) const override {
-    std::vector<std::string> parts;
-    for (const ToolCall& c : calls) parts.push_back(CallObject(c, "arguments"));
-    return parts.size() == 1 ? parts[0] : "[" + Join(parts, ", ") + "]";
+    const std::string all = WriteCalls(calls, "arguments", ", ");
+    return calls.size() == 1 ? all : "[" + all + "]";
   }
 };
 

@@ -47,10 +47,7 @@ class Hermes final : public ToolCallFormat {
   }
   size_t CallBound(const std::string& raw) const override { return MarkerBound(raw, kOpen); }
   std::string Write(const std::vector<ToolCall>& calls) const override {
-    std::vector<std::string> parts;
-    for (const ToolCall& c : calls)
-      parts.push_back("<tool_call>\n" + CallObject(c, "arguments") + "\n</tool_call>");
-    return Join(parts, "\n");
+    return WriteCalls(calls, "arguments", "\n", "<tool_call>\n", "\n</tool_call>");
   }
 };
 

@@ -45,9 +45,7 @@ class Llama3 final : public ToolCallFormat {
   }
   size_t CallBound(const std::string& raw) const override { return WholeJsonBound(raw, kTag); }
   std::string Write(const std::vector<ToolCall>& calls) const override {
-    std::vector<std::string> parts;
-    for (const ToolCall& c : calls) parts.push_back(CallObject(c, "parameters"));
-    return Join(parts, "; ");
+    return WriteCalls(calls, "parameters", "; ");
   }
 };
 

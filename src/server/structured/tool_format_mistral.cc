@@ -65,9 +65,7 @@ class Mistral final : public ToolCallFormat {
   }
   size_t CallBound(const std::string& raw) const override { return MarkerBound(raw, kCalls); }
   std::string Write(const std::vector<ToolCall>& calls) const override {
-    std::vector<std::string> parts;
-    for (const ToolCall& c : calls) parts.push_back(CallObject(c, "arguments"));
-    return "[TOOL_CALLS][" + Join(parts, ", ") + "]";
+    return "[TOOL_CALLS][" + WriteCalls(calls, "arguments", ", ") + "]";
   }
 };
 

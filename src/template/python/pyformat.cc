@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/markup.h"
 #include "template/budget.h"
 #include "template/python/unicode.h"
 
@@ -537,25 +538,11 @@ std::string HtmlEscape(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (i % kCheckEvery == 0) ReserveBytes(out.size());
-    char c = s[i];
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      default:
-        out += c;
+    const char* ref = MarkupReference(static_cast<unsigned char>(s[i]), "&#34;");
+    if (ref != nullptr) {
+      out += ref;
+    } else {
+      out += s[i];
     }
   }
   ReserveBytes(out.size());

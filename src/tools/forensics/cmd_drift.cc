@@ -29,6 +29,33 @@ struct DriftArgs : EndpointArgs {
   double threshold = 0.05;
 };
 
+void DriftOptions(CLI::App* cmd, DriftArgs* a) {
+  cmd->description(
+      "Capture greedy top-k logprobs over a fixed prompt set and compare them with a baseline "
+      "file or a second endpoint: top-1 agreement, total variation and KL on the shared support, "
+      "first divergence. Exit code: 0 within --threshold (or capture only), 1 over it, 2 error.");
+  AddEndpointArgs(cmd, a, "Base URL of the endpoint to measure (required)",
+                  "Model name to send (required)", "Requests in flight while capturing");
+  cmd->add_option(
+      "--prompts", a->prompts,
+      "Prompt set: JSONL {\"id\", \"prompt\"} or one plain-text prompt per line (required)");
+  auto* baseline =
+      cmd->add_option("--baseline", a->baseline, "A capture saved earlier with --save");
+  auto* against = cmd->add_option("--against", a->against, "Second endpoint (the baseline side)");
+  baseline->excludes(against);
+  cmd->add_option("--against-model", a->against_model,
+                  "Model name for --against (default: --model)");
+  cmd->add_option("--against-api-key", a->against_api_key,
+                  "API key for --against (default: --api-key)");
+  cmd->add_option("--save", a->save, "Save this capture (the --endpoint side) as a baseline file");
+  cmd->add_option("--json", a->json_out, "Write the comparison as JSON");
+  cmd->add_option("--top-k", a->top_k, "Logprobs per position")->capture_default_str();
+  cmd->add_option("--max-tokens", a->max_tokens, "Greedy tokens per prompt")->capture_default_str();
+  cmd->add_option("--threshold", a->threshold,
+                  "Fail (exit 1) when max(1 - top-1 agreement, mean TV) exceeds this")
+      ->capture_default_str();
+}
+
 constexpr int kExitDrift = 1;
 
 int RunDriftCmd(const DriftArgs& a) {
@@ -93,36 +120,8 @@ int RunDriftCmd(const DriftArgs& a) {
 }  // namespace
 
 CLI::App* AddDriftCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<DriftArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "drift",
-      "Capture greedy top-k logprobs over a fixed prompt set and compare them with a baseline "
-      "file or a second endpoint: top-1 agreement, total variation and KL on the shared support, "
-      "first divergence. Exit code: 0 within --threshold (or capture only), 1 over it, 2 error.");
-  AddEndpointArgs(cmd, a.get(), "Base URL of the endpoint to measure (required)",
-                  "Model name to send (required)", "Requests in flight while capturing");
-  cmd->add_option(
-      "--prompts", a->prompts,
-      "Prompt set: JSONL {\"id\", \"prompt\"} or one plain-text prompt per line (required)");
-  auto* baseline =
-      cmd->add_option("--baseline", a->baseline, "A capture saved earlier with --save");
-  auto* against = cmd->add_option("--against", a->against, "Second endpoint (the baseline side)");
-  baseline->excludes(against);
-  cmd->add_option("--against-model", a->against_model,
-                  "Model name for --against (default: --model)");
-  cmd->add_option("--against-api-key", a->against_api_key,
-                  "API key for --against (default: --api-key)");
-  cmd->add_option("--save", a->save, "Save this capture (the --endpoint side) as a baseline file");
-  cmd->add_option("--json", a->json_out, "Write the comparison as JSON");
-  cmd->add_option("--top-k", a->top_k, "Logprobs per position")->capture_default_str();
-  cmd->add_option("--max-tokens", a->max_tokens, "Greedy tokens per prompt")->capture_default_str();
-  cmd->add_option("--threshold", a->threshold,
-                  "Fail (exit 1) when max(1 - top-1 agreement, mean TV) exceeds this")
-      ->capture_default_str();
+  CLI::App* cmd = AddCommand(app, exit_code, "drift", DriftOptions, RunDriftCmd);
   AddDriftWatchCommands(cmd, exit_code);
-  cmd->callback([a, exit_code, cmd] {
-    if (cmd->get_subcommands().empty()) *exit_code = RunDriftCmd(*a);
-  });
   return cmd;
 }
 

@@ -14,6 +14,7 @@
 #include "tools/common.h"
 #include "tools/forensics/cmd_drift.h"
 #include "tools/forensics/forensics_cli.h"
+#include "tools/range_option.h"
 
 namespace stet::tools {
 
@@ -115,32 +116,25 @@ int RunReport(const WatchArgs& a) {
 }
 
 void TestOptions(CLI::App* cmd, WatchArgs& a) {
-  cmd->add_option("--baseline-runs", a.baseline_runs,
-                  "Runs of the prompt set that form the baseline (the first ones)")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1000));
-  cmd->add_option("--alpha", a.alpha, "Flag a round whose permutation p-value is at most this")
-      ->capture_default_str()
-      ->check(CLI::Range(1e-9, 0.5));
+  AddRangeOption(cmd, "--baseline-runs", &a.baseline_runs,
+                 "Runs of the prompt set that form the baseline (the first ones)", 2, 1000);
+  AddRangeOption(cmd, "--alpha", &a.alpha, "Flag a round whose permutation p-value is at most this",
+                 1e-9, 0.5);
   cmd->add_option("--html", a.html,
                   "Write the report (p-value and shift over time, every round) as HTML");
   cmd->add_option("--json", a.json, "Write the analysis as JSON");
 }
 
-}  // namespace
-
-void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
-  auto w = std::make_shared<WatchArgs>();
-  CLI::App* watch =
-      drift->add_subcommand("watch",
-                            "Canary drift monitoring: every --every, send the --canary prompt set "
-                            "greedily with logprobs (--repeats runs; "
-                            "the first round --baseline-runs), record every exchange in --store "
-                            "(kind canary), and test the round "
-                            "against the baseline: new system_fingerprint or answered model, a "
-                            "greedy token the baseline always chose "
-                            "left, or a top-1 logprob shift (exact permutation test, --alpha). "
-                            "Exit 1 when a round was flagged.");
+void WatchOptions(CLI::App* watch, WatchArgs* w) {
+  watch->description(
+      "Canary drift monitoring: every --every, send the --canary prompt set "
+      "greedily with logprobs (--repeats runs; "
+      "the first round --baseline-runs), record every exchange in --store "
+      "(kind canary), and test the round "
+      "against the baseline: new system_fingerprint or answered model, a "
+      "greedy token the baseline always chose "
+      "left, or a top-1 logprob shift (exact permutation test, --alpha). "
+      "Exit 1 when a round was flagged.");
   EndpointFlags flags = AddEndpointFlags(
       watch, &w->endpoint, &w->api_key, &w->model, "Base URL of the endpoint", "Model name to send",
       "Bearer API key (default: $OPENAI_API_KEY; never recorded)");
@@ -154,29 +148,21 @@ void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
       ->required();
   watch->add_option("--every", w->every, "Interval between rounds (e.g. 1h, 15m, 30s)")
       ->capture_default_str();
-  watch->add_option("--rounds", w->rounds, "Stop after this many rounds (0: run until killed)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000000));
+  AddRangeOption(watch, "--rounds", &w->rounds, "Stop after this many rounds (0: run until killed)",
+                 0, 1000000);
   watch->add_option("--api", w->api, "chat or completions")
       ->capture_default_str()
       ->check(CLI::IsMember({"chat", "completions"}));
-  watch->add_option("--max-tokens", w->max_tokens, "Greedy tokens per prompt")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  watch->add_option("--top-logprobs", w->top_logprobs, "Alternatives per position")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 20));
-  watch->add_option("--repeats", w->repeats, "Runs of the prompt set per round")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+  AddRangeOption(watch, "--max-tokens", &w->max_tokens, "Greedy tokens per prompt", 1, 4096);
+  AddRangeOption(watch, "--top-logprobs", &w->top_logprobs, "Alternatives per position", 1, 20);
+  AddRangeOption(watch, "--repeats", &w->repeats, "Runs of the prompt set per round", 1, 1000);
   watch->add_option("--timeout", w->timeout_s, "Seconds to wait for an answer")
       ->capture_default_str();
   TestOptions(watch, *w);
-  watch->callback([w, exit_code] { *exit_code = RunWatch(*w); });
+}
 
-  auto r = std::make_shared<WatchArgs>();
-  CLI::App* report = drift->add_subcommand(
-      "report",
+void ReportOptions(CLI::App* report, WatchArgs* r) {
+  report->description(
       "Recompute the canary test over every round stored in STORE and print a table; --html plots "
       "the "
       "p-value and the top-1 logprob shift over time. Exit 1 when a round is flagged.");
@@ -184,7 +170,13 @@ void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
       ->required();
   report->add_option("--set", r->set, "Canary set id (default: the latest canary's)");
   TestOptions(report, *r);
-  report->callback([r, exit_code] { *exit_code = RunReport(*r); });
+}
+
+}  // namespace
+
+void AddDriftWatchCommands(CLI::App* drift, int* exit_code) {
+  AddCommand(*drift, exit_code, "watch", WatchOptions, RunWatch);
+  AddCommand(*drift, exit_code, "report", ReportOptions, RunReport);
 }
 
 }  // namespace stet::tools

@@ -35,6 +35,47 @@ struct CompareArgs {
   uint64_t bootstrap_seed = 0;
 };
 
+void EvalOptions(CLI::App* cmd, EvalArgs* a) {
+  cmd->description(
+      "Run every dataset item several times against an OpenAI-compatible endpoint: per-item "
+      "pass rates, mean with 95% confidence intervals, flaky items; writes DIR/results.json and "
+      "DIR/report.html. `stet eval compare A.json B.json` compares two runs.");
+  AddEndpointArgs(cmd, a, "Base URL, e.g. http://127.0.0.1:8080", "Model name to send",
+                  "Requests in flight");
+  cmd->add_option(
+      "--dataset", a->dataset,
+      "JSONL: {\"id\", \"prompt\" or \"messages\", \"expected\"[, \"metric\", \"max_tokens\"]}");
+  cmd->add_option("--repeats", a->repeats, "Runs per item")->capture_default_str();
+  cmd->add_option("--metric", a->metric,
+                  "exact | contains | regex | json (per-item \"metric\" overrides)")
+      ->capture_default_str();
+  cmd->add_option("--temperature", a->temperature, "Sampling temperature")->capture_default_str();
+  cmd->add_option("--seed-policy", a->seed_policy,
+                  "fixed: --seed every run; per-repeat: --seed + repeat index; none: send no seed")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Base seed")->capture_default_str();
+  cmd->add_option("--max-tokens", a->max_tokens,
+                  "Tokens per completion (per-item \"max_tokens\" overrides)")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "Output directory")->capture_default_str();
+  cmd->add_option("--bootstrap", a->bootstrap, "Bootstrap resamples")->capture_default_str();
+  cmd->add_option("--bootstrap-seed", a->bootstrap_seed,
+                  "Bootstrap seed (reports are reproducible)")
+      ->capture_default_str();
+}
+
+void CompareOptions(CLI::App* compare, CompareArgs* c) {
+  compare->description(
+      "Paired comparison of two `stet eval` results files over their shared items: "
+      "B - A with a paired-bootstrap 95% CI, exact sign test and McNemar test.");
+  compare->add_option("a", c->a, "Results file A (baseline)")->required();
+  compare->add_option("b", c->b, "Results file B (candidate)")->required();
+  compare->add_option("--json", c->json_out, "Write the comparison as JSON");
+  compare->add_option("--bootstrap", c->bootstrap, "Bootstrap resamples")->capture_default_str();
+  compare->add_option("--bootstrap-seed", c->bootstrap_seed, "Bootstrap seed")
+      ->capture_default_str();
+}
+
 int RunEvalCmd(const EvalArgs& a) {
   if (a.endpoint.empty() || a.model.empty() || a.dataset.empty()) {
     return Fail(InvalidArgument("stet eval needs --endpoint, --model and --dataset"));
@@ -104,51 +145,9 @@ int RunCompareCmd(const CompareArgs& c) {
 }  // namespace
 
 CLI::App* AddEvalCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<EvalArgs>();
-  auto c = std::make_shared<CompareArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "eval",
-      "Run every dataset item several times against an OpenAI-compatible endpoint: per-item "
-      "pass rates, mean with 95% confidence intervals, flaky items; writes DIR/results.json and "
-      "DIR/report.html. `stet eval compare A.json B.json` compares two runs.");
-  AddEndpointArgs(cmd, a.get(), "Base URL, e.g. http://127.0.0.1:8080", "Model name to send",
-                  "Requests in flight");
-  cmd->add_option(
-      "--dataset", a->dataset,
-      "JSONL: {\"id\", \"prompt\" or \"messages\", \"expected\"[, \"metric\", \"max_tokens\"]}");
-  cmd->add_option("--repeats", a->repeats, "Runs per item")->capture_default_str();
-  cmd->add_option("--metric", a->metric,
-                  "exact | contains | regex | json (per-item \"metric\" overrides)")
-      ->capture_default_str();
-  cmd->add_option("--temperature", a->temperature, "Sampling temperature")->capture_default_str();
-  cmd->add_option("--seed-policy", a->seed_policy,
-                  "fixed: --seed every run; per-repeat: --seed + repeat index; none: send no seed")
-      ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Base seed")->capture_default_str();
-  cmd->add_option("--max-tokens", a->max_tokens,
-                  "Tokens per completion (per-item \"max_tokens\" overrides)")
-      ->capture_default_str();
-  cmd->add_option("--out", a->out, "Output directory")->capture_default_str();
-  cmd->add_option("--bootstrap", a->bootstrap, "Bootstrap resamples")->capture_default_str();
-  cmd->add_option("--bootstrap-seed", a->bootstrap_seed,
-                  "Bootstrap seed (reports are reproducible)")
-      ->capture_default_str();
+  CLI::App* cmd = AddCommand(app, exit_code, "eval", EvalOptions, RunEvalCmd);
 
-  CLI::App* compare = cmd->add_subcommand(
-      "compare",
-      "Paired comparison of two `stet eval` results files over their shared items: "
-      "B - A with a paired-bootstrap 95% CI, exact sign test and McNemar test.");
-  compare->add_option("a", c->a, "Results file A (baseline)")->required();
-  compare->add_option("b", c->b, "Results file B (candidate)")->required();
-  compare->add_option("--json", c->json_out, "Write the comparison as JSON");
-  compare->add_option("--bootstrap", c->bootstrap, "Bootstrap resamples")->capture_default_str();
-  compare->add_option("--bootstrap-seed", c->bootstrap_seed, "Bootstrap seed")
-      ->capture_default_str();
-  compare->callback([c, exit_code] { *exit_code = RunCompareCmd(*c); });
-  cmd->callback([a, exit_code, compare] {
-    if (compare->parsed()) return;
-    *exit_code = RunEvalCmd(*a);
-  });
+  AddCommand(*cmd, exit_code, "compare", CompareOptions, RunCompareCmd);
   return cmd;
 }
 

@@ -24,6 +24,7 @@
 #include "forensics/analysis/canary.h"
 #include "forensics/proxy/proxy.h"
 #include "tools/common.h"
+#include "tools/range_option.h"
 
 namespace stet::tools {
 
@@ -54,6 +55,96 @@ struct ProxyArgs {
   std::string canary, canary_every = "1h", canary_model, canary_api = "chat";
   int canary_repeats = 3, canary_baseline_runs = 9;
 };
+
+void ProxyOptions(CLI::App* cmd, ProxyArgs* a) {
+  cmd->description(
+      "Recording reverse proxy in front of any OpenAI-compatible endpoint: "
+      "relays /v1/chat/completions, "
+      "/v1/completions and /v1/responses (SSE streams event by event) and "
+      "records every exchange — request, "
+      "answer (streams folded), answered model, system_fingerprint, request id "
+      "and rate-limit headers, latency, "
+      "time to first token, a snapshot of system prompt / tools / "
+      "response_format — before the client sees it "
+      "complete. Other paths pass through unrecorded. See docs/forensics.md.");
+  cmd->add_option("--upstream", a->upstream,
+                  "The endpoint's base URL, e.g. https://api.openai.com/v1")
+      ->required();
+  cmd->add_option("--record", a->record,
+                  "Exchange store: a SQLite file (created when missing) or a postgresql:// URL")
+      ->required();
+  AddListenOptions(cmd, &a->host, &a->port);
+  cmd->add_option(
+      "--upstream-key-env", a->upstream_key_env,
+      "Name of an environment variable holding the upstream API key; it replaces the client's "
+      "Authorization (never logged or recorded). Without it the client's Authorization is "
+      "forwarded");
+  cmd->add_option(
+      "--api-key", a->api_keys,
+      "Require 'Authorization: Bearer KEY' from clients (repeatable; needs --upstream-key-env; "
+      "--api-key-file or $STET_PROXY_API_KEY keep keys off the command line)");
+  cmd->add_option("--api-key-file", a->api_key_file,
+                  "File of client API keys, one per line ('#' comments); with --api-key and "
+                  "$STET_PROXY_API_KEY (comma-separated), every key listed is accepted")
+      ->check(CLI::ExistingFile);
+  AddRangeOption(cmd, "--max-response-bytes", &a->max_response_bytes,
+                 "Largest upstream answer relayed and recorded (a body, a whole stream, one SSE "
+                 "event); past it 502 or an error event, and the record is marked truncated",
+                 int64_t{1024}, int64_t{1} << 40);
+  AddRangeOption(cmd, "--logprob-sample", &a->logprob_sample,
+                 "Share of chat/completions requests that did not ask for logprobs to ask for "
+                 "them (top 5), "
+                 "record, and strip from the client's answer, e.g. 0.05",
+                 0.0, 1.0);
+  cmd->add_option("--sample-seed", a->sample_seed,
+                  "Seed of the sampling draw (Philox on the request's arrival index; recorded)")
+      ->capture_default_str();
+  AddRangeOption(cmd, "--top-logprobs", &a->top_logprobs,
+                 "Alternatives per token on sampled requests", 1, 20);
+  cmd->add_option(
+      "--redact", a->redact,
+      "Replace this JSON path of every record with \"[redacted]\" before anything is written "
+      "(repeatable): dotted keys with [*] or [N], rooted at the record, e.g. "
+      "request.messages[*].content; '$.' is short for 'request.'");
+  cmd->add_option("--retain", a->retain,
+                  "Delete exchanges older than this (e.g. 30d, 12h) at start and hourly");
+  AddRangeOption(
+      cmd, "--upstream-timeout", &a->upstream_timeout,
+      "Seconds to wait for the upstream's headers, and between its body bytes (else 504)", 0.001,
+      86400.0);
+  AddRangeOption(cmd, "--connect-timeout", &a->connect_timeout,
+                 "Seconds to connect to the upstream (else 504)", 0.001, 3600.0);
+  AddRangeOption(cmd, "--workers", &a->workers, "Requests relayed at once (/health has its own)", 1,
+                 4096);
+  AddRangeOption(cmd, "--max-body-bytes", &a->max_body_bytes,
+                 "Largest request body accepted (else 413)", int64_t{1024}, int64_t{1} << 30);
+  cmd->add_option("--allowed-hosts", a->allowed_hosts,
+                  "Host header names accepted besides localhost, 127.0.0.1 and [::1] "
+                  "(comma-separated; '*': any)")
+      ->delimiter(',');
+  cmd->add_option("--context-header", a->context_header,
+                  "Request header whose JSON (prompt-template version, index version, ...) is "
+                  "stored with the "
+                  "record and not forwarded")
+      ->capture_default_str();
+  AddRangeOption(cmd, "--drain-timeout", &a->drain_timeout,
+                 "Seconds SIGTERM waits for relayed requests", 0, 86400);
+  cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
+  cmd->add_option("--canary", a->canary,
+                  "Canary prompt set (as `stet drift watch --canary`): sent to the upstream every "
+                  "--canary-every "
+                  "and recorded in the same store; `stet drift report STORE` tests it");
+  cmd->add_option("--canary-every", a->canary_every, "Interval between canary rounds")
+      ->capture_default_str();
+  cmd->add_option("--canary-model", a->canary_model, "Model name the canary sends");
+  cmd->add_option("--canary-api", a->canary_api, "chat or completions")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"chat", "completions"}));
+  AddRangeOption(cmd, "--canary-repeats", &a->canary_repeats,
+                 "Runs of the prompt set per canary round", 1, 1000);
+  AddRangeOption(cmd, "--canary-baseline-runs", &a->canary_baseline_runs,
+                 "Runs that form the canary's baseline", 2, 1000);
+}
 
 // Now less `seconds`, to the millisecond (records carry milliseconds).
 std::string IsoAgo(int64_t seconds) {
@@ -228,112 +319,7 @@ int RunProxy(const ProxyArgs& a) {
 }  // namespace
 
 CLI::App* AddProxyCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<ProxyArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("proxy",
-                         "Recording reverse proxy in front of any OpenAI-compatible endpoint: "
-                         "relays /v1/chat/completions, "
-                         "/v1/completions and /v1/responses (SSE streams event by event) and "
-                         "records every exchange — request, "
-                         "answer (streams folded), answered model, system_fingerprint, request id "
-                         "and rate-limit headers, latency, "
-                         "time to first token, a snapshot of system prompt / tools / "
-                         "response_format — before the client sees it "
-                         "complete. Other paths pass through unrecorded. See docs/forensics.md.");
-  cmd->add_option("--upstream", a->upstream,
-                  "The endpoint's base URL, e.g. https://api.openai.com/v1")
-      ->required();
-  cmd->add_option("--record", a->record,
-                  "Exchange store: a SQLite file (created when missing) or a postgresql:// URL")
-      ->required();
-  cmd->add_option("--host", a->host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", a->port, "Port to listen on (0: any free port, printed on stderr)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
-  cmd->add_option(
-      "--upstream-key-env", a->upstream_key_env,
-      "Name of an environment variable holding the upstream API key; it replaces the client's "
-      "Authorization (never logged or recorded). Without it the client's Authorization is "
-      "forwarded");
-  cmd->add_option(
-      "--api-key", a->api_keys,
-      "Require 'Authorization: Bearer KEY' from clients (repeatable; needs --upstream-key-env; "
-      "--api-key-file or $STET_PROXY_API_KEY keep keys off the command line)");
-  cmd->add_option("--api-key-file", a->api_key_file,
-                  "File of client API keys, one per line ('#' comments); with --api-key and "
-                  "$STET_PROXY_API_KEY (comma-separated), every key listed is accepted")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--max-response-bytes", a->max_response_bytes,
-                  "Largest upstream answer relayed and recorded (a body, a whole stream, one SSE "
-                  "event); past it 502 or an error event, and the record is marked truncated")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
-  cmd->add_option("--logprob-sample", a->logprob_sample,
-                  "Share of chat/completions requests that did not ask for logprobs to ask for "
-                  "them (top 5), "
-                  "record, and strip from the client's answer, e.g. 0.05")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--sample-seed", a->sample_seed,
-                  "Seed of the sampling draw (Philox on the request's arrival index; recorded)")
-      ->capture_default_str();
-  cmd->add_option("--top-logprobs", a->top_logprobs, "Alternatives per token on sampled requests")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 20));
-  cmd->add_option(
-      "--redact", a->redact,
-      "Replace this JSON path of every record with \"[redacted]\" before anything is written "
-      "(repeatable): dotted keys with [*] or [N], rooted at the record, e.g. "
-      "request.messages[*].content; '$.' is short for 'request.'");
-  cmd->add_option("--retain", a->retain,
-                  "Delete exchanges older than this (e.g. 30d, 12h) at start and hourly");
-  cmd->add_option(
-         "--upstream-timeout", a->upstream_timeout,
-         "Seconds to wait for the upstream's headers, and between its body bytes (else 504)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
-  cmd->add_option("--connect-timeout", a->connect_timeout,
-                  "Seconds to connect to the upstream (else 504)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 3600.0));
-  cmd->add_option("--workers", a->workers, "Requests relayed at once (/health has its own)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body accepted (else 413)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
-  cmd->add_option("--allowed-hosts", a->allowed_hosts,
-                  "Host header names accepted besides localhost, 127.0.0.1 and [::1] "
-                  "(comma-separated; '*': any)")
-      ->delimiter(',');
-  cmd->add_option("--context-header", a->context_header,
-                  "Request header whose JSON (prompt-template version, index version, ...) is "
-                  "stored with the "
-                  "record and not forwarded")
-      ->capture_default_str();
-  cmd->add_option("--drain-timeout", a->drain_timeout, "Seconds SIGTERM waits for relayed requests")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 86400));
-  cmd->add_flag("--no-log", a->no_log, "No per-request JSON log lines on stderr");
-  cmd->add_option("--canary", a->canary,
-                  "Canary prompt set (as `stet drift watch --canary`): sent to the upstream every "
-                  "--canary-every "
-                  "and recorded in the same store; `stet drift report STORE` tests it");
-  cmd->add_option("--canary-every", a->canary_every, "Interval between canary rounds")
-      ->capture_default_str();
-  cmd->add_option("--canary-model", a->canary_model, "Model name the canary sends");
-  cmd->add_option("--canary-api", a->canary_api, "chat or completions")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"chat", "completions"}));
-  cmd->add_option("--canary-repeats", a->canary_repeats, "Runs of the prompt set per canary round")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--canary-baseline-runs", a->canary_baseline_runs,
-                  "Runs that form the canary's baseline")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1000));
-  cmd->callback([a, exit_code] { *exit_code = RunProxy(*a); });
-  return cmd;
+  return AddCommand(app, exit_code, "proxy", ProxyOptions, RunProxy);
 }
 
 }  // namespace stet::tools

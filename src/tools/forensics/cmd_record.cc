@@ -97,19 +97,19 @@ CLI::App* AddRecordCommand(CLI::App& app, int* exit_code) {
                                      "Move records of `stet serve --record FILE.db` in and out as "
                                      "JSONL (cassettes for test suites)");
   cmd->require_subcommand(1);
-  CLI::App* ex = cmd->add_subcommand(
-      "export", "Write the records of FILE.db as JSONL, one per line, in stored order");
+  CLI::App* ex = AddCommand(*cmd, exit_code, "export",
+                            "Write the records of FILE.db as JSONL, one per line, in stored order",
+                            [a] { return Export(*a); });
   ex->add_option("db", a->db, "Record store (SQLite) written by stet serve --record")->required();
   ex->add_option("-o,--out", a->out, "Output file (default: stdout)");
   auto* id = ex->add_option("--id", a->id, "Only the record with this id");
   ex->add_option("--since", a->since, "Only records received at or after this ISO 8601 time")
       ->excludes(id);
-  ex->callback([a, exit_code] { *exit_code = Export(*a); });
-  CLI::App* im = cmd->add_subcommand(
-      "import", "Store the records of a JSONL file in FILE.db (created when missing)");
+  CLI::App* im = AddCommand(*cmd, exit_code, "import",
+                            "Store the records of a JSONL file in FILE.db (created when missing)",
+                            [a] { return Import(*a); });
   im->add_option("jsonl", a->jsonl, "JSONL file of records (as written by export)")->required();
   im->add_option("db", a->db, "Record store (SQLite)")->required();
-  im->callback([a, exit_code] { *exit_code = Import(*a); });
   return cmd;
 }
 

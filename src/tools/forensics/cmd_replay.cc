@@ -34,6 +34,61 @@ struct ReplayArgs : EndpointArgs {
   std::string json_out;
 };
 
+void ReplayOptions(CLI::App* cmd, ReplayArgs* a) {
+  cmd->description(
+      "Re-execute requests recorded by `stet serve --record "
+      "FILE.db` against an endpoint, with the recorded seed "
+      "and clock pinned, and report per record 'identical' (text, "
+      "token ids, logprobs bit for bit) or where it "
+      "first diverges. Refuses when the endpoint's "
+      "system_fingerprint differs from the recorded one. Starts no "
+      "server, unless --against stet answers with a local model "
+      "file. On a store `stet proxy --record` wrote, each "
+      "recorded request is sent as it went upstream and the "
+      "report names, per session, the first request and token where "
+      "the answer departs, and whether the answered "
+      "model or system_fingerprint changed. Exit code: 0 all "
+      "identical, 1 divergence, 2 error or refused.");
+  cmd->add_option("db", a->db,
+                  "Record store written by stet serve --record, or exchange store written by stet "
+                  "proxy --record "
+                  "(SQLite file or postgresql:// URL)")
+      ->required();
+  auto* id =
+      cmd->add_option("--id", a->id, "Replay only the record with this id (the response id)");
+  cmd->add_option("--since", a->since, "Replay records received at or after this ISO 8601 time")
+      ->excludes(id);
+  EndpointFlags flags = AddEndpointArgs(
+      cmd, a, "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)",
+      "Model name to send instead of the recorded one; with --against stet, the GGUF file to "
+      "answer with",
+      "Requests in flight");
+  cmd->add_option("--against", a->against,
+                  "'stet': answer with this machine's stet engine on the GGUF file (or pulled "
+                  "name) given by -m "
+                  "(default: the setup model), started in-process as `stet serve` would be, "
+                  "instead of an endpoint: what would this model have said")
+      ->check(CLI::IsMember({"stet"}))
+      ->excludes(flags.endpoint);
+  cmd->add_option("--clock", a->clock,
+                  "Proxy stores: 'recorded' pins each request's recorded instant as "
+                  "metadata.stet_clock (what stet's chat templates read as now); "
+                  "'recorded-note' also tells the model in a first system message "
+                  "(instructions for /v1/responses), for endpoints without that field; 'none' "
+                  "sends the request as recorded. Records of stet serve --record always pin "
+                  "their clock")
+      ->check(CLI::IsMember({"none", "recorded", "recorded-note"}))
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "With --against stet: threads (default: all cores)");
+  cmd->add_flag(
+      "--allow-fingerprint-change", a->allow_fingerprint_change,
+      "Replay even when the endpoint's system_fingerprint differs, and report the divergences");
+  cmd->add_flag("--logprobs", a->logprobs,
+                "Ask for logprobs on every request (compared bit for bit) even where the recorded "
+                "request did not");
+  cmd->add_option("--json", a->json_out, "Write every outcome as JSON");
+}
+
 // The end of both replays: the report on stdout (or, when nothing was
 // replayed, why on stderr), the JSON file --json names, the report's exit code.
 template <typename R>
@@ -124,61 +179,7 @@ int RunReplayCmd(ReplayArgs a) {
 }  // namespace
 
 CLI::App* AddReplayCommand(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<ReplayArgs>();
-  CLI::App* cmd = app.add_subcommand("replay",
-                                     "Re-execute requests recorded by `stet serve --record "
-                                     "FILE.db` against an endpoint, with the recorded seed "
-                                     "and clock pinned, and report per record 'identical' (text, "
-                                     "token ids, logprobs bit for bit) or where it "
-                                     "first diverges. Refuses when the endpoint's "
-                                     "system_fingerprint differs from the recorded one. Starts no "
-                                     "server, unless --against stet answers with a local model "
-                                     "file. On a store `stet proxy --record` wrote, each "
-                                     "recorded request is sent as it went upstream and the "
-                                     "report names, per session, the first request and token where "
-                                     "the answer departs, and whether the answered "
-                                     "model or system_fingerprint changed. Exit code: 0 all "
-                                     "identical, 1 divergence, 2 error or refused.");
-  cmd->add_option("db", a->db,
-                  "Record store written by stet serve --record, or exchange store written by stet "
-                  "proxy --record "
-                  "(SQLite file or postgresql:// URL)")
-      ->required();
-  auto* id =
-      cmd->add_option("--id", a->id, "Replay only the record with this id (the response id)");
-  cmd->add_option("--since", a->since, "Replay records received at or after this ISO 8601 time")
-      ->excludes(id);
-  EndpointFlags flags = AddEndpointArgs(
-      cmd, a.get(), "Base URL, e.g. http://127.0.0.1:8080 (with or without /v1)",
-      "Model name to send instead of the recorded one; with --against stet, the GGUF file to "
-      "answer with",
-      "Requests in flight");
-  cmd->add_option("--against", a->against,
-                  "'stet': answer with this machine's stet engine on the GGUF file (or pulled "
-                  "name) given by -m "
-                  "(default: the setup model), started in-process as `stet serve` would be, "
-                  "instead of an endpoint: what would this model have said")
-      ->check(CLI::IsMember({"stet"}))
-      ->excludes(flags.endpoint);
-  cmd->add_option("--clock", a->clock,
-                  "Proxy stores: 'recorded' pins each request's recorded instant as "
-                  "metadata.stet_clock (what stet's chat templates read as now); "
-                  "'recorded-note' also tells the model in a first system message "
-                  "(instructions for /v1/responses), for endpoints without that field; 'none' "
-                  "sends the request as recorded. Records of stet serve --record always pin "
-                  "their clock")
-      ->check(CLI::IsMember({"none", "recorded", "recorded-note"}))
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "With --against stet: threads (default: all cores)");
-  cmd->add_flag(
-      "--allow-fingerprint-change", a->allow_fingerprint_change,
-      "Replay even when the endpoint's system_fingerprint differs, and report the divergences");
-  cmd->add_flag("--logprobs", a->logprobs,
-                "Ask for logprobs on every request (compared bit for bit) even where the recorded "
-                "request did not");
-  cmd->add_option("--json", a->json_out, "Write every outcome as JSON");
-  cmd->callback([a, exit_code] { *exit_code = RunReplayCmd(*a); });
-  return cmd;
+  return AddCommand(app, exit_code, "replay", ReplayOptions, RunReplayCmd);
 }
 
 }  // namespace stet::tools
