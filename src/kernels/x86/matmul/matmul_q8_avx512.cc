@@ -31,8 +31,6 @@ namespace stet::kernels::avx512 {
 
 namespace {
 
-template <typename B>
-constexpr bool kHasMin = std::is_same_v<B, BlockQ4_1> || std::is_same_v<B, BlockQ5_1>;
 // Weights met as signed bytes by biased (q + 128) activations.
 template <typename B>
 constexpr bool kSignedW = std::is_same_v<B, BlockQ8_0> || std::is_same_v<B, BlockIQ4_NL>;
@@ -85,7 +83,7 @@ void RowAux(const Block* blocks, int64_t nb, BlockAux* aux, uint8_t* wq) {
     aux[b].d = _cvtsh_ss(blocks[b].d);
     aux[b].m = 0.0f;
     aux[b].corr = 0;
-    if constexpr (kHasMin<Block>) aux[b].m = _cvtsh_ss(blocks[b].m);
+    if constexpr (kBlockHasMin<Block>) aux[b].m = _cvtsh_ss(blocks[b].m);
     if constexpr (kUnpacked<Block>) aux[b].corr = 128 * UnpackBlock(blocks[b], wq + b * kQK);
     if constexpr (std::is_same_v<Block, BlockQ8_0>) {
       aux[b].corr =
@@ -148,7 +146,7 @@ void Tile(const Block* const* wrow, const BlockAux* aux, const uint8_t* wq, cons
         if constexpr (kOffsetShift<Block> >= 0) isum = _mm512_sub_epi32(isum, q8sum);
         const __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
         acc[g][n] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum), acc[g][n]);
-        if constexpr (kHasMin<Block>) {
+        if constexpr (kBlockHasMin<Block>) {
           acc[g][n] =
               _mm512_fmadd_ps(_mm512_set1_ps(a.m), _mm512_loadu_ps(act.s + gb * 16), acc[g][n]);
         }
@@ -203,7 +201,8 @@ namespace {
 // What the vertical activations carry for a block type (matmul_table.h, ActFlag).
 template <typename B>
 constexpr uint8_t kActFlags = (kSignedW<B> ? kActBiased : 0) |
-                              (kOffsetShift<B> >= 0 ? kActQsum : 0) | (kHasMin<B> ? kActMinSum : 0);
+                              (kOffsetShift<B> >= 0 ? kActQsum : 0) |
+                              (kBlockHasMin<B> ? kActMinSum : 0);
 
 constexpr auto kKernels =
     KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(

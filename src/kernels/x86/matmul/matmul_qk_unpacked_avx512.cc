@@ -30,8 +30,6 @@ namespace stet::kernels::avx512 {
 
 namespace {
 
-template <typename B>
-constexpr bool kMins = std::is_same_v<B, BlockQ2_K> || std::is_same_v<B, BlockQ5_K>;
 // Elements per scale: 16 (q2_k, q3_k, q6_k) or 32 (q5_k, iq4_xs).
 template <typename B>
 constexpr int kSub = std::is_same_v<B, BlockQ5_K> || std::is_same_v<B, BlockIQ4_XS> ? 32 : 16;
@@ -195,7 +193,7 @@ void Tile(const Super* const* us, const ActQ8KV& act, int64_t g0, float* y, int6
         const Super& s = us[n][b];
         acc[g][n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(s.d), dx),
                                     _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
-        if constexpr (kMins<Block>) {
+        if constexpr (kSuperHasMins<Block>) {
           __m512i msum = _mm512_setzero_si512();
           STET_UNROLL
           for (int p = 0; p < 8; ++p) {
@@ -219,7 +217,7 @@ thread_local std::vector<Super> tls_super;
 template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const ActQ8KV& act = *a.a8kv;
-  STET_CHECK_MSG(act.biased && (!kMins<Block> || act.sx16 != nullptr),
+  STET_CHECK_MSG(act.biased && (!kSuperHasMins<Block> || act.sx16 != nullptr),
                  "avx512::MatMulQKUnpackedRows: activations not laid out for this type");
   const size_t n_aux = static_cast<size_t>(kRN * act.nsb);
   if (tls_super.size() < n_aux) tls_super.resize(n_aux);
@@ -240,7 +238,7 @@ constexpr auto kKernels = KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ5_K, BlockQ6_
     {"avx512.vertical", Isa::kAvx512, kPrefillOnly, Packed::kNo, ActLayout::kQ8KV}, [](auto b) {
       using B = typename decltype(b)::type;
       return TypeRows{B::kType, Rows<B>,
-                      static_cast<uint8_t>(kActBiased | (kMins<B> ? kActSums16 : 0))};
+                      static_cast<uint8_t>(kActBiased | (kSuperHasMins<B> ? kActSums16 : 0))};
     });
 
 }  // namespace
