@@ -16,6 +16,7 @@
 
 namespace stet::kernels::avx512 {
 
+using avx2::FillTile;
 using avx2::Load32;
 
 // internal.h's CombineLanes, lane-wise over 16 outputs: l[i] holds logical
@@ -46,14 +47,6 @@ static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g
       StoreRows16(CombineLanes16(l8), 16 * (g0 + g), m, y + n, ldy);
     }
   }
-}
-
-// a[g][n] = v for every g < TG, n < RN (a tile's accumulators).
-template <typename V, int TG, int RN>
-static inline void FillTile(V (&a)[TG][RN], V v) {
-  STET_UNROLL
-  for (int g = 0; g < TG; ++g) STET_UNROLL
-  for (int n = 0; n < RN; ++n) a[g][n] = v;
 }
 
 // dot[g][n] += kSteps steps of vpdpbusd over row group g's vertical

@@ -127,18 +127,14 @@ inline void Group(const typename K::Block* const* wb, const ActQ8& act, int64_t 
   STET_UNROLL
   for (int half = 0; half < 2; ++half) {
     if (kTail && 4 * half >= valid) {
-      STET_UNROLL
-      for (int i = 0; i < RM; ++i) STET_UNROLL
-      for (int n = 0; n < RN; ++n) h4[half][i][n] = _mm256_setzero_si256();
+      FillTile(h4[half], _mm256_setzero_si256());
       continue;
     }
     __m256i h2[2][RM][RN];
     STET_UNROLL
     for (int pair = 0; pair < 2; ++pair) {
       if (kTail && 4 * half + 2 * pair >= valid) {
-        STET_UNROLL
-        for (int i = 0; i < RM; ++i) STET_UNROLL
-        for (int n = 0; n < RN; ++n) h2[pair][i][n] = _mm256_setzero_si256();
+        FillTile(h2[pair], _mm256_setzero_si256());
         continue;
       }
       __m256i v[2][RM][RN];
@@ -146,9 +142,7 @@ inline void Group(const typename K::Block* const* wb, const ActQ8& act, int64_t 
       for (int e = 0; e < 2; ++e) {
         const int blk = 4 * half + 2 * pair + e;
         if (kTail && blk >= valid) {
-          STET_UNROLL
-          for (int i = 0; i < RM; ++i) STET_UNROLL
-          for (int n = 0; n < RN; ++n) v[e][i][n] = _mm256_setzero_si256();
+          FillTile(v[e], _mm256_setzero_si256());
           continue;
         }
         typename K::W wq[RN];
@@ -214,9 +208,7 @@ template <typename K, int RN, int RM>
 void Tile(const uint8_t* w, int64_t w_stride, const ActQ8& act, int64_t i0, float* y, int64_t ldy) {
   using Block = typename K::Block;
   __m256 acc[RM][RN];
-  STET_UNROLL
-  for (int i = 0; i < RM; ++i) STET_UNROLL
-  for (int n = 0; n < RN; ++n) acc[i][n] = _mm256_setzero_ps();
+  FillTile(acc, _mm256_setzero_ps());
   const int64_t n_full = act.nb / 8;
   const Block* wb[RN];
   STET_UNROLL
