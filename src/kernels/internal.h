@@ -5,6 +5,7 @@
 // quantization (rule R6) and the per-type canonical orders.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -291,6 +292,102 @@ struct MatMulArgs {
   const ActQ8V* a8v = nullptr;    // AVX-512 VNNI 32-block path
   const ActQ8KV* a8kv = nullptr;  // AVX-512 VNNI q4_k path
 };
+
+// The integer-dot row kernels' walk (ref, NEON): y[i * rows + r] = K::Row(weight row r
+// as blocks, a, i) for activation rows i < m and weight rows r in [r0, r1). K is a
+// class, not a lambda, so that a caller's target attribute (NEON's dotprod) reaches
+// the row it inlines.
+template <typename K, typename Block>
+__attribute__((always_inline)) static inline void RowWalk(const MatMulArgs& a, int64_t r0,
+                                                          int64_t r1) {
+  const WeightView& w = *a.w;
+  for (int64_t i = 0; i < a.m; ++i) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks =
+          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
+      a.y[i * w.rows + r] = K::Row(blocks, a, i);
+    }
+  }
+}
+
+// The weight types with an offset: q4_1 / q5_1 (x = d q + m) and the superblock
+// types with mins (q2_k, q4_k, q5_k: x = d sc q - dmin m).
+template <typename Block>
+constexpr bool kBlockHasMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+template <typename Block>
+constexpr bool kSuperHasMins = std::is_same_v<Block, BlockQ2_K> ||
+                               std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K>;
+
+// A 32-block's terms in its logical lane, in the order every path keeps:
+// lane = fma(dw * dx, float(isum), lane), then for q4_1 / q5_1 fma(mw, sx, lane).
+template <typename Block>
+static inline float AddBlockTerms(float lane, const Block& b, float dx, float sx, int32_t isum) {
+  lane = std::fma(F16ToF32(b.d) * dx, static_cast<float>(isum), lane);
+  if constexpr (kBlockHasMin<Block>) lane = std::fma(F16ToF32(b.m), sx, lane);
+  return lane;
+}
+
+// A superblock's: lane = fma(d * dx, float(isum), lane), then for the types with
+// mins lane = fma(-(dmin * dx), float(msum), lane).
+template <typename Block>
+static inline float AddSuperTerms(float lane, const Block& b, float dx, int32_t isum,
+                                  int32_t msum) {
+  lane = std::fma(F16ToF32(b.d) * dx, static_cast<float>(isum), lane);
+  if constexpr (kSuperHasMins<Block>) {
+    lane = std::fma(-(F16ToF32(b.dmin) * dx), static_cast<float>(msum), lane);
+  }
+  return lane;
+}
+
+// The 256-element superblock types (ActQ8K activations); the rest are 32-blocks (ActQ8).
+template <typename Block>
+constexpr bool kSuperBlock = std::is_same_v<Block, BlockQ2_K> || std::is_same_v<Block, BlockQ3_K> ||
+                             std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K> ||
+                             std::is_same_v<Block, BlockQ6_K> || std::is_same_v<Block, BlockIQ4_XS>;
+
+// RowWalk's rows for the integer-dot types (ref, NEON): one output, each block's
+// terms in lane b % 8 in increasing b, then the lane tree.
+// 32-blocks: Dot::Lead(blocks, q's, d's, s's, nb, lanes) sets all 8 lanes from
+// the blocks a SIMD path takes 8 at a time and returns how many it took (the
+// reference: none, lanes stay 0); each later block's exact dot Dot::Of(block, its
+// q's) goes in by AddBlockTerms. Superblocks: Dot::Of(block, its q's, their
+// 16-element sums, &isum, &msum), by AddSuperTerms.
+template <typename Dot>
+struct DotRows {
+  template <typename Block>
+  __attribute__((always_inline)) static inline float Row(const Block* blocks, const MatMulArgs& a,
+                                                         int64_t i) {
+    float lanes[kLanes] = {};
+    if constexpr (kSuperBlock<Block>) {
+      const ActQ8K& act = *a.a8k;
+      for (int64_t b = 0; b < act.nsb; ++b) {
+        const int64_t sb = i * act.nsb + b;
+        int32_t isum, msum = 0;
+        Dot::Of(blocks[b], act.qs + i * act.k + b * kQKK, act.bsums + sb * 16, &isum, &msum);
+        lanes[b % kLanes] = AddSuperTerms(lanes[b % kLanes], blocks[b], act.d[sb], isum, msum);
+      }
+    } else {
+      const ActQ8& act = *a.a8;
+      const int8_t* qx = act.qs + i * act.nb_pad * kQK;
+      const float* dx = act.d + i * act.nb_pad;
+      const float* sx = act.s + i * act.nb_pad;
+      for (int64_t b = Dot::Lead(blocks, qx, dx, sx, act.nb, lanes); b < act.nb; ++b) {
+        const int32_t isum = Dot::Of(blocks[b], qx + b * kQK);
+        lanes[b % kLanes] = AddBlockTerms(lanes[b % kLanes], blocks[b], dx[b], sx[b], isum);
+      }
+    }
+    return CombineLanes(lanes);
+  }
+};
+
+// The kernel table's rows of family f over Blocks, each RowWalk<K, Block>.
+template <typename K, typename... Blocks>
+constexpr auto RowWalkKernels(const KernelFamily& f) {
+  return KernelRowsOf<Blocks...>(f, [](auto tag) {
+    using B = typename decltype(tag)::type;
+    return TypeRows{B::kType, RowWalk<K, B>};
+  });
+}
 
 // The entry points every path has (ref: the scalar oracle; avx2; neon), declared
 // once for each: the activation quantizers, the MatMul kernel rows of its files

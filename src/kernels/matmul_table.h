@@ -91,6 +91,14 @@ constexpr std::array<MatMulKernel, N> KernelRows(const KernelFamily& f, const Ty
   }
   return out;
 }
+// The rows of family f for the float weight types: rows(std::integral_constant<DType,
+// T>{}) gives T's rows function, for T = f32, f16, bf16.
+template <typename Fn>
+constexpr std::array<MatMulKernel, 3> FloatKernelRows(const KernelFamily& f, Fn rows) {
+  return KernelRows(f, {{DType::kF32, rows(std::integral_constant<DType, DType::kF32>{})},
+                        {DType::kF16, rows(std::integral_constant<DType, DType::kF16>{})},
+                        {DType::kBF16, rows(std::integral_constant<DType, DType::kBF16>{})}});
+}
 // The rows of family f for the types Tags::kType... (block structs, or float
 // loaders): fn(std::type_identity<Tag>{}) gives each one's TypeRows.
 template <typename... Tags, typename Fn>

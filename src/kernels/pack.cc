@@ -31,7 +31,7 @@ void ForEachBlock(const WeightView& w, uint8_t* dst, int64_t block_elems, Body&&
 template <typename Block>
 void Pack(const WeightView& w, uint8_t* dst) {
   constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
-  constexpr bool kQ41 = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+  constexpr bool kQ41 = kBlockHasMin<Block>;
   constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
   constexpr int kQBytes = kQ8 ? 512 : 256;
   ForEachBlock<Block>(w, dst, kQK, [](const Block& blk, uint8_t* p, int64_t t) {

@@ -79,10 +79,8 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
 }
 
 constexpr auto kKernels =
-    KernelRows({"neon.float", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kFloat},
-               {{DType::kF32, Rows<Load<DType::kF32>>},
-                {DType::kF16, Rows<Load<DType::kF16>>},
-                {DType::kBF16, Rows<Load<DType::kBF16>>}});
+    FloatKernelRows({"neon.float", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kFloat},
+                    [](auto t) { return Rows<Load<decltype(t)::value>>; });
 
 }  // namespace
 

@@ -85,9 +85,6 @@ struct Widen {
   }
 };
 
-template <typename Block>
-constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
-
 // Integer dots of blocks b..b+3 of one row, one per lane.
 template <typename Block, typename D>
 __attribute__((always_inline)) inline int32x4_t Dots4(const Block* blocks, const int8_t* qx,
@@ -101,73 +98,45 @@ __attribute__((always_inline)) inline int32x4_t Dots4(const Block* blocks, const
   return vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
 }
 
-template <typename Block, typename D>
-__attribute__((always_inline)) inline float Row(const Block* blocks, const int8_t* qx,
-                                                const float* dx, const float* sx, int64_t nb) {
-  Lanes8 acc = ZeroLanes();
-  int64_t b = 0;
-  for (; b + 8 <= nb; b += 8) {
-    float dd[8], mw[8];
-    for (int t = 0; t < 8; ++t) {
-      dd[t] = F16ToF32(blocks[b + t].d) * dx[b + t];
-      if constexpr (kHasMin<Block>) mw[t] = F16ToF32(blocks[b + t].m);
+// DotRows' dot with D's integer dots: blocks 8 at a time, lanes 0-3 and 4-7 in
+// two vectors (Lead), the nb % 8 tail one at a time (Of).
+template <typename D>
+struct Dot8 {
+  template <typename Block>
+  __attribute__((always_inline)) static inline int64_t Lead(const Block* blocks, const int8_t* qx,
+                                                            const float* dx, const float* sx,
+                                                            int64_t nb, float* lanes) {
+    Lanes8 acc = ZeroLanes();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+      float dd[8], mw[8];
+      for (int t = 0; t < 8; ++t) {
+        dd[t] = F16ToF32(blocks[b + t].d) * dx[b + t];
+        if constexpr (kBlockHasMin<Block>) mw[t] = F16ToF32(blocks[b + t].m);
+      }
+      const float32x4_t i0 = vcvtq_f32_s32(Dots4<Block, D>(blocks, qx, b));
+      const float32x4_t i1 = vcvtq_f32_s32(Dots4<Block, D>(blocks, qx, b + 4));
+      acc.lo = vfmaq_f32(acc.lo, vld1q_f32(dd), i0);
+      acc.hi = vfmaq_f32(acc.hi, vld1q_f32(dd + 4), i1);
+      if constexpr (kBlockHasMin<Block>) {
+        acc.lo = vfmaq_f32(acc.lo, vld1q_f32(mw), vld1q_f32(sx + b));
+        acc.hi = vfmaq_f32(acc.hi, vld1q_f32(mw + 4), vld1q_f32(sx + b + 4));
+      }
     }
-    const float32x4_t i0 = vcvtq_f32_s32(Dots4<Block, D>(blocks, qx, b));
-    const float32x4_t i1 = vcvtq_f32_s32(Dots4<Block, D>(blocks, qx, b + 4));
-    acc.lo = vfmaq_f32(acc.lo, vld1q_f32(dd), i0);
-    acc.hi = vfmaq_f32(acc.hi, vld1q_f32(dd + 4), i1);
-    if constexpr (kHasMin<Block>) {
-      acc.lo = vfmaq_f32(acc.lo, vld1q_f32(mw), vld1q_f32(sx + b));
-      acc.hi = vfmaq_f32(acc.hi, vld1q_f32(mw + 4), vld1q_f32(sx + b + 4));
-    }
+    StoreLanes(acc, lanes);
+    return b;
   }
-  if (b == nb) return CombineLanes8(acc);
-  float lanes[kLanes];
-  StoreLanes(acc, lanes);
-  for (; b < nb; ++b) {
+  template <typename Block>
+  __attribute__((always_inline)) static inline int32_t Of(const Block& block, const int8_t* q) {
     int8x16_t w0, w1;
-    Decode(blocks[b], &w0, &w1);
-    const int32_t isum = HsumS32(D::Dot(w0, w1, qx + b * kQK));
-    float& lane = lanes[b % kLanes];
-    lane = std::fma(F16ToF32(blocks[b].d) * dx[b], static_cast<float>(isum), lane);
-    if constexpr (kHasMin<Block>) lane = std::fma(F16ToF32(blocks[b].m), sx[b], lane);
+    Decode(block, &w0, &w1);
+    return HsumS32(D::Dot(w0, w1, q));
   }
-  return CombineLanes(lanes);
-}
+};
 
-template <typename Block, typename D>
-__attribute__((always_inline)) inline void RowsBody(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  const ActQ8& act = *a.a8;
-  for (int64_t i = 0; i < a.m; ++i) {
-    const int8_t* qx = act.qs + i * act.nb_pad * kQK;
-    const float* dx = act.d + i * act.nb_pad;
-    const float* sx = act.s + i * act.nb_pad;
-    for (int64_t r = r0; r < r1; ++r) {
-      const auto* blocks =
-          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
-      a.y[i * w.rows + r] = Row<Block, D>(blocks, qx, dx, sx, act.nb);
-    }
-  }
-}
-
-template <typename Block>
-STET_TARGET_DOTPROD void RowsDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  RowsBody<Block, DotProd>(a, r0, r1);
-}
-template <typename Block>
-void RowsWiden(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  RowsBody<Block, Widen>(a, r0, r1);
-}
-
-// Where the CPU has dotprod its rows lead; the widening ones serve every CPU.
 constexpr auto kKernels =
-    Concat(KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(
-               {"neon.q8", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8, CpuHasDotProd},
-               STET_ROWS_OF(RowsDotProd)),
-           KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(
-               {"neon.q8_widen", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8},
-               STET_ROWS_OF(RowsWiden)));
+    IntDotKernels<DotRows<Dot8<DotProd>>, DotRows<Dot8<Widen>>, BlockQ8_0, BlockQ4_0, BlockQ4_1,
+                  BlockQ5_0, BlockQ5_1, BlockIQ4_NL>("neon.q8", "neon.q8_widen", ActLayout::kQ8);
 
 }  // namespace
 

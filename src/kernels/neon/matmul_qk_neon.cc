@@ -84,39 +84,34 @@ inline int32_t MinSum32(const uint8_t* mins, const int16_t* bsums) {
   return ms;
 }
 
-// q4_k: sub-block j = nibble j % 2 of qs[32 (j / 2) + l].
-template <typename D>
-__attribute__((always_inline)) inline void SuperDot(const BlockQ4_K& b, const int8_t* qx,
-                                                    const int16_t* bsums, int32_t* isum,
-                                                    int32_t* msum) {
+// q4_k and q5_k: sub-block j = nibble j % 2 of qs[32 (j / 2) + l]; q5_k's weights
+// | bit j of qh[l] << 4.
+template <typename D, typename Block>
+requires(std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K>)
+    __attribute__((always_inline)) inline void SuperDot(const Block& b, const int8_t* qx,
+                                                        const int16_t* bsums, int32_t* isum,
+                                                        int32_t* msum) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_K>;
   uint8_t sc[8], mn[8];
   ScaleMinK4(b.scales, sc, mn);
+  [[maybe_unused]] uint8x16_t qh[2];
+  if constexpr (kQ5) qh[0] = vld1q_u8(b.qh), qh[1] = vld1q_u8(b.qh + 16);
   int32x4_t acc[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
   for (int p = 0; p < 4; ++p) {
-    const uint8x16_t r0 = vld1q_u8(b.qs + 32 * p), r1 = vld1q_u8(b.qs + 32 * p + 16);
-    acc[0] = Mla32<D>(acc[0], Lo4(r0), Lo4(r1), qx + 64 * p, sc[2 * p]);
-    acc[1] = Mla32<D>(acc[1], Hi4(r0), Hi4(r1), qx + 64 * p + 32, sc[2 * p + 1]);
-  }
-  *isum = HsumS32(vaddq_s32(acc[0], acc[1]));
-  *msum = MinSum32(mn, bsums);
-}
-
-// q5_k: q4_k's nibbles | bit j of qh[l] << 4.
-template <typename D>
-__attribute__((always_inline)) inline void SuperDot(const BlockQ5_K& b, const int8_t* qx,
-                                                    const int16_t* bsums, int32_t* isum,
-                                                    int32_t* msum) {
-  uint8_t sc[8], mn[8];
-  ScaleMinK4(b.scales, sc, mn);
-  const uint8x16_t h0 = vld1q_u8(b.qh), h1 = vld1q_u8(b.qh + 16), x10 = vdupq_n_u8(0x10);
-  int32x4_t acc[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
-  for (int j = 0; j < 8; ++j) {
-    const uint8x16_t r0 = vld1q_u8(b.qs + 32 * (j / 2)), r1 = vld1q_u8(b.qs + 32 * (j / 2) + 16);
-    const uint8x16_t bit = vdupq_n_u8(static_cast<uint8_t>(1u << j));
-    const uint8x16_t hi0 = vandq_u8(vtstq_u8(h0, bit), x10), hi1 = vandq_u8(vtstq_u8(h1, bit), x10);
-    const int8x16_t w0 = vorrq_s8(j % 2 == 0 ? Lo4(r0) : Hi4(r0), vreinterpretq_s8_u8(hi0));
-    const int8x16_t w1 = vorrq_s8(j % 2 == 0 ? Lo4(r1) : Hi4(r1), vreinterpretq_s8_u8(hi1));
-    acc[j % 2] = Mla32<D>(acc[j % 2], w0, w1, qx + 32 * j, sc[j]);
+    const uint8x16_t r[2] = {vld1q_u8(b.qs + 32 * p), vld1q_u8(b.qs + 32 * p + 16)};
+    for (int half = 0; half < 2; ++half) {  // sub-block j = 2p + half
+      const int j = 2 * p + half;
+      int8x16_t w[2];
+      for (int u = 0; u < 2; ++u) {  // elements 16u..16u + 15
+        w[u] = half == 0 ? Lo4(r[u]) : Hi4(r[u]);
+        if constexpr (kQ5) {
+          const uint8x16_t bit = vdupq_n_u8(static_cast<uint8_t>(1u << j));
+          w[u] =
+              vorrq_s8(w[u], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(qh[u], bit), vdupq_n_u8(0x10))));
+        }
+      }
+      acc[half] = Mla32<D>(acc[half], w[0], w[1], qx + 32 * j, sc[j]);
+    }
   }
   *isum = HsumS32(vaddq_s32(acc[0], acc[1]));
   *msum = MinSum32(mn, bsums);
@@ -126,7 +121,9 @@ __attribute__((always_inline)) inline void SuperDot(const BlockQ5_K& b, const in
 // its high nibble, | bits 2g.. of qh[32h + l] << 4, minus 32; sub-block of 16
 // e / 16 = 8h + 2g + l / 16.
 template <typename D>
-__attribute__((always_inline)) inline int32_t SuperDot(const BlockQ6_K& b, const int8_t* qx) {
+__attribute__((always_inline)) inline void SuperDot(const BlockQ6_K& b, const int8_t* qx,
+                                                    const int16_t*, int32_t* isum,
+                                                    int32_t* /*no mins*/) {
   const uint8x16_t x30 = vdupq_n_u8(0x30);
   const int8x16_t off = vdupq_n_s8(32);
   int32x4_t acc[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
@@ -146,7 +143,7 @@ __attribute__((always_inline)) inline int32_t SuperDot(const BlockQ6_K& b, const
       }
     }
   }
-  return HsumS32(vaddq_s32(acc[0], acc[1]));
+  *isum = HsumS32(vaddq_s32(acc[0], acc[1]));
 }
 
 // q2_k: element 128h + 32g + l is bits 2g.. of qs[32h + l]; sub-block of 16
@@ -178,7 +175,9 @@ __attribute__((always_inline)) inline void SuperDot(const BlockQ2_K& b, const in
 // q3_k: q2_k's 2-bit layout, minus 4 where bit 4h + g of hmask[l] is clear:
 // (low | 4 * bit) - 4; scale Q3KScale(j) in [-32, 31].
 template <typename D>
-__attribute__((always_inline)) inline int32_t SuperDot(const BlockQ3_K& b, const int8_t* qx) {
+__attribute__((always_inline)) inline void SuperDot(const BlockQ3_K& b, const int8_t* qx,
+                                                    const int16_t*, int32_t* isum,
+                                                    int32_t* /*no mins*/) {
   int32_t sc[16];
   ScalesQ3K(b.scales, sc);
   const uint8x16_t three = vdupq_n_u8(3), four = vdupq_n_u8(4);
@@ -199,13 +198,15 @@ __attribute__((always_inline)) inline int32_t SuperDot(const BlockQ3_K& b, const
       }
     }
   }
-  return HsumS32(vaddq_s32(acc[0], acc[1]));
+  *isum = HsumS32(vaddq_s32(acc[0], acc[1]));
 }
 
 // iq4_xs: sub-block j of 32 = the nibbles of qs[16j..16j + 15] through the
 // iq4_nl level table (low: elements 0-15, high: 16-31), scale IQ4XSScale(j).
 template <typename D>
-__attribute__((always_inline)) inline int32_t SuperDot(const BlockIQ4_XS& b, const int8_t* qx) {
+__attribute__((always_inline)) inline void SuperDot(const BlockIQ4_XS& b, const int8_t* qx,
+                                                    const int16_t*, int32_t* isum,
+                                                    int32_t* /*no mins*/) {
   const int8x16_t table = vld1q_s8(kIQ4NLValues);
   int32x4_t acc[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
   for (int j = 0; j < 8; ++j) {
@@ -214,62 +215,23 @@ __attribute__((always_inline)) inline int32_t SuperDot(const BlockIQ4_XS& b, con
     const int8x16_t w1 = vqtbl1q_s8(table, vshrq_n_u8(raw, 4));
     acc[j % 2] = Mla32<D>(acc[j % 2], w0, w1, qx + 32 * j, ScaleIQ4XS(b, j));
   }
-  return HsumS32(vaddq_s32(acc[0], acc[1]));
+  *isum = HsumS32(vaddq_s32(acc[0], acc[1]));
 }
 
-template <typename Block>
-constexpr bool kHasMins = std::is_same_v<Block, BlockQ2_K> || std::is_same_v<Block, BlockQ4_K> ||
-                          std::is_same_v<Block, BlockQ5_K>;
-
-template <typename Block, typename D>
-__attribute__((always_inline)) inline float Row(const Block* blocks, const ActQ8K& act, int64_t i) {
-  float lanes[kLanes] = {};
-  for (int64_t b = 0; b < act.nsb; ++b) {
-    float& lane = lanes[b % kLanes];
-    const int8_t* qx = act.qs + i * act.k + b * kQKK;
-    const float dx = act.d[i * act.nsb + b];
-    if constexpr (!kHasMins<Block>) {
-      const int32_t isum = SuperDot<D>(blocks[b], qx);
-      lane = std::fma(F16ToF32(blocks[b].d) * dx, static_cast<float>(isum), lane);
-    } else {
-      int32_t isum, msum;
-      SuperDot<D>(blocks[b], qx, act.bsums + (i * act.nsb + b) * 16, &isum, &msum);
-      lane = std::fma(F16ToF32(blocks[b].d) * dx, static_cast<float>(isum), lane);
-      lane = std::fma(-(F16ToF32(blocks[b].dmin) * dx), static_cast<float>(msum), lane);
-    }
+// DotRows' sums with D's integer dots.
+template <typename D>
+struct Sums {
+  template <typename Block>
+  __attribute__((always_inline)) static inline void Of(const Block& b, const int8_t* qx,
+                                                       const int16_t* bsums, int32_t* isum,
+                                                       int32_t* msum) {
+    SuperDot<D>(b, qx, bsums, isum, msum);
   }
-  return CombineLanes(lanes);
-}
+};
 
-template <typename Block, typename D>
-__attribute__((always_inline)) inline void RowsBody(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  for (int64_t i = 0; i < a.m; ++i) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const auto* blocks =
-          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
-      a.y[i * w.rows + r] = Row<Block, D>(blocks, *a.a8k, i);
-    }
-  }
-}
-
-template <typename Block>
-STET_TARGET_DOTPROD void RowsDotProd(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  RowsBody<Block, DotProd>(a, r0, r1);
-}
-template <typename Block>
-void RowsWiden(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  RowsBody<Block, Widen>(a, r0, r1);
-}
-
-// Where the CPU has dotprod its rows lead; the widening ones serve every CPU.
 constexpr auto kKernels =
-    Concat(KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, BlockIQ4_XS>(
-               {"neon.qk", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8K, CpuHasDotProd},
-               STET_ROWS_OF(RowsDotProd)),
-           KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, BlockIQ4_XS>(
-               {"neon.qk_widen", Isa::kNeon, kEveryClass, Packed::kNo, ActLayout::kQ8K},
-               STET_ROWS_OF(RowsWiden)));
+    IntDotKernels<DotRows<Sums<DotProd>>, DotRows<Sums<Widen>>, BlockQ2_K, BlockQ3_K, BlockQ4_K,
+                  BlockQ5_K, BlockQ6_K, BlockIQ4_XS>("neon.qk", "neon.qk_widen", ActLayout::kQ8K);
 
 }  // namespace
 

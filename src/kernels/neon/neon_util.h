@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "base/cpu_features.h"
 #include "kernels/internal.h"
 
 // SDOT/UDOT code is compiled for ARMv8.2+dotprod inside an otherwise baseline
@@ -64,6 +65,26 @@ static inline float32x4_t LoadF16x4(const uint16_t* p) {
 }
 static inline float32x4_t LoadBF16x4(const uint16_t* p) {
   return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+
+// The integer-dot MatMul rows (matmul_q8_neon.cc, matmul_qk_neon.cc) as two kernel
+// families over Blocks: `name` with SDOT (KDot::Row, where the CPU has dotprod)
+// and `widen_name` with the widening dots (KWiden::Row, every CPU). Rows compiled
+// for dotprod inline KDot's row through RowWalk (a class, not a lambda, keeps the
+// target attribute).
+template <typename KDot, typename Block>
+STET_TARGET_DOTPROD void DotProdRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+  RowWalk<KDot, Block>(a, r0, r1);
+}
+template <typename KDot, typename KWiden, typename... Blocks>
+constexpr auto IntDotKernels(const char* name, const char* widen_name, ActLayout act) {
+  return Concat(
+      KernelRowsOf<Blocks...>({name, Isa::kNeon, kEveryClass, Packed::kNo, act, CpuHasDotProd},
+                              [](auto tag) {
+                                using B = typename decltype(tag)::type;
+                                return TypeRows{B::kType, DotProdRows<KDot, B>};
+                              }),
+      RowWalkKernels<KWiden, Blocks...>({widen_name, Isa::kNeon, kEveryClass, Packed::kNo, act}));
 }
 
 // Exact int32 sum of 4 lanes (no caller can overflow).

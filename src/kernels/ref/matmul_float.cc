@@ -30,10 +30,8 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
 }
 
 constexpr auto kKernels =
-    KernelRows({"ref.float", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kFloat},
-               {{DType::kF32, Rows<DType::kF32>},
-                {DType::kF16, Rows<DType::kF16>},
-                {DType::kBF16, Rows<DType::kBF16>}});
+    FloatKernelRows({"ref.float", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kFloat},
+                    [](auto t) { return Rows<decltype(t)::value>; });
 
 }  // namespace
 

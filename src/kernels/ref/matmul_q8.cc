@@ -65,34 +65,21 @@ inline int32_t BlockDot(const BlockIQ4_NL& b, const int8_t* q) {
   return s;
 }
 
-template <typename Block>
-void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  const ActQ8& act = *a.a8;
-  for (int64_t i = 0; i < a.m; ++i) {
-    const int8_t* qx = act.qs + i * act.nb_pad * kQK;
-    const float* dx = act.d + i * act.nb_pad;
-    const float* sx = act.s + i * act.nb_pad;
-    for (int64_t r = r0; r < r1; ++r) {
-      const auto* blocks =
-          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
-      float lanes[kLanes] = {};
-      for (int64_t b = 0; b < act.nb; ++b) {
-        float& lane = lanes[b % kLanes];
-        const int32_t isum = BlockDot(blocks[b], qx + b * kQK);
-        lane = std::fma(F16ToF32(blocks[b].d) * dx[b], static_cast<float>(isum), lane);
-        if constexpr (std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>) {
-          lane = std::fma(F16ToF32(blocks[b].m), sx[b], lane);
-        }
-      }
-      a.y[i * w.rows + r] = CombineLanes(lanes);
-    }
+// DotRows' dot: every block one at a time.
+struct Dot {
+  template <typename Block>
+  static int64_t Lead(const Block*, const int8_t*, const float*, const float*, int64_t, float*) {
+    return 0;
   }
-}
+  template <typename Block>
+  static int32_t Of(const Block& b, const int8_t* q) {
+    return BlockDot(b, q);
+  }
+};
 
 constexpr auto kKernels =
-    KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(
-        {"ref.q8", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kQ8}, STET_ROWS_OF(Rows));
+    RowWalkKernels<DotRows<Dot>, BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1,
+                   BlockIQ4_NL>({"ref.q8", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kQ8});
 
 }  // namespace
 

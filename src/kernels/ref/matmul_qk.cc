@@ -63,7 +63,7 @@ void SuperDot(const BlockQ2_K& b, const int8_t* qx, int32_t* isum, int32_t* msum
 }
 
 // q3_k: isum = sum_j s_j * <q_j, qx_j>, s_j = Q3KScale(j) in [-32, 31], q in [-4, 3].
-int32_t SuperDot(const BlockQ3_K& b, const int8_t* qx) {
+void SuperDot(const BlockQ3_K& b, const int8_t* qx, int32_t* isum, int32_t* /*no mins*/) {
   int32_t is = 0;
   for (int j = 0; j < 16; ++j) {
     int32_t dot = 0;
@@ -74,11 +74,11 @@ int32_t SuperDot(const BlockQ3_K& b, const int8_t* qx) {
     }
     is += Q3KScale(b.scales, j) * dot;
   }
-  return is;
+  *isum = is;
 }
 
 // iq4_xs: isum = sum_j (ls_j - 32) * <kIQ4NLValues[q_j], qx_j> over sub-blocks of 32.
-int32_t SuperDot(const BlockIQ4_XS& b, const int8_t* qx) {
+void SuperDot(const BlockIQ4_XS& b, const int8_t* qx, int32_t* isum, int32_t* /*no mins*/) {
   int32_t is = 0;
   for (int j = 0; j < 8; ++j) {
     int32_t dot = 0;
@@ -88,11 +88,11 @@ int32_t SuperDot(const BlockIQ4_XS& b, const int8_t* qx) {
     }
     is += IQ4XSScale(b, j) * dot;
   }
-  return is;
+  *isum = is;
 }
 
 // isum = sum_e scales[e/16] * (q_e - 32) * qx_e.
-int32_t SuperDot(const BlockQ6_K& b, const int8_t* qx) {
+void SuperDot(const BlockQ6_K& b, const int8_t* qx, int32_t* isum, int32_t* /*no mins*/) {
   int32_t is = 0;
   for (int e = 0; e < kQKK; ++e) {
     const int h = e / 128, g = (e % 128) / 32, l = e % 32;
@@ -101,44 +101,20 @@ int32_t SuperDot(const BlockQ6_K& b, const int8_t* qx) {
     const int q = (low | (((b.qh[32 * h + l] >> (2 * g)) & 3) << 4)) - 32;
     is += b.scales[e / 16] * q * qx[e];
   }
-  return is;
+  *isum = is;
 }
 
-template <typename Block>
-constexpr bool kHasMins = std::is_same_v<Block, BlockQ2_K> || std::is_same_v<Block, BlockQ4_K> ||
-                          std::is_same_v<Block, BlockQ5_K>;
-
-template <typename Block>
-void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
-  const WeightView& w = *a.w;
-  const ActQ8K& act = *a.a8k;
-  for (int64_t i = 0; i < a.m; ++i) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const auto* blocks =
-          reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes);
-      float lanes[kLanes] = {};
-      for (int64_t b = 0; b < act.nsb; ++b) {
-        float& lane = lanes[b % kLanes];
-        const int8_t* qx = act.qs + i * act.k + b * kQKK;
-        const float dx = act.d[i * act.nsb + b];
-        if constexpr (!kHasMins<Block>) {
-          const int32_t isum = SuperDot(blocks[b], qx);
-          lane = std::fma(F16ToF32(blocks[b].d) * dx, static_cast<float>(isum), lane);
-        } else {
-          int32_t isum, msum;
-          SuperDot(blocks[b], qx, &isum, &msum);
-          lane = std::fma(F16ToF32(blocks[b].d) * dx, static_cast<float>(isum), lane);
-          lane = std::fma(-(F16ToF32(blocks[b].dmin) * dx), static_cast<float>(msum), lane);
-        }
-      }
-      a.y[i * w.rows + r] = CombineLanes(lanes);
-    }
+// DotRows' sums: SuperDot (the 16-element activation sums are not needed here).
+struct Sums {
+  template <typename Block>
+  static void Of(const Block& b, const int8_t* qx, const int16_t*, int32_t* isum, int32_t* msum) {
+    SuperDot(b, qx, isum, msum);
   }
-}
+};
 
-constexpr auto kKernels =
-    KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, BlockIQ4_XS>(
-        {"ref.qk", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kQ8K}, STET_ROWS_OF(Rows));
+constexpr auto kKernels = RowWalkKernels<DotRows<Sums>, BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K,
+                                         BlockQ6_K, BlockIQ4_XS>(
+    {"ref.qk", Isa::kScalar, kEveryClass, Packed::kNo, ActLayout::kQ8K});
 
 }  // namespace
 

@@ -17,6 +17,14 @@
 
 namespace stet::kernels::avx2 {
 
+// a[g][n] = v for every g < TG, n < RN (a tile's accumulators; any vector type).
+template <typename V, int TG, int RN>
+static inline void FillTile(V (&a)[TG][RN], V v) {
+  STET_UNROLL
+  for (int g = 0; g < TG; ++g) STET_UNROLL
+  for (int n = 0; n < RN; ++n) a[g][n] = v;
+}
+
 // The float vector the shared SIMD templates (sum_exp_simd.h, argmax_simd.h, glu_simd.h)
 // run on: 8 lanes, the element-wise steps every one of them needs. Store is aligned (the
 // templates' scratch); StoreU is not.

@@ -8,12 +8,15 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
+#include "kernels/kernels.h"
 #include "kernels/x86/avx2_util.h"
 
 namespace stet::kernels::avx512 {
 
+using avx2::FillTile;
 using avx2::Load32;
 
 // internal.h's CombineLanes, lane-wise over 16 outputs: l[i] holds logical
@@ -46,14 +49,84 @@ static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g
   }
 }
 
+// dot[g][n] += kSteps steps of vpdpbusd over row group g's vertical
+// activations (x + g * gstride + 64 s: 4 bytes of each of 16 rows) and weight
+// row n's broadcast 4-byte word word(n, s). The weights are the unsigned
+// operand when kWeightsUnsigned, else the (biased) activations are. Exact.
+template <int kSteps, bool kWeightsUnsigned, int TG, int RN, typename WordFn>
+static inline void VerticalDots(const void* x, int64_t gstride, __m512i (&dot)[TG][RN],
+                                WordFn&& word) {
+  const auto* xb = static_cast<const uint8_t*>(x);
+  STET_UNROLL
+  for (int s = 0; s < kSteps; ++s) {
+    __m512i xv[TG];
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) xv[g] = _mm512_loadu_si512(xb + g * gstride + 64 * s);
+    STET_UNROLL
+    for (int n = 0; n < RN; ++n) {
+      const __m512i w = word(n, s);
+      STET_UNROLL
+      for (int g = 0; g < TG; ++g) {
+        dot[g][n] = kWeightsUnsigned ? _mm512_dpbusd_epi32(dot[g][n], w, xv[g])
+                                     : _mm512_dpbusd_epi32(dot[g][n], xv[g], w);
+      }
+    }
+  }
+}
+
+// A sub-block's share of a K-quant superblock: isum[g][n] += dot[g][n] *
+// sc(n), sc(n) weight row n's integer scale (vpmulld; exact in int32).
+template <int TG, int RN, typename ScaleFn>
+static inline void AddScaledDots(__m512i (&isum)[TG][RN], const __m512i (&dot)[TG][RN],
+                                 ScaleFn&& sc) {
+  STET_UNROLL
+  for (int n = 0; n < RN; ++n) {
+    const __m512i scn = _mm512_set1_epi32(sc(n));
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) {
+      isum[g][n] = _mm512_add_epi32(isum[g][n], _mm512_mullo_epi32(dot[g][n], scn));
+    }
+  }
+}
+
+// The vertical kernels' tile over nb blocks, for RN weight rows and TG row
+// groups g0..: logical lane l takes blocks l, l + 8, ... in increasing order,
+// block(b, acc) adding block b's terms to acc[g][n] (16 rows each), so every
+// lane keeps its own order; then the fixed lane tree (StoreLaneTrees).
+template <int TG, int RN, typename BlockFn>
+static inline void VerticalTile(int64_t nb, int64_t g0, int64_t m, float* y, int64_t ldy,
+                                BlockFn&& block) {
+  alignas(64) float lanes[8][TG][RN][16];
+  for (int l = 0; l < 8; ++l) {
+    __m512 acc[TG][RN];
+    FillTile(acc, _mm512_setzero_ps());
+    for (int64_t b = l; b < nb; b += 8) block(b, acc);
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) STET_UNROLL
+    for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
+  }
+  StoreLaneTrees<TG, RN>(lanes, g0, m, y, ldy);
+}
+
 // The vertical kernels' loop nest (matmul_q8_avx512.cc, matmul_qk*_avx512.cc) over
-// weight rows [r0, r1) and activation row groups [0, groups): per block of
+// weight rows [r0, r1) of w and activation row groups [0, groups): per block of
 // kGroupBlock groups (their activations stay in L2 while the weight rows stream
-// past), weight rows kRN at a time and the rest one at a time:
-// sweep(std::integral_constant<int, RN>, r, gb, ge) for RN rows from r over groups
-// [gb, ge). Which rows or groups go together never reaches a value.
-template <int kRN, int64_t kGroupBlock, typename Sweep>
-void VerticalSweeps(int64_t groups, int64_t r0, int64_t r1, Sweep&& sweep) {
+// past), weight rows kRN at a time and the rest one at a time. Each such row
+// r + n first gets row(n, its bytes) (its unpacking, once per group block), then
+// the groups go kTG at a time and the rest one at a time:
+// tile(std::integral_constant<int, RN>, std::integral_constant<int, TG>, r, g).
+// Which rows or groups go together never reaches a value.
+template <int kRN, int kTG, int64_t kGroupBlock, typename RowFn, typename TileFn>
+void VerticalRows(const WeightView& w, int64_t groups, int64_t r0, int64_t r1, RowFn&& row,
+                  TileFn&& tile) {
+  const auto sweep = [&](auto rn, int64_t r, int64_t gb, int64_t ge) {
+    for (int n = 0; n < decltype(rn)::value; ++n) {
+      row(n, static_cast<const uint8_t*>(w.data) + (r + n) * w.row_bytes);
+    }
+    int64_t g = gb;
+    for (; g + kTG <= ge; g += kTG) tile(rn, std::integral_constant<int, kTG>{}, r, g);
+    for (; g < ge; ++g) tile(rn, std::integral_constant<int, 1>{}, r, g);
+  };
   for (int64_t gb = 0; gb < groups; gb += kGroupBlock) {
     const int64_t ge = gb + kGroupBlock < groups ? gb + kGroupBlock : groups;
     int64_t r = r0;
@@ -62,13 +135,31 @@ void VerticalSweeps(int64_t groups, int64_t r0, int64_t r1, Sweep&& sweep) {
   }
 }
 
-// Row groups [gb, ge), kTG at a time and the rest one at a time:
-// tile(std::integral_constant<int, TG>, g).
-template <int kTG, typename TileFn>
-void GroupTiles(int64_t gb, int64_t ge, TileFn&& tile) {
-  int64_t g = gb;
-  for (; g + kTG <= ge; g += kTG) tile(std::integral_constant<int, kTG>{}, g);
-  for (; g < ge; ++g) tile(std::integral_constant<int, 1>{}, g);
+// The vertical layouts' fill (VerticalizeQ8, VerticalizeQ8K) for 16-row groups
+// [g0, g1) of nb blocks of kWords 4-byte words each: for row t of group g
+// (row = 16 g + t; rows at or past m are padding) and block b, at gb = g * nb + b,
+// rowfn(gb, b, t, row, real) writes the row's per-block values and returns its
+// q's, whose words (zero for padding, ^ 0x80 per byte when biased: q + 128) go
+// to qs + (gb * kWords + s) * 64 + 4 t.
+template <int kWords, typename Q, typename RowFn>
+static inline void VerticalWords(int64_t g0, int64_t g1, int64_t nb, int64_t m, bool biased, Q* qs,
+                                 RowFn&& rowfn) {
+  const uint32_t bias = biased ? 0x80808080u : 0u;
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t gb = g * nb + b;
+      auto* out = reinterpret_cast<uint8_t*>(qs + gb * kWords * 64);
+      for (int t = 0; t < 16; ++t) {
+        const int64_t row = 16 * g + t;
+        const bool real = row < m;
+        const int8_t* q = rowfn(gb, b, t, row, real);
+        for (int s = 0; s < kWords; ++s) {
+          const uint32_t word = (real ? static_cast<uint32_t>(Load32(q + 4 * s)) : 0u) ^ bias;
+          std::memcpy(out + s * 64 + t * 4, &word, 4);
+        }
+      }
+    }
+  }
 }
 
 // -(a * b), as C++'s unary minus of the rounded product (sign flip, nan too).

@@ -105,25 +105,10 @@ void PairSweep(const MatMulArgs& a, const uint8_t* w, int64_t r, int64_t p0, int
   const WeightView& wv = *a.w;
   int64_t p = p0;
   for (; p + kRP <= p1; p += kRP) Tile<T, RN, kRP>(w, wv.row_bytes, *a.xp, p, a.y + r, wv.rows);
-  switch (p1 - p) {  // the last few pairs in one narrower tile
-    case 0:
-      break;
-    case 1:
-      Tile<T, RN, 1>(w, wv.row_bytes, *a.xp, p, a.y + r, wv.rows);
-      break;
-    case 2:
-      Tile<T, RN, 2>(w, wv.row_bytes, *a.xp, p, a.y + r, wv.rows);
-      break;
-    case 3:
-      Tile<T, RN, 3>(w, wv.row_bytes, *a.xp, p, a.y + r, wv.rows);
-      break;
-    case 4:
-      Tile<T, RN, 4>(w, wv.row_bytes, *a.xp, p, a.y + r, wv.rows);
-      break;
-    default:
-      Tile<T, RN, 5>(w, wv.row_bytes, *a.xp, p, a.y + r, wv.rows);
-      break;
-  }
+  // The last few pairs (fewer than kRP) in one narrower tile.
+  WithCount<kRP - 1>(static_cast<int>(p1 - p), [&](auto np) {
+    Tile<T, RN, decltype(np)::value>(w, wv.row_bytes, *a.xp, p, a.y + r, wv.rows);
+  });
 }
 
 template <DType T>
@@ -165,11 +150,9 @@ void PairActivations(const float* x, ActPairs* xp, int64_t p0, int64_t p1) {
 }
 
 namespace {
-constexpr auto kKernels =
-    KernelRows({"avx512.pairs", Isa::kAvx512, kSmallAndPrefill, Packed::kNo, ActLayout::kPairs},
-               {{DType::kF32, Rows<DType::kF32>},
-                {DType::kF16, Rows<DType::kF16>},
-                {DType::kBF16, Rows<DType::kBF16>}});
+constexpr auto kKernels = FloatKernelRows(
+    {"avx512.pairs", Isa::kAvx512, kSmallAndPrefill, Packed::kNo, ActLayout::kPairs},
+    [](auto t) { return Rows<decltype(t)::value>; });
 }  // namespace
 
 std::span<const MatMulKernel> MatMulFloatKernels() { return kKernels; }

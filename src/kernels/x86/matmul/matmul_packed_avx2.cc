@@ -31,8 +31,6 @@ namespace {
 template <typename Block>
 constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
 template <typename Block>
-constexpr bool kQMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
-template <typename Block>
 constexpr int kQBytesOf = std::is_same_v<Block, BlockQ8_0> ? 512 : 256;
 
 // q5_0/q5_1: the fifth bits of word j's 8 rows of one half as 0x10 per byte,
@@ -87,7 +85,7 @@ inline void BlockDots(const uint8_t* p, const int* half, const int8_t* const* xq
     // q4 (<= 8 * 2 * 15 * 127 = 30480) or 2 of q5 (<= 4 * 2 * 31 * 127 = 31496), exact.
     constexpr int kWiden = kQ5<Block> ? 2 : 4;
     const __m256i mask = _mm256_set1_epi8(0x0f);
-    const uint8_t* hb = p + kQBytesOf<Block> + (kQMin<Block> ? 64 : 32);
+    const uint8_t* hb = p + kQBytesOf<Block> + (kBlockHasMin<Block> ? 64 : 32);
     __m256i s16[NH * RM];
     STET_UNROLL
     for (int k = 0; k < NH * RM; ++k) {
@@ -150,7 +148,7 @@ inline void OneBlock(const uint8_t* p, const int* half, const ActQ8& act, const 
     const __m256 dw = _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + half[h] / 2)));
     __m256 mw = _mm256_setzero_ps();
-    if constexpr (kQMin<Block>) {
+    if constexpr (kBlockHasMin<Block>) {
       mw = _mm256_cvtph_ps(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQBytes + 32 + half[h] / 2)));
     }
@@ -165,7 +163,7 @@ inline void OneBlock(const uint8_t* p, const int* half, const ActQ8& act, const 
       }
       const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(act.d[blk[i]]));
       __m256 a = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(v), *acc[h * RM + i]);
-      if constexpr (kQMin<Block>) {
+      if constexpr (kBlockHasMin<Block>) {
         a = _mm256_fmadd_ps(mw, _mm256_set1_ps(act.s[blk[i]]), a);
       }
       *acc[h * RM + i] = a;

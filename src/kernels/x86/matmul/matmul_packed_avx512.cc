@@ -141,9 +141,7 @@ template <typename Block, int RM>
 void GroupRows(const uint8_t* p, int64_t stride, const ActQ8& act, int64_t i0, float* y,
                int64_t ldy, int64_t n) {
   __m512 acc[RM][kLanes];
-  STET_UNROLL
-  for (int r = 0; r < RM; ++r) STET_UNROLL
-  for (int l = 0; l < kLanes; ++l) acc[r][l] = _mm512_setzero_ps();
+  FillTile(acc, _mm512_setzero_ps());
   int64_t blk[RM];
   __m512* lane[RM];
   for (int64_t b = 0; b < act.nb; ++b) {
@@ -340,9 +338,7 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
     if (rm < RM) return SuperPass<kQ6, kAhead, RM - 1>(rm, p, stride, act, i0, y, ldy, n);
   }
   __m512 acc[RM][kLanes];
-  STET_UNROLL
-  for (int r = 0; r < RM; ++r) STET_UNROLL
-  for (int l = 0; l < kLanes; ++l) acc[r][l] = _mm512_setzero_ps();
+  FillTile(acc, _mm512_setzero_ps());
   int64_t rows[RM];
   __m512* lane[RM];
   STET_UNROLL

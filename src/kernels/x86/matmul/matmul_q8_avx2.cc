@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/internal.h"
@@ -71,45 +72,33 @@ struct KQ8_0 {
   }
 };
 
-struct KQ4_0 {
-  using Block = BlockQ4_0;
-  static constexpr bool kMin = false;
-  static constexpr int kSubShift = 3;  // isum = sum q*x - 8 * sum x
+// q4_0/q4_1/q5_0/q5_1: the unsigned quants (nibbles; q5's | the fifth bit) are
+// maddubs' unsigned operand as they are; q4_0 / q5_0 then subtract 8 / 16 * sum x,
+// q4_1 / q5_1 add m * s.
+template <typename B>
+struct KUnsigned {
+  using Block = B;
+  static constexpr bool kQ5 = std::is_same_v<B, BlockQ5_0> || std::is_same_v<B, BlockQ5_1>;
+  static constexpr bool kMin = kBlockHasMin<B>;
+  static constexpr int kSubShift = kMin ? 0 : kQ5 ? 4 : 3;  // isum = sum q*x - (sum x << it)
   struct W {
     __m256i q;
   };
-  static W Unpack(const Block& b) { return {Nibbles32(b.qs)}; }
+  static W Unpack(const Block& b) {
+    if constexpr (kQ5) {
+      return {Quants5(b.qs, b.qh)};
+    } else {
+      return {Nibbles32(b.qs)};
+    }
+  }
   static __m256i Dot(const W& w, __m256i x) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, x), Ones16());
   }
 };
-
-struct KQ4_1 {
-  using Block = BlockQ4_1;
-  static constexpr bool kMin = true;
-  static constexpr int kSubShift = 0;
-  using W = KQ4_0::W;
-  static W Unpack(const Block& b) { return {Nibbles32(b.qs)}; }
-  static __m256i Dot(const W& w, __m256i x) { return KQ4_0::Dot(w, x); }
-};
-
-struct KQ5_0 {
-  using Block = BlockQ5_0;
-  static constexpr bool kMin = false;
-  static constexpr int kSubShift = 4;  // isum = sum q*x - 16 * sum x
-  using W = KQ4_0::W;
-  static W Unpack(const Block& b) { return {Quants5(b.qs, b.qh)}; }
-  static __m256i Dot(const W& w, __m256i x) { return KQ4_0::Dot(w, x); }
-};
-
-struct KQ5_1 {
-  using Block = BlockQ5_1;
-  static constexpr bool kMin = true;
-  static constexpr int kSubShift = 0;
-  using W = KQ4_0::W;
-  static W Unpack(const Block& b) { return {Quants5(b.qs, b.qh)}; }
-  static __m256i Dot(const W& w, __m256i x) { return KQ4_0::Dot(w, x); }
-};
+using KQ4_0 = KUnsigned<BlockQ4_0>;
+using KQ4_1 = KUnsigned<BlockQ4_1>;
+using KQ5_0 = KUnsigned<BlockQ5_0>;
+using KQ5_1 = KUnsigned<BlockQ5_1>;
 
 // iq4_nl: the nibbles index kIQ4NLValues (one pshufb); the signed weights then
 // take q8_0's sign trick (|w| <= 127).
@@ -138,18 +127,14 @@ inline void Group(const typename K::Block* const* wb, const ActQ8& act, int64_t 
   STET_UNROLL
   for (int half = 0; half < 2; ++half) {
     if (kTail && 4 * half >= valid) {
-      STET_UNROLL
-      for (int i = 0; i < RM; ++i) STET_UNROLL
-      for (int n = 0; n < RN; ++n) h4[half][i][n] = _mm256_setzero_si256();
+      FillTile(h4[half], _mm256_setzero_si256());
       continue;
     }
     __m256i h2[2][RM][RN];
     STET_UNROLL
     for (int pair = 0; pair < 2; ++pair) {
       if (kTail && 4 * half + 2 * pair >= valid) {
-        STET_UNROLL
-        for (int i = 0; i < RM; ++i) STET_UNROLL
-        for (int n = 0; n < RN; ++n) h2[pair][i][n] = _mm256_setzero_si256();
+        FillTile(h2[pair], _mm256_setzero_si256());
         continue;
       }
       __m256i v[2][RM][RN];
@@ -157,9 +142,7 @@ inline void Group(const typename K::Block* const* wb, const ActQ8& act, int64_t 
       for (int e = 0; e < 2; ++e) {
         const int blk = 4 * half + 2 * pair + e;
         if (kTail && blk >= valid) {
-          STET_UNROLL
-          for (int i = 0; i < RM; ++i) STET_UNROLL
-          for (int n = 0; n < RN; ++n) v[e][i][n] = _mm256_setzero_si256();
+          FillTile(v[e], _mm256_setzero_si256());
           continue;
         }
         typename K::W wq[RN];
@@ -225,9 +208,7 @@ template <typename K, int RN, int RM>
 void Tile(const uint8_t* w, int64_t w_stride, const ActQ8& act, int64_t i0, float* y, int64_t ldy) {
   using Block = typename K::Block;
   __m256 acc[RM][RN];
-  STET_UNROLL
-  for (int i = 0; i < RM; ++i) STET_UNROLL
-  for (int n = 0; n < RN; ++n) acc[i][n] = _mm256_setzero_ps();
+  FillTile(acc, _mm256_setzero_ps());
   const int64_t n_full = act.nb / 8;
   const Block* wb[RN];
   STET_UNROLL

@@ -31,8 +31,6 @@ namespace stet::kernels::avx512 {
 
 namespace {
 
-template <typename B>
-constexpr bool kHasMin = std::is_same_v<B, BlockQ4_1> || std::is_same_v<B, BlockQ5_1>;
 // Weights met as signed bytes by biased (q + 128) activations.
 template <typename B>
 constexpr bool kSignedW = std::is_same_v<B, BlockQ8_0> || std::is_same_v<B, BlockIQ4_NL>;
@@ -85,7 +83,7 @@ void RowAux(const Block* blocks, int64_t nb, BlockAux* aux, uint8_t* wq) {
     aux[b].d = _cvtsh_ss(blocks[b].d);
     aux[b].m = 0.0f;
     aux[b].corr = 0;
-    if constexpr (kHasMin<Block>) aux[b].m = _cvtsh_ss(blocks[b].m);
+    if constexpr (kBlockHasMin<Block>) aux[b].m = _cvtsh_ss(blocks[b].m);
     if constexpr (kUnpacked<Block>) aux[b].corr = 128 * UnpackBlock(blocks[b], wq + b * kQK);
     if constexpr (std::is_same_v<Block, BlockQ8_0>) {
       aux[b].corr =
@@ -113,78 +111,48 @@ void Tile(const Block* const* wrow, const BlockAux* aux, const uint8_t* wq, cons
   constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
   constexpr bool kBytes = kQ8 || kUnpacked<Block>;  // weights as bytes in memory
   const int64_t nb = act.nb;
-  alignas(64) float lanes[kLanes][TG][RN][16];
-  for (int l = 0; l < kLanes; ++l) {
-    __m512 acc[TG][RN];
+  VerticalTile<TG, RN>(nb, g0, act.m, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
+    __m512i is[TG][RN];
+    FillTile(is, _mm512_setzero_si512());
+    const uint8_t* xq = act.qs + (g0 * nb + b) * 512;
+    Nibbles nib[RN];
+    [[maybe_unused]] const uint8_t* wb[RN];
     STET_UNROLL
-    for (int g = 0; g < TG; ++g) STET_UNROLL
-    for (int n = 0; n < RN; ++n) acc[g][n] = _mm512_setzero_ps();
-    for (int64_t b = l; b < nb; b += kLanes) {
-      __m512i is[TG][RN];
-      STET_UNROLL
-      for (int g = 0; g < TG; ++g) STET_UNROLL
-      for (int n = 0; n < RN; ++n) is[g][n] = _mm512_setzero_si512();
-      const uint8_t* xq = act.qs + (g0 * nb + b) * 512;
-      Nibbles nib[RN];
-      [[maybe_unused]] const uint8_t* wb[RN];
+    for (int n = 0; n < RN; ++n) {
+      if constexpr (kQ8) wb[n] = reinterpret_cast<const uint8_t*>(wrow[n][b].qs);
+      if constexpr (kUnpacked<Block>) wb[n] = wq + (n * nb + b) * kQK;
+      if constexpr (!kBytes) nib[n] = LoadNibbles(wrow[n][b].qs);
+    }
+    VerticalDots<8, !kSignedW<Block>>(xq, nb * 512, is, [&](int n, int j) {
+      if constexpr (kBytes) {
+        return _mm512_set1_epi32(Load32(wb[n] + 4 * j));
+      } else {  // elements 4j..4j+3: dword j % 4 of the low (j < 4) or high nibbles
+        return _mm512_permutexvar_epi32(_mm512_set1_epi32(j % 4), j < 4 ? nib[n].lo : nib[n].hi);
+      }
+    });
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) {
+      const int64_t gb = (g0 + g) * nb + b;
+      const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
+      __m512i q8sum;
+      if constexpr (kOffsetShift<Block> >= 0) {
+        q8sum = _mm512_slli_epi32(_mm512_loadu_si512(act.qsum + gb * 16), kOffsetShift<Block>);
+      }
       STET_UNROLL
       for (int n = 0; n < RN; ++n) {
-        if constexpr (kQ8) wb[n] = reinterpret_cast<const uint8_t*>(wrow[n][b].qs);
-        if constexpr (kUnpacked<Block>) wb[n] = wq + (n * nb + b) * kQK;
-        if constexpr (!kBytes) nib[n] = LoadNibbles(wrow[n][b].qs);
-      }
-      STET_UNROLL
-      for (int j = 0; j < 8; ++j) {
-        __m512i xv[TG];
-        STET_UNROLL
-        for (int g = 0; g < TG; ++g) xv[g] = _mm512_loadu_si512(xq + g * nb * 512 + j * 64);
-        STET_UNROLL
-        for (int n = 0; n < RN; ++n) {
-          if constexpr (kSignedW<Block>) {
-            const __m512i wj = _mm512_set1_epi32(Load32(wb[n] + 4 * j));
-            STET_UNROLL
-            for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], xv[g], wj);
-          } else if constexpr (kBytes) {
-            const __m512i wj = _mm512_set1_epi32(Load32(wb[n] + 4 * j));
-            STET_UNROLL
-            for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], wj, xv[g]);
-          } else {
-            // Elements 4j..4j+3: dword j % 4 of the low (j < 4) or high nibbles.
-            const __m512i wj =
-                _mm512_permutexvar_epi32(_mm512_set1_epi32(j % 4), j < 4 ? nib[n].lo : nib[n].hi);
-            STET_UNROLL
-            for (int g = 0; g < TG; ++g) is[g][n] = _mm512_dpbusd_epi32(is[g][n], wj, xv[g]);
-          }
-        }
-      }
-      STET_UNROLL
-      for (int g = 0; g < TG; ++g) {
-        const int64_t gb = (g0 + g) * nb + b;
-        const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
-        __m512i q8sum;
-        if constexpr (kOffsetShift<Block> >= 0) {
-          q8sum = _mm512_slli_epi32(_mm512_loadu_si512(act.qsum + gb * 16), kOffsetShift<Block>);
-        }
-        STET_UNROLL
-        for (int n = 0; n < RN; ++n) {
-          const BlockAux& a = aux[n * nb + b];
-          __m512i isum = is[g][n];
-          if constexpr (kSignedW<Block>) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(a.corr));
-          if constexpr (kOffsetShift<Block> >= 0) isum = _mm512_sub_epi32(isum, q8sum);
-          const __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
-          acc[g][n] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum), acc[g][n]);
-          if constexpr (kHasMin<Block>) {
-            acc[g][n] =
-                _mm512_fmadd_ps(_mm512_set1_ps(a.m), _mm512_loadu_ps(act.s + gb * 16), acc[g][n]);
-          }
+        const BlockAux& a = aux[n * nb + b];
+        __m512i isum = is[g][n];
+        if constexpr (kSignedW<Block>) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(a.corr));
+        if constexpr (kOffsetShift<Block> >= 0) isum = _mm512_sub_epi32(isum, q8sum);
+        const __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
+        acc[g][n] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(isum), acc[g][n]);
+        if constexpr (kBlockHasMin<Block>) {
+          acc[g][n] =
+              _mm512_fmadd_ps(_mm512_set1_ps(a.m), _mm512_loadu_ps(act.s + gb * 16), acc[g][n]);
         }
       }
     }
-    STET_UNROLL
-    for (int g = 0; g < TG; ++g) STET_UNROLL
-    for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
-  }
-  StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
+  });
 }
 
 // Measured on Zen 5 (576x1536 and 1536x576, m = 512): RN x TG = 4 x 2.
@@ -203,53 +171,38 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const size_t aux = static_cast<size_t>(kRN * act.nb);
   if (tls_aux.size() < aux) tls_aux.resize(aux);
   if (kUnpacked<Block> && tls_wq.size() < aux * kQK) tls_wq.resize(aux * kQK);
-  VerticalSweeps<kRN, kGroupBlock>(
-      act.groups, r0, r1, [&](auto rn, int64_t r, int64_t gb, int64_t ge) {
-        constexpr int RN = decltype(rn)::value;
-        const Block* wrow[RN];
-        for (int n = 0; n < RN; ++n) {
-          wrow[n] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w->data) +
-                                                   (r + n) * a.w->row_bytes);
-          RowAux(wrow[n], act.nb, tls_aux.data() + n * act.nb, tls_wq.data() + n * act.nb * kQK);
-        }
-        GroupTiles<kTG>(gb, ge, [&](auto tg, int64_t g) {
-          Tile<Block, RN, decltype(tg)::value>(wrow, tls_aux.data(), tls_wq.data(), act, g, a.y + r,
-                                               a.w->rows);
-        });
+  const Block* wrow[kRN];
+  VerticalRows<kRN, kTG, kGroupBlock>(
+      *a.w, act.groups, r0, r1,
+      [&](int n, const uint8_t* row) {
+        wrow[n] = reinterpret_cast<const Block*>(row);
+        RowAux(wrow[n], act.nb, tls_aux.data() + n * act.nb, tls_wq.data() + n * act.nb * kQK);
+      },
+      [&](auto rn, auto tg, int64_t r, int64_t g) {
+        Tile<Block, decltype(rn)::value, decltype(tg)::value>(wrow, tls_aux.data(), tls_wq.data(),
+                                                              act, g, a.y + r, a.w->rows);
       });
 }
 
 }  // namespace
 
 void VerticalizeQ8(const ActQ8& a8, ActQ8V* v, int64_t g0, int64_t g1) {
-  const int64_t nb = v->nb;
-  const uint32_t bias = v->biased ? 0x80808080u : 0u;  // q + 128 per byte
-  for (int64_t g = g0; g < g1; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const int64_t gb = g * nb + b;
-      uint8_t* out = v->qs + gb * 512;
-      for (int t = 0; t < 16; ++t) {
-        const int64_t row = 16 * g + t;
-        const bool real = row < v->m;
-        const int64_t src = row * a8.nb_pad + b;
-        v->d[gb * 16 + t] = real ? a8.d[src] : 0.0f;
-        if (v->qsum) v->qsum[gb * 16 + t] = real ? a8.qsum[src] : 0;
-        if (v->s) v->s[gb * 16 + t] = real ? a8.s[src] : 0.0f;
-        const int8_t* q = a8.qs + src * kQK;
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t word = (real ? static_cast<uint32_t>(Load32(q + 4 * j)) : 0u) ^ bias;
-          std::memcpy(out + j * 64 + t * 4, &word, 4);
-        }
-      }
-    }
-  }
+  VerticalWords<8>(g0, g1, v->nb, v->m, v->biased, v->qs,
+                   [&](int64_t gb, int64_t b, int t, int64_t row, bool real) {
+                     const int64_t src = row * a8.nb_pad + b;
+                     v->d[gb * 16 + t] = real ? a8.d[src] : 0.0f;
+                     if (v->qsum) v->qsum[gb * 16 + t] = real ? a8.qsum[src] : 0;
+                     if (v->s) v->s[gb * 16 + t] = real ? a8.s[src] : 0.0f;
+                     return a8.qs + src * kQK;
+                   });
 }
 
 namespace {
 // What the vertical activations carry for a block type (matmul_table.h, ActFlag).
 template <typename B>
 constexpr uint8_t kActFlags = (kSignedW<B> ? kActBiased : 0) |
-                              (kOffsetShift<B> >= 0 ? kActQsum : 0) | (kHasMin<B> ? kActMinSum : 0);
+                              (kOffsetShift<B> >= 0 ? kActQsum : 0) |
+                              (kBlockHasMin<B> ? kActMinSum : 0);
 
 constexpr auto kKernels =
     KernelRowsOf<BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockIQ4_NL>(

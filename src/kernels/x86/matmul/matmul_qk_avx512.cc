@@ -64,78 +64,56 @@ void Tile(const BlockQ4_K* const* wrow, const SuperAux* aux, const ActQ8KV& act,
           float* y, int64_t ldy) {
   const int64_t nsb = act.nsb;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  alignas(64) float lanes[kLanes][TG][RN][16];
-  for (int l = 0; l < kLanes; ++l) {
-    __m512 acc[TG][RN];
-    STET_UNROLL
-    for (int g = 0; g < TG; ++g) STET_UNROLL
-    for (int n = 0; n < RN; ++n) acc[g][n] = _mm512_setzero_ps();
-    for (int64_t b = l; b < nsb; b += kLanes) {
-      __m512i isum[TG][RN];
+  VerticalTile<TG, RN>(nsb, g0, act.m, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
+    __m512i isum[TG][RN];
+    FillTile(isum, _mm512_setzero_si512());
+    const int8_t* xs = act.qs + (g0 * nsb + b) * 4096;
+    for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
       STET_UNROLL
-      for (int g = 0; g < TG; ++g) STET_UNROLL
-      for (int n = 0; n < RN; ++n) isum[g][n] = _mm512_setzero_si512();
-      const int8_t* xs = act.qs + (g0 * nsb + b) * 4096;
-      for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
+      for (int half = 0; half < 2; ++half) {
+        const int j = 2 * jp + half;
+        __m512i dot[TG][RN];
+        FillTile(dot, _mm512_setzero_si512());
         STET_UNROLL
-        for (int half = 0; half < 2; ++half) {
-          const int j = 2 * jp + half;
-          __m512i dot[TG][RN];
+        for (int s = 0; s < 8; ++s) {
+          __m512i xv[TG];
           STET_UNROLL
-          for (int g = 0; g < TG; ++g) STET_UNROLL
-          for (int n = 0; n < RN; ++n) dot[g][n] = _mm512_setzero_si512();
-          STET_UNROLL
-          for (int s = 0; s < 8; ++s) {
-            __m512i xv[TG];
-            STET_UNROLL
-            for (int g = 0; g < TG; ++g) {
-              xv[g] = _mm512_loadu_si512(xs + g * nsb * 4096 + (8 * j + s) * 64);
-            }
-            STET_UNROLL
-            for (int n = 0; n < RN; ++n) {
-              __m512i w = _mm512_set1_epi32(Load32(wrow[n][b].qs + 32 * jp + 4 * s));
-              if (half == 1) w = _mm512_srli_epi16(w, 4);
-              w = _mm512_and_si512(w, low4);
-              STET_UNROLL
-              for (int g = 0; g < TG; ++g) dot[g][n] = _mm512_dpbusd_epi32(dot[g][n], w, xv[g]);
-            }
+          for (int g = 0; g < TG; ++g) {
+            xv[g] = _mm512_loadu_si512(xs + g * nsb * 4096 + (8 * j + s) * 64);
           }
           STET_UNROLL
           for (int n = 0; n < RN; ++n) {
-            const __m512i sc = _mm512_set1_epi32(aux[n * nsb + b].sc[j]);
+            __m512i w = _mm512_set1_epi32(Load32(wrow[n][b].qs + 32 * jp + 4 * s));
+            if (half == 1) w = _mm512_srli_epi16(w, 4);
+            w = _mm512_and_si512(w, low4);
             STET_UNROLL
-            for (int g = 0; g < TG; ++g) {
-              isum[g][n] = _mm512_add_epi32(isum[g][n], _mm512_mullo_epi32(dot[g][n], sc));
-            }
+            for (int g = 0; g < TG; ++g) dot[g][n] = _mm512_dpbusd_epi32(dot[g][n], w, xv[g]);
           }
         }
-      }
-      STET_UNROLL
-      for (int g = 0; g < TG; ++g) {
-        const int64_t gb = (g0 + g) * nsb + b;
-        const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
-        __m512i sx[4];
-        STET_UNROLL
-        for (int p = 0; p < 4; ++p) sx[p] = _mm512_loadu_si512(act.sx + (gb * 4 + p) * 32);
-        STET_UNROLL
-        for (int n = 0; n < RN; ++n) {
-          const SuperAux& a = aux[n * nsb + b];
-          __m512i msum = _mm512_setzero_si512();
-          STET_UNROLL
-          for (int p = 0; p < 4; ++p)
-            msum = _mm512_dpwssd_epi32(msum, sx[p], _mm512_set1_epi32(a.mn2[p]));
-          const __m512 sd = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
-          const __m512 sm = NegMul(_mm512_set1_ps(a.dmin), dx);
-          acc[g][n] = _mm512_fmadd_ps(sd, _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
-          acc[g][n] = _mm512_fmadd_ps(sm, _mm512_cvtepi32_ps(msum), acc[g][n]);
-        }
+        AddScaledDots(isum, dot, [&](int n) { return aux[n * nsb + b].sc[j]; });
       }
     }
     STET_UNROLL
-    for (int g = 0; g < TG; ++g) STET_UNROLL
-    for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
-  }
-  StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
+    for (int g = 0; g < TG; ++g) {
+      const int64_t gb = (g0 + g) * nsb + b;
+      const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
+      __m512i sx[4];
+      STET_UNROLL
+      for (int p = 0; p < 4; ++p) sx[p] = _mm512_loadu_si512(act.sx + (gb * 4 + p) * 32);
+      STET_UNROLL
+      for (int n = 0; n < RN; ++n) {
+        const SuperAux& a = aux[n * nsb + b];
+        __m512i msum = _mm512_setzero_si512();
+        STET_UNROLL
+        for (int p = 0; p < 4; ++p)
+          msum = _mm512_dpwssd_epi32(msum, sx[p], _mm512_set1_epi32(a.mn2[p]));
+        const __m512 sd = _mm512_mul_ps(_mm512_set1_ps(a.d), dx);
+        const __m512 sm = NegMul(_mm512_set1_ps(a.dmin), dx);
+        acc[g][n] = _mm512_fmadd_ps(sd, _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
+        acc[g][n] = _mm512_fmadd_ps(sm, _mm512_cvtepi32_ps(msum), acc[g][n]);
+      }
+    }
+  });
 }
 
 constexpr int kRN = 4;
@@ -148,36 +126,24 @@ thread_local std::vector<SuperAux> tls_aux;
 
 void VerticalizeQ8K(const ActQ8K& a8k, ActQ8KV* v, int64_t g0, int64_t g1) {
   const int64_t nsb = v->nsb;
-  const uint32_t bias = v->biased ? 0x80808080u : 0u;  // q + 128 per byte
-  for (int64_t g = g0; g < g1; ++g) {
-    for (int64_t b = 0; b < nsb; ++b) {
-      const int64_t gb = g * nsb + b;
-      int8_t* out = v->qs + gb * 4096;
-      int16_t* sx = v->sx != nullptr ? v->sx + gb * 4 * 32 : nullptr;
-      int16_t* sx16 = v->sx16 != nullptr ? v->sx16 + gb * 8 * 32 : nullptr;
-      for (int t = 0; t < 16; ++t) {
-        const int64_t row = 16 * g + t;
-        const bool real = row < v->m;
-        v->d[gb * 16 + t] = real ? a8k.d[row * nsb + b] : 0.0f;
-        const int8_t* q = a8k.qs + row * a8k.k + b * kQKK;
-        for (int s = 0; s < 64; ++s) {
-          const uint32_t word = (real ? static_cast<uint32_t>(Load32(q + 4 * s)) : 0u) ^ bias;
-          std::memcpy(out + s * 64 + t * 4, &word, 4);
-        }
-        const int16_t* bs = a8k.bsums + (row * nsb + b) * 16;
-        if (sx != nullptr) {
-          for (int j = 0; j < 8; ++j) {
-            sx[(j / 2) * 32 + t * 2 + j % 2] =
-                real ? static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]) : int16_t{0};
-          }
-        }
-        if (sx16 != nullptr) {
-          for (int j = 0; j < 16; ++j)
-            sx16[(j / 2) * 32 + t * 2 + j % 2] = real ? bs[j] : int16_t{0};
-        }
-      }
-    }
-  }
+  VerticalWords<64>(g0, g1, nsb, v->m, v->biased, v->qs,
+                    [&](int64_t gb, int64_t b, int t, int64_t row, bool real) {
+                      v->d[gb * 16 + t] = real ? a8k.d[row * nsb + b] : 0.0f;
+                      const int16_t* bs = a8k.bsums + (row * nsb + b) * 16;
+                      if (v->sx != nullptr) {  // sub-block j's sum: bs[2j] + bs[2j + 1]
+                        int16_t* sx = v->sx + gb * 4 * 32;
+                        for (int j = 0; j < 8; ++j) {
+                          sx[(j / 2) * 32 + t * 2 + j % 2] =
+                              real ? static_cast<int16_t>(bs[2 * j] + bs[2 * j + 1]) : int16_t{0};
+                        }
+                      }
+                      if (v->sx16 != nullptr) {
+                        int16_t* sx16 = v->sx16 + gb * 8 * 32;
+                        for (int j = 0; j < 16; ++j)
+                          sx16[(j / 2) * 32 + t * 2 + j % 2] = real ? bs[j] : int16_t{0};
+                      }
+                      return a8k.qs + row * a8k.k + b * kQKK;
+                    });
 }
 
 namespace {
@@ -186,18 +152,16 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const ActQ8KV& act = *a.a8kv;
   const size_t aux = static_cast<size_t>(kRN * act.nsb);
   if (tls_aux.size() < aux) tls_aux.resize(aux);
-  VerticalSweeps<kRN, kGroupBlock>(
-      act.groups, r0, r1, [&](auto rn, int64_t r, int64_t gb, int64_t ge) {
-        constexpr int RN = decltype(rn)::value;
-        const BlockQ4_K* wrow[RN];
-        for (int n = 0; n < RN; ++n) {
-          wrow[n] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(a.w->data) +
-                                                       (r + n) * a.w->row_bytes);
-          RowAux(wrow[n], act.nsb, tls_aux.data() + n * act.nsb);
-        }
-        GroupTiles<kTG>(gb, ge, [&](auto tg, int64_t g) {
-          Tile<RN, decltype(tg)::value>(wrow, tls_aux.data(), act, g, a.y + r, a.w->rows);
-        });
+  const BlockQ4_K* wrow[kRN];
+  VerticalRows<kRN, kTG, kGroupBlock>(
+      *a.w, act.groups, r0, r1,
+      [&](int n, const uint8_t* row) {
+        wrow[n] = reinterpret_cast<const BlockQ4_K*>(row);
+        RowAux(wrow[n], act.nsb, tls_aux.data() + n * act.nsb);
+      },
+      [&](auto rn, auto tg, int64_t r, int64_t g) {
+        Tile<decltype(rn)::value, decltype(tg)::value>(wrow, tls_aux.data(), act, g, a.y + r,
+                                                       a.w->rows);
       });
 }
 

@@ -30,8 +30,6 @@ namespace stet::kernels::avx512 {
 
 namespace {
 
-template <typename B>
-constexpr bool kMins = std::is_same_v<B, BlockQ2_K> || std::is_same_v<B, BlockQ5_K>;
 // Elements per scale: 16 (q2_k, q3_k, q6_k) or 32 (q5_k, iq4_xs).
 template <typename B>
 constexpr int kSub = std::is_same_v<B, BlockQ5_K> || std::is_same_v<B, BlockIQ4_XS> ? 32 : 16;
@@ -172,72 +170,42 @@ template <typename Block, int RN, int TG>
 void Tile(const Super* const* us, const ActQ8KV& act, int64_t g0, float* y, int64_t ldy) {
   constexpr int kSteps = kSub<Block> / 4;  // 4-element steps per sub-block
   const int64_t nsb = act.nsb;
-  alignas(64) float lanes[kLanes][TG][RN][16];
-  for (int l = 0; l < kLanes; ++l) {
-    __m512 acc[TG][RN];
+  VerticalTile<TG, RN>(nsb, g0, act.m, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
+    __m512i isum[TG][RN];
     STET_UNROLL
     for (int g = 0; g < TG; ++g) STET_UNROLL
-    for (int n = 0; n < RN; ++n) acc[g][n] = _mm512_setzero_ps();
-    for (int64_t b = l; b < nsb; b += kLanes) {
-      __m512i isum[TG][RN];
+    for (int n = 0; n < RN; ++n) isum[g][n] = _mm512_set1_epi32(-us[n][b].corr);
+    const uint8_t* xs = reinterpret_cast<const uint8_t*>(act.qs) + (g0 * nsb + b) * 4096;
+    for (int sub = 0; sub < kQKK / kSub<Block>; ++sub) {
+      __m512i dot[TG][RN];
+      FillTile(dot, _mm512_setzero_si512());
+      VerticalDots<kSteps, false>(xs + sub * kSteps * 64, nsb * 4096, dot, [&](int n, int s) {
+        return _mm512_set1_epi32(Load32(us[n][b].w + 4 * (sub * kSteps + s)));
+      });
+      AddScaledDots(isum, dot, [&](int n) { return us[n][b].sc[sub]; });
+    }
+    STET_UNROLL
+    for (int g = 0; g < TG; ++g) {
+      const int64_t gb = (g0 + g) * nsb + b;
+      const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
       STET_UNROLL
-      for (int g = 0; g < TG; ++g) STET_UNROLL
-      for (int n = 0; n < RN; ++n) isum[g][n] = _mm512_set1_epi32(-us[n][b].corr);
-      const uint8_t* xs = reinterpret_cast<const uint8_t*>(act.qs) + (g0 * nsb + b) * 4096;
-      for (int sub = 0; sub < kQKK / kSub<Block>; ++sub) {
-        __m512i dot[TG][RN];
-        STET_UNROLL
-        for (int g = 0; g < TG; ++g) STET_UNROLL
-        for (int n = 0; n < RN; ++n) dot[g][n] = _mm512_setzero_si512();
-        STET_UNROLL
-        for (int s = 0; s < kSteps; ++s) {
-          const int step = sub * kSteps + s;
-          __m512i xv[TG];
+      for (int n = 0; n < RN; ++n) {
+        const Super& s = us[n][b];
+        acc[g][n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(s.d), dx),
+                                    _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
+        if constexpr (kSuperHasMins<Block>) {
+          __m512i msum = _mm512_setzero_si512();
           STET_UNROLL
-          for (int g = 0; g < TG; ++g) xv[g] = _mm512_loadu_si512(xs + g * nsb * 4096 + step * 64);
-          STET_UNROLL
-          for (int n = 0; n < RN; ++n) {
-            const __m512i w = _mm512_set1_epi32(Load32(us[n][b].w + 4 * step));
-            STET_UNROLL
-            for (int g = 0; g < TG; ++g) dot[g][n] = _mm512_dpbusd_epi32(dot[g][n], xv[g], w);
+          for (int p = 0; p < 8; ++p) {
+            msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512(act.sx16 + (gb * 8 + p) * 32),
+                                       _mm512_set1_epi32(s.mn2[p]));
           }
-        }
-        STET_UNROLL
-        for (int n = 0; n < RN; ++n) {
-          const __m512i sc = _mm512_set1_epi32(us[n][b].sc[sub]);
-          STET_UNROLL
-          for (int g = 0; g < TG; ++g) {
-            isum[g][n] = _mm512_add_epi32(isum[g][n], _mm512_mullo_epi32(dot[g][n], sc));
-          }
-        }
-      }
-      STET_UNROLL
-      for (int g = 0; g < TG; ++g) {
-        const int64_t gb = (g0 + g) * nsb + b;
-        const __m512 dx = _mm512_loadu_ps(act.d + gb * 16);
-        STET_UNROLL
-        for (int n = 0; n < RN; ++n) {
-          const Super& s = us[n][b];
-          acc[g][n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(s.d), dx),
-                                      _mm512_cvtepi32_ps(isum[g][n]), acc[g][n]);
-          if constexpr (kMins<Block>) {
-            __m512i msum = _mm512_setzero_si512();
-            STET_UNROLL
-            for (int p = 0; p < 8; ++p) {
-              msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512(act.sx16 + (gb * 8 + p) * 32),
-                                         _mm512_set1_epi32(s.mn2[p]));
-            }
-            acc[g][n] = _mm512_fmadd_ps(NegMul(_mm512_set1_ps(s.dmin), dx),
-                                        _mm512_cvtepi32_ps(msum), acc[g][n]);
-          }
+          acc[g][n] = _mm512_fmadd_ps(NegMul(_mm512_set1_ps(s.dmin), dx), _mm512_cvtepi32_ps(msum),
+                                      acc[g][n]);
         }
       }
     }
-    STET_UNROLL
-    for (int g = 0; g < TG; ++g) STET_UNROLL
-    for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
-  }
-  StoreLaneTrees<TG, RN>(lanes, g0, act.m, y, ldy);
+  });
 }
 
 constexpr int kRN = 4;
@@ -249,24 +217,20 @@ thread_local std::vector<Super> tls_super;
 template <typename Block>
 void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const ActQ8KV& act = *a.a8kv;
-  STET_CHECK_MSG(act.biased && (!kMins<Block> || act.sx16 != nullptr),
+  STET_CHECK_MSG(act.biased && (!kSuperHasMins<Block> || act.sx16 != nullptr),
                  "avx512::MatMulQKUnpackedRows: activations not laid out for this type");
   const size_t n_aux = static_cast<size_t>(kRN * act.nsb);
   if (tls_super.size() < n_aux) tls_super.resize(n_aux);
-  VerticalSweeps<kRN, kGroupBlock>(
-      act.groups, r0, r1, [&](auto rn, int64_t r, int64_t gb, int64_t ge) {
-        constexpr int RN = decltype(rn)::value;
-        const Super* us[RN];
-        for (int n = 0; n < RN; ++n) {
-          const auto* row = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a.w->data) +
-                                                           (r + n) * a.w->row_bytes);
-          Super* dst = tls_super.data() + n * act.nsb;
-          RowAux(row, act.nsb, dst);
-          us[n] = dst;
-        }
-        GroupTiles<kTG>(gb, ge, [&](auto tg, int64_t g) {
-          Tile<Block, RN, decltype(tg)::value>(us, act, g, a.y + r, a.w->rows);
-        });
+  const Super* us[kRN];
+  VerticalRows<kRN, kTG, kGroupBlock>(
+      *a.w, act.groups, r0, r1,
+      [&](int n, const uint8_t* row) {
+        Super* dst = tls_super.data() + n * act.nsb;
+        RowAux(reinterpret_cast<const Block*>(row), act.nsb, dst);
+        us[n] = dst;
+      },
+      [&](auto rn, auto tg, int64_t r, int64_t g) {
+        Tile<Block, decltype(rn)::value, decltype(tg)::value>(us, act, g, a.y + r, a.w->rows);
       });
 }
 
@@ -274,7 +238,7 @@ constexpr auto kKernels = KernelRowsOf<BlockQ2_K, BlockQ3_K, BlockQ5_K, BlockQ6_
     {"avx512.vertical", Isa::kAvx512, kPrefillOnly, Packed::kNo, ActLayout::kQ8KV}, [](auto b) {
       using B = typename decltype(b)::type;
       return TypeRows{B::kType, Rows<B>,
-                      static_cast<uint8_t>(kActBiased | (kMins<B> ? kActSums16 : 0))};
+                      static_cast<uint8_t>(kActBiased | (kSuperHasMins<B> ? kActSums16 : 0))};
     });
 
 }  // namespace
