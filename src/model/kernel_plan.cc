@@ -14,6 +14,7 @@
 
 #include "base/hash.h"
 #include "base/thread_pool.h"
+#include "base/width_policy.h"
 #include "kernels/matmul_tune.h"
 #include "model/model.h"
 
@@ -66,8 +67,8 @@ bool ReadPlan(const std::string& path, kernels::MatMulPlan* plan) {
 }
 
 // The share of the pool's thread time since (t0, waited0) spent waiting for a
-// core, or 0 where the kernel does not say.
-constexpr double kBusyTuning = 0.1;
+// core, or 0 where the kernel does not say. Busy means what it means to the
+// pool itself: more than WidthPolicy::kBusyShare.
 double BusyShare(const ThreadPool& pool, std::chrono::steady_clock::time_point t0,
                  int64_t waited0) {
   const int64_t waited = pool.RunDelayNanos();
@@ -159,7 +160,7 @@ std::string Model::TuneKernelsOnce(int n_threads) {
   // load, not the kernels: use it now, but measure again at the next load
   // rather than keep it for good.
   const double busy = BusyShare(pool, t0, waited0);
-  if (busy > kBusyTuning) {
+  if (busy > WidthPolicy::kBusyShare) {
     char pct[16];
     std::snprintf(pct, sizeof pct, "%.0f%%", 100 * busy);
     return "kernel plan: measured in " + std::string(ms) + " ms on a busy machine (its threads " +
