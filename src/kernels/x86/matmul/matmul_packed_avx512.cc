@@ -101,11 +101,21 @@ inline void OneBlock(const uint8_t* p, const ActQ8& act, const int64_t* blk, __m
 // Blocks ahead of the one computed that the first pass over a group prefetches:
 // decode streams the packed matrix from DRAM, and the hardware prefetcher alone
 // leaves a core below its bandwidth (as in the AVX2 packed kernels, whose
-// distance this is). The K-quants' distance is a template argument: the table
-// has a near (1 superblock, 2.4-3.4 KB: 10-20% faster DRAM-cold decode on a Zen 4)
-// and a far (3, as measured on Zen 3) row, and Isa::kAuto measures which.
+// distance this is). The K-quants have two rows in the table, which Isa::kAuto
+// measures: a far prefetch into L2 (4 superblocks, 10-13 KB: DRAM-cold decode
+// 15-40% faster than the near one on a Zen 4, whose T1 fills L2 only) and a near
+// one into L1 (1 superblock, 2.4-3.4 KB: this kernel's row before).
 constexpr int64_t kPrefetchBlocks = 16;
-constexpr int64_t kNearSupers = 1, kFarSupers = 3;
+enum class Ahead { kL2Far, kL1Near };
+
+template <Ahead kAhead>
+inline void PrefetchSuper(const uint8_t* p, int64_t stride) {
+  if constexpr (kAhead == Ahead::kL2Far) {
+    avx2::PrefetchLines(p + 4 * stride, stride);
+  } else {
+    avx2::PrefetchLinesL1(p + stride, stride);
+  }
+}
 
 // The 16 outputs of one group (n of them valid) for activation row i: the
 // 8-block loop unrolled so the lane accumulators stay in registers.
@@ -331,7 +341,7 @@ inline void OneSuperQ6(const uint8_t* p, const ActQ8K& act, const int64_t* i, in
 
 // Rows i0 .. i0 + rm - 1 of one q4_k (kQ6: q6_k) group, one pass (rm <=
 // kRMaxQK: the RM x 3 integer accumulators of OneSuper must stay in registers).
-template <bool kQ6, int64_t kAhead, int RM = kRMaxQK>
+template <bool kQ6, Ahead kAhead, int RM = kRMaxQK>
 void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int64_t i0, float* y,
                int64_t ldy, int64_t n) {
   if constexpr (RM > 1) {
@@ -344,7 +354,7 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
   STET_UNROLL
   for (int r = 0; r < RM; ++r) rows[r] = i0 + r;
   for (int64_t b = 0; b < act.nsb; ++b) {
-    if (i0 == 0) avx2::PrefetchLines(p + (b + kAhead) * stride, stride);
+    if (i0 == 0) PrefetchSuper<kAhead>(p + b * stride, stride);
     STET_UNROLL
     for (int r = 0; r < RM; ++r) lane[r] = &acc[r][b % kLanes];
     if constexpr (kQ6) {
@@ -360,7 +370,7 @@ void SuperPass(int rm, const uint8_t* p, int64_t stride, const ActQ8K& act, int6
   }
 }
 
-template <bool kQ6, int64_t kAhead>
+template <bool kQ6, Ahead kAhead>
 void RowsQK(const MatMulArgs& a, int64_t r0, int64_t r1) {
   GroupsInPasses<kRMaxQK>(
       a, a.a8k->nsb, r0, r1,
@@ -375,11 +385,12 @@ constexpr auto kKernels = Concat(
                STET_ROWS_OF(Rows)),
            KernelRows(
                {"avx512.packed", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
-               {{DType::kQ4_K, RowsQK<false, kNearSupers>},
-                {DType::kQ6_K, RowsQK<true, kNearSupers>}})),
+               {{DType::kQ4_K, RowsQK<false, Ahead::kL2Far>},
+                {DType::kQ6_K, RowsQK<true, Ahead::kL2Far>}})),
     KernelRows(
-        {"avx512.packed-far", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
-        {{DType::kQ4_K, RowsQK<false, kFarSupers>}, {DType::kQ6_K, RowsQK<true, kFarSupers>}}));
+        {"avx512.packed-l1", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
+        {{DType::kQ4_K, RowsQK<false, Ahead::kL1Near>},
+         {DType::kQ6_K, RowsQK<true, Ahead::kL1Near>}}));
 
 }  // namespace
 
