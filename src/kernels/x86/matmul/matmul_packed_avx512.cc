@@ -387,10 +387,9 @@ constexpr auto kKernels = Concat(
                {"avx512.packed", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
                {{DType::kQ4_K, RowsQK<false, Ahead::kL2Far>},
                 {DType::kQ6_K, RowsQK<true, Ahead::kL2Far>}})),
-    KernelRows(
-        {"avx512.packed-l1", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
-        {{DType::kQ4_K, RowsQK<false, Ahead::kL1Near>},
-         {DType::kQ6_K, RowsQK<true, Ahead::kL1Near>}}));
+    KernelRows({"avx512.packed-l1", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
+               {{DType::kQ4_K, RowsQK<false, Ahead::kL1Near>},
+                {DType::kQ6_K, RowsQK<true, Ahead::kL1Near>}}));
 
 }  // namespace
 

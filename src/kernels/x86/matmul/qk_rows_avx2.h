@@ -13,12 +13,19 @@
 
 namespace stet::kernels::avx2 {
 
+// Superblocks ahead of the one unpacked that the first tile of a row prefetches.
+constexpr int64_t kRowAhead = 4;
+
 template <typename Block, typename U, void (*kUnpack)(const Block&, U*),
           void (*kAccumulate)(const U&, const int8_t*, const int16_t*, float, float*), int RM>
 void UnpackedRowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0) {
   const ActQ8K& act = *a.a8k;
   float lanes[RM][kLanes] = {};
   for (int64_t b = 0; b < act.nsb; ++b) {
+    // The first tile of a row streams it from memory (rows are contiguous, so
+    // past the row's end this is the next row's start; a prefetch never faults).
+    if (i0 == 0)
+      PrefetchLines(reinterpret_cast<const uint8_t*>(row + b + kRowAhead), sizeof(Block));
     U u;
     kUnpack(row[b], &u);
     STET_UNROLL
@@ -32,8 +39,20 @@ void UnpackedRowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i
   for (int i = 0; i < RM; ++i) a.y[(i0 + i) * a.w->rows + r] = CombineLanes(lanes[i]);
 }
 
+// The last `rest` (< RM + 1) activation rows of a weight row as one tile, so each
+// superblock is unpacked once for them too (decode in the default mode is 2 rows).
+template <typename Block, typename U, void (*kUnpack)(const Block&, U*),
+          void (*kAccumulate)(const U&, const int8_t*, const int16_t*, float, float*), int RM>
+void UnpackedTailTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i0, int64_t rest) {
+  if constexpr (RM > 1) {
+    if (rest < RM)
+      return UnpackedTailTile<Block, U, kUnpack, kAccumulate, RM - 1>(a, row, r, i0, rest);
+  }
+  UnpackedRowTile<Block, U, kUnpack, kAccumulate, RM>(a, row, r, i0);
+}
+
 // Weight rows [r0, r1), every activation row: kRM rows per unpacked superblock (prefill),
-// the rest one at a time.
+// the rest as one smaller tile.
 template <typename Block, typename U, void (*kUnpack)(const Block&, U*),
           void (*kAccumulate)(const U&, const int8_t*, const int16_t*, float, float*), int kRM = 4>
 void UnpackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
@@ -45,7 +64,9 @@ void UnpackedRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
     for (; i + kRM <= a.m; i += kRM) {
       UnpackedRowTile<Block, U, kUnpack, kAccumulate, kRM>(a, row, r, i);
     }
-    for (; i < a.m; ++i) UnpackedRowTile<Block, U, kUnpack, kAccumulate, 1>(a, row, r, i);
+    if constexpr (kRM > 1) {
+      if (i < a.m) UnpackedTailTile<Block, U, kUnpack, kAccumulate, kRM - 1>(a, row, r, i, a.m - i);
+    }
   }
 }
 
