@@ -39,7 +39,7 @@ void UnpackedRowTile(const MatMulArgs& a, const Block* row, int64_t r, int64_t i
   for (int i = 0; i < RM; ++i) a.y[(i0 + i) * a.w->rows + r] = CombineLanes(lanes[i]);
 }
 
-// The last `rest` (< RM + 1) activation rows of a weight row as one tile, so each
+// The last `rest` (1..RM) activation rows of a weight row as one tile, so each
 // superblock is unpacked once for them too (decode in the default mode is 2 rows).
 template <typename Block, typename U, void (*kUnpack)(const Block&, U*),
           void (*kAccumulate)(const U&, const int8_t*, const int16_t*, float, float*), int RM>
