@@ -137,15 +137,15 @@ static inline __m256i RowPairsI8(const uint8_t* p) {
 // PrefetchLines asks for L2 (T1): a stream far ahead waits there without taking
 // L1's few miss buffers from the loads in flight (Zen 4 fills L2 only for T1;
 // DRAM-cold decode of q4_k/q6_k/q8_0 measured 15-40% faster than T0 there;
-// Zen 3 and older treat T1 as T0). PrefetchLinesL1 asks for L1 (T0).
+// Zen 3 and older treat T1 as T0). PrefetchLines<true> asks for L1 (T0).
+template <bool kIntoL1 = false>
 static inline void PrefetchLines(const uint8_t* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
-  }
-}
-static inline void PrefetchLinesL1(const uint8_t* p, int64_t bytes) {
-  for (int64_t o = 0; o < bytes; o += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+    if constexpr (kIntoL1) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+    } else {
+      _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
+    }
   }
 }
 

@@ -108,13 +108,11 @@ inline void OneBlock(const uint8_t* p, const ActQ8& act, const int64_t* blk, __m
 constexpr int64_t kPrefetchBlocks = 16;
 enum class Ahead { kL2Far, kL1Near };
 
+// Superblock p + (4 or 1) * stride, into L2 or L1.
 template <Ahead kAhead>
 inline void PrefetchSuper(const uint8_t* p, int64_t stride) {
-  if constexpr (kAhead == Ahead::kL2Far) {
-    avx2::PrefetchLines(p + 4 * stride, stride);
-  } else {
-    avx2::PrefetchLinesL1(p + stride, stride);
-  }
+  constexpr bool kIntoL1 = kAhead == Ahead::kL1Near;
+  avx2::PrefetchLines<kIntoL1>(p + (kIntoL1 ? 1 : 4) * stride, stride);
 }
 
 // The 16 outputs of one group (n of them valid) for activation row i: the
