@@ -2,6 +2,11 @@
 // m >= 2. As in matmul_q8_avx512.cc the activations are "vertical" (ActQ8KV:
 // 4 q's of 16 rows per vector), so one vpdpbusd of a broadcast 4-nibble weight
 // word (unsigned) with the activations (signed) does 64 exact multiply-adds.
+// The nibbles are split to bytes once per weight row and 128 activation rows
+// (RowNibbles), so the inner loop is a broadcast and two vpdpbusd per word
+// (split in the loop, each word cost an and, half of them a shift: 15-18%
+// slower at 64-512 rows on a Zen 4), and the next weight rows are prefetched
+// into L2 while these rows' tiles run.
 // Per superblock and 16 rows: dot_j over each 32-element sub-block, isum =
 // sum_j sc_j * dot_j (vpmulld, exact), msum = sum_j min_j * sum qx_j (vpdpwssd
 // on int16 pairs, exact).
@@ -59,39 +64,37 @@ void RowAux(const BlockQ4_K* blocks, int64_t nsb, SuperAux* aux) {
   }
 }
 
+// Weight row n's superblock b, its 256 nibbles unpacked to bytes (element e of
+// sub-block j at 32 j + e), once per weight row and activation group block.
+void RowNibbles(const BlockQ4_K* blocks, int64_t nsb, uint8_t* out) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nsb; ++b) {
+    for (int jp = 0; jp < 4; ++jp) {
+      const __m256i q =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs + 32 * jp));
+      uint8_t* o = out + b * kQKK + 64 * jp;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_and_si256(q, low4));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32),
+                          _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+    }
+  }
+}
+
 template <int RN, int TG>
-void Tile(const BlockQ4_K* const* wrow, const SuperAux* aux, const ActQ8KV& act, int64_t g0,
-          float* y, int64_t ldy) {
+void Tile(const uint8_t* const* wq, const SuperAux* aux, const ActQ8KV& act, int64_t g0, float* y,
+          int64_t ldy) {
   const int64_t nsb = act.nsb;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
   VerticalTile<TG, RN>(nsb, g0, act.m, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
     __m512i isum[TG][RN];
     FillTile(isum, _mm512_setzero_si512());
     const int8_t* xs = act.qs + (g0 * nsb + b) * 4096;
-    for (int jp = 0; jp < 4; ++jp) {  // sub-blocks 2jp (low nibbles) and 2jp + 1 (high)
-      STET_UNROLL
-      for (int half = 0; half < 2; ++half) {
-        const int j = 2 * jp + half;
-        __m512i dot[TG][RN];
-        FillTile(dot, _mm512_setzero_si512());
-        STET_UNROLL
-        for (int s = 0; s < 8; ++s) {
-          __m512i xv[TG];
-          STET_UNROLL
-          for (int g = 0; g < TG; ++g) {
-            xv[g] = _mm512_loadu_si512(xs + g * nsb * 4096 + (8 * j + s) * 64);
-          }
-          STET_UNROLL
-          for (int n = 0; n < RN; ++n) {
-            __m512i w = _mm512_set1_epi32(Load32(wrow[n][b].qs + 32 * jp + 4 * s));
-            if (half == 1) w = _mm512_srli_epi16(w, 4);
-            w = _mm512_and_si512(w, low4);
-            STET_UNROLL
-            for (int g = 0; g < TG; ++g) dot[g][n] = _mm512_dpbusd_epi32(dot[g][n], w, xv[g]);
-          }
-        }
-        AddScaledDots(isum, dot, [&](int n) { return aux[n * nsb + b].sc[j]; });
-      }
+    for (int j = 0; j < 8; ++j) {
+      __m512i dot[TG][RN];
+      FillTile(dot, _mm512_setzero_si512());
+      VerticalDots<8, true>(xs + j * 512, nsb * 4096, dot, [&](int n, int s) {
+        return _mm512_set1_epi32(Load32(wq[n] + b * kQKK + 32 * j + 4 * s));
+      });
+      AddScaledDots(isum, dot, [&](int n) { return aux[n * nsb + b].sc[j]; });
     }
     STET_UNROLL
     for (int g = 0; g < TG; ++g) {
@@ -121,6 +124,7 @@ constexpr int kTG = 2;
 constexpr int64_t kGroupBlock = 8;  // 128 rows x K of activations per block
 
 thread_local std::vector<SuperAux> tls_aux;
+thread_local std::vector<uint8_t> tls_nibbles;
 
 }  // namespace
 
@@ -152,15 +156,20 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   const ActQ8KV& act = *a.a8kv;
   const size_t aux = static_cast<size_t>(kRN * act.nsb);
   if (tls_aux.size() < aux) tls_aux.resize(aux);
-  const BlockQ4_K* wrow[kRN];
+  if (tls_nibbles.size() < aux * kQKK) tls_nibbles.resize(aux * kQKK);
+  const uint8_t* wq[kRN];
   VerticalRows<kRN, kTG, kGroupBlock>(
       *a.w, act.groups, r0, r1,
       [&](int n, const uint8_t* row) {
-        wrow[n] = reinterpret_cast<const BlockQ4_K*>(row);
-        RowAux(wrow[n], act.nsb, tls_aux.data() + n * act.nsb);
+        avx2::PrefetchLines(row + kRN * a.w->row_bytes, a.w->row_bytes);  // the next rows
+        const auto* blocks = reinterpret_cast<const BlockQ4_K*>(row);
+        RowAux(blocks, act.nsb, tls_aux.data() + n * act.nsb);
+        uint8_t* nib = tls_nibbles.data() + n * act.nsb * kQKK;
+        RowNibbles(blocks, act.nsb, nib);
+        wq[n] = nib;
       },
       [&](auto rn, auto tg, int64_t r, int64_t g) {
-        Tile<decltype(rn)::value, decltype(tg)::value>(wrow, tls_aux.data(), act, g, a.y + r,
+        Tile<decltype(rn)::value, decltype(tg)::value>(wq, tls_aux.data(), act, g, a.y + r,
                                                        a.w->rows);
       });
 }

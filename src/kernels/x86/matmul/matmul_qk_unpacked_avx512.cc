@@ -225,6 +225,7 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
   VerticalRows<kRN, kTG, kGroupBlock>(
       *a.w, act.groups, r0, r1,
       [&](int n, const uint8_t* row) {
+        avx2::PrefetchLines(row + kRN * a.w->row_bytes, a.w->row_bytes);  // the next rows
         Super* dst = tls_super.data() + n * act.nsb;
         RowAux(reinterpret_cast<const Block*>(row), act.nsb, dst);
         us[n] = dst;
