@@ -113,6 +113,8 @@ const char* RowClassName(RowClass c) {
       return "decode";
     case RowClass::kSmall:
       return "small";
+    case RowClass::kBatch:
+      return "batch";
     case RowClass::kPrefill:
       return "prefill";
   }
@@ -204,7 +206,7 @@ Status ParseItem(const std::string& item, MatMulPlan* plan) {
   }
   if (classes.empty()) {
     return InvalidArgument("kernel plan item '" + item +
-                           "': the class is decode, small, prefill or *");
+                           "': the class is decode, small, batch, prefill or *");
   }
   // A type named must be served; over all types, a kernel name sets those it serves.
   int set = 0;

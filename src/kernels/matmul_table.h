@@ -1,6 +1,6 @@
 // The MatMul kernel table: one row per (weight type, ISA, kernel), saying which
-// row-count classes it serves (decode: 1 activation row, small: 2-15, prefill:
-// 16+), whether it reads the packed copy (pack.cc) and which activation layout
+// row-count classes it serves (decode: 1 activation row, small: 2-15, batch:
+// 16-63, prefill: 64+), whether it reads the packed copy (pack.cc) and which activation layout
 // it needs. MatMulGroup dispatches from it (matmul.cc), the tests run every row
 // against the scalar reference, `stet bench --explain` prints it. All rows of
 // one type compute the same bits (R4), so choosing among them is free: a row
@@ -23,18 +23,30 @@ namespace stet::kernels {
 
 struct MatMulArgs;  // internal.h
 
-enum class RowClass : uint8_t { kDecode, kSmall, kPrefill };
-constexpr int kRowClasses = 3;
-constexpr int64_t kPrefillMinRows = 16;
+// decode: one row (--numerics fast decode); small: 2-15 (a decoded token in the
+// default mode is 2 rows, x and its residual; a few sequences, speculative
+// verification); batch: 16-63 (8-31 sequences decoding together, short prompt
+// chunks); prefill: 64+. Batch and prefill are both compute-bound but are timed
+// apart: at 32 rows a kernel that keeps a weight load for few rows can win
+// (AVX2's packed rows on a Zen 4), at 256 rows one that shares it more (the
+// AVX-512 vertical rows: SmolLM2 Q4_1 pp128 0.89x the best path when 32 rows
+// chose for both).
+enum class RowClass : uint8_t { kDecode, kSmall, kBatch, kPrefill };
+constexpr int kRowClasses = 4;
+constexpr int64_t kBatchMinRows = 16;
+constexpr int64_t kPrefillMinRows = 64;
 inline RowClass RowClassOf(int64_t m) {
-  return m <= 1 ? RowClass::kDecode : m < kPrefillMinRows ? RowClass::kSmall : RowClass::kPrefill;
+  return m <= 1                ? RowClass::kDecode
+         : m < kBatchMinRows   ? RowClass::kSmall
+         : m < kPrefillMinRows ? RowClass::kBatch
+                               : RowClass::kPrefill;
 }
 const char* RowClassName(RowClass c);
 constexpr uint8_t ClassBit(RowClass c) { return static_cast<uint8_t>(1u << static_cast<int>(c)); }
-constexpr uint8_t kEveryClass = 7;
+constexpr uint8_t kEveryClass = 15;
 constexpr uint8_t kDecodeAndSmall = 3;
-constexpr uint8_t kSmallAndPrefill = 6;
-constexpr uint8_t kPrefillOnly = 4;
+constexpr uint8_t kSmallAndPrefill = 14;  // small, batch and prefill
+constexpr uint8_t kPrefillOnly = 12;      // batch and prefill: 16+ rows
 
 // The activation rows as a kernel reads them (internal.h): plain floats, float
 // row pairs (ActPairs), 32-block int8 (ActQ8) or its vertical layout (ActQ8V),

@@ -89,9 +89,11 @@ TuneEntry Measure(DType t, RowClass c, const std::vector<const WeightView*>& mat
   }
   const int64_t m = c == RowClass::kDecode  ? 1
                     : c == RowClass::kSmall ? o.small_rows
+                    : c == RowClass::kBatch ? o.batch_rows
                                             : o.prefill_rows;
-  const bool prefill = c == RowClass::kPrefill;
-  const int64_t bytes = prefill ? o.prefill_bytes : o.stream_bytes;
+  const bool prefill = c == RowClass::kBatch || c == RowClass::kPrefill;  // compute-bound
+  // Compute-bound passes do about the same work at either row count.
+  const int64_t bytes = prefill ? o.prefill_bytes * o.batch_rows / m : o.stream_bytes;
   const std::vector<WeightView> slices = Slices(mats, prefill ? bytes / 2 : int64_t{4} << 20);
   size_t next = 0;
   std::vector<float> x(static_cast<size_t>(m * max_cols)), y(static_cast<size_t>(m * max_rows));

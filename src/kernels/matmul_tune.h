@@ -26,13 +26,14 @@ struct TuneOptions {
   // Decode and small batches stream their weights from memory: each timed pass
   // reads at least this much, the next pass other matrices of the type.
   int64_t stream_bytes = int64_t{24} << 20;
-  // Prefill is compute-bound: a pass multiplies matrices up to this much.
+  // Batch and prefill are compute-bound: a pass multiplies matrices up to this much.
   int64_t prefill_bytes = int64_t{2} << 20;
   // The row count timed for the small class (2-15): 2, single-stream decode in the
   // default (invariant) mode, whose matmuls run x and its int8 residual as two rows.
   int small_rows = 2;
-  int prefill_rows = 32;  // and for prefill (16+)
-  int reps = 5;           // timed passes per candidate after a warm-up (the fastest counts)
+  int batch_rows = 32;     // and for batch (16-63)
+  int prefill_rows = 128;  // and for prefill (64+)
+  int reps = 5;            // timed passes per candidate after a warm-up (the fastest counts)
 };
 
 struct TuneEntry {

@@ -82,10 +82,11 @@ void BenchOptions(CLI::App* cmd, BenchArgs* a) {
       ->capture_default_str();
   AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
-  cmd->add_flag("--explain", a->explain,
-                "Print the kernel table first: which MatMul row serves each weight type and row "
-                "class (decode 1, small 2-15, prefill 16+) per ISA, and the one --isa auto "
-                "measured for this model");
+  cmd->add_flag(
+      "--explain", a->explain,
+      "Print the kernel table first: which MatMul row serves each weight type and row "
+      "class (decode 1, small 2-15, batch 16-63, prefill 64+) per ISA, and the one --isa auto "
+      "measured for this model");
 }
 
 double Now() {

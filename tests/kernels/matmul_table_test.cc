@@ -167,8 +167,17 @@ TEST(KernelTable, RowClasses) {
   EXPECT_EQ(RowClassOf(1), RowClass::kDecode);
   EXPECT_EQ(RowClassOf(2), RowClass::kSmall);
   EXPECT_EQ(RowClassOf(15), RowClass::kSmall);
-  EXPECT_EQ(RowClassOf(16), RowClass::kPrefill);
+  EXPECT_EQ(RowClassOf(16), RowClass::kBatch);
+  EXPECT_EQ(RowClassOf(63), RowClass::kBatch);
+  EXPECT_EQ(RowClassOf(64), RowClass::kPrefill);
   EXPECT_EQ(RowClassOf(512), RowClass::kPrefill);
+  // Every row serving 16+ rows serves both batch and prefill: the split is the
+  // tuner's, not the table's.
+  for (const MatMulKernel& k : MatMulKernels()) {
+    EXPECT_EQ((k.classes & ClassBit(RowClass::kBatch)) != 0,
+              (k.classes & ClassBit(RowClass::kPrefill)) != 0)
+        << k.name << " " << DTypeName(k.type);
+  }
 }
 
 }  // namespace

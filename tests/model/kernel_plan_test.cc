@@ -1,7 +1,7 @@
 // Isa::kAuto takes MatMul's rows from the model's kernel plan (model/kernel_plan.cc).
 // Whatever the plan — measured on this CPU, read back from the cache, or an odd one
 // forced on purpose (scalar rows for decode, AVX-512 for prefill, AVX2 for small
-// batches, and every other assignment of this CPU's ISAs to the row classes) —
+// and batch rows, and every other assignment of this CPU's ISAs to the row classes) —
 // every logit of a script of prefill, small-batch and decode steps is bitwise equal
 // to the scalar path's: the choice changes which path runs, never an output.
 #include <gtest/gtest.h>
@@ -24,20 +24,23 @@
 namespace stet {
 namespace {
 
-// Logits of a fixed script: seq 0 prefills 20 tokens (prefill class), decodes one
-// (decode), seq 1 prefills 6 (small), then both decode together (small, 2 rows).
+// Logits of a fixed script (default mode: two matmul rows per token): seq 0
+// prefills 36 tokens (prefill class, 72 rows), decodes one (small, 2 rows), seq 1
+// prefills 12 (batch, 24 rows) and 3 more (small), then both decode together
+// (small, 4 rows). The output matrix sees the rows that want logits.
 std::vector<float> ScriptLogits(const Model& model, Isa isa, int threads) {
   const HParams& hp = model.hparams();
   ThreadPool pool(threads);
   Forward fwd(model, &pool, isa, 64);
   PagedKvCache kv = PagedKvCache::Contiguous(hp, 2, 64, DType::kF16, 16);
   auto tok = [&](int i) { return static_cast<int32_t>((37 * i + 11) % hp.n_vocab); };
-  std::vector<std::vector<BatchToken>> steps(4);
-  for (int i = 0; i < 20; ++i) steps[0].push_back({tok(i), i, 0, i % 4 == 3});
-  steps[1].push_back({tok(20), 20, 0, true});
-  for (int i = 0; i < 6; ++i) steps[2].push_back({tok(100 + i), i, 1, true});
-  steps[3].push_back({tok(21), 21, 0, true});
-  steps[3].push_back({tok(106), 6, 1, true});
+  std::vector<std::vector<BatchToken>> steps(5);
+  for (int i = 0; i < 36; ++i) steps[0].push_back({tok(i), i, 0, i % 4 == 3});
+  steps[1].push_back({tok(36), 36, 0, true});
+  for (int i = 0; i < 12; ++i) steps[2].push_back({tok(100 + i), i, 1, true});
+  for (int i = 12; i < 15; ++i) steps[3].push_back({tok(100 + i), i, 1, true});
+  steps[4].push_back({tok(37), 37, 0, true});
+  steps[4].push_back({tok(115), 15, 1, true});
   std::vector<float> all;
   for (const auto& batch : steps) {
     std::vector<float> logits;
@@ -63,15 +66,17 @@ void ExpectSameBits(const std::vector<float>& want, const std::vector<float>& go
   ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << what;
 }
 
-// Every assignment of this CPU's ISAs to (decode, small, prefill), as a plan.
+// Every assignment of this CPU's ISAs to (decode, small, prefill) as a plan, batch
+// taking each ISA in turn along them (every class meets every ISA).
 void ExpectEveryPlanGivesTheSameBits(Model& model, const std::vector<float>& want) {
   const std::vector<Isa> isas = IsasHere();
   const size_t n = isas.size();
   for (size_t d = 0; d < n; ++d) {
     for (size_t s = 0; s < n; ++s) {
       for (size_t p = 0; p < n; ++p) {
-        const std::string spec = std::string("decode=") + IsaName(isas[d]) +
-                                 ",small=" + IsaName(isas[s]) + ",prefill=" + IsaName(isas[p]);
+        const std::string spec =
+            std::string("decode=") + IsaName(isas[d]) + ",small=" + IsaName(isas[s]) +
+            ",batch=" + IsaName(isas[(d + s + p + 1) % n]) + ",prefill=" + IsaName(isas[p]);
         auto plan = kernels::MatMulPlan::Parse(spec);
         ASSERT_TRUE(plan.ok()) << plan.status().ToString();
         model.SetKernelPlan(*plan);
@@ -106,9 +111,9 @@ TEST(KernelPlan, SmolLM2OddAndMeasuredPlansGiveTheSameBits) {
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const std::vector<float> want = ScriptLogits(**model, ResolveIsa(Isa::kAuto), 2);
-  const std::string odd = CpuHasAvx512() ? "decode=scalar,small=avx2,prefill=avx512"
-                          : CpuHasNeon() ? "decode=scalar,small=neon,prefill=scalar"
-                                         : "decode=scalar,small=avx2,prefill=scalar";
+  const std::string odd = CpuHasAvx512() ? "decode=scalar,small=avx2,batch=avx2,prefill=avx512"
+                          : CpuHasNeon() ? "decode=scalar,small=neon,batch=neon,prefill=scalar"
+                                         : "decode=scalar,small=avx2,batch=avx2,prefill=scalar";
   auto plan = kernels::MatMulPlan::Parse(odd);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   (*model)->SetKernelPlan(*plan);
