@@ -4,13 +4,15 @@
 stet's kernel paths give the same bits, so `auto` may choose among them per weight type and
 row class by measuring at model load (kernels/matmul_tune.h). This script checks that the
 choice pays: for each model it runs `stet bench` (prefill ppN and decode tgN) with
-`--isa auto` and with each forced path (avx2, avx512 where the CPU has it), interleaved
-auto/avx2/avx512/auto/... one repetition per invocation so that drifts in machine load hit
-every path alike, and reports medians and auto / best single path. The kernel plans are
+`--isa auto,avx2,avx512` (avx512 where the CPU has it): one process per round whose
+repetitions take turns among the paths (auto, avx2, avx512, auto, ... each a few seconds
+apart), the order rotating between rounds, so that drifts in machine load and in a shared
+host's memory bandwidth hit every path alike; it reports the medians over all repetitions
+and auto / best single path. The kernel plans are
 measured afresh first (a private plan cache under the output folder), once per model, as a
 user's first run would.
 
-    bench/paths.py                                  # default models, 5 rounds
+    bench/paths.py                                  # default models, 5 rounds of 3 reps
     bench/paths.py --cases real-q4_1,1b-q4_k --rounds 3 --numerics fast
 
 Standard library only; models as bench/run.py names them (random ones are written with
@@ -45,30 +47,37 @@ def stet_isas(stet, model, env):
     return {"avx512": ["avx2", "avx512"], "avx2": ["avx2"]}.get(best, [])
 
 
-def one_run(stet, model, isa, args, env):
-    cmd = [stet, "bench", "-m", model, "-p", str(args.pp), "-n", str(args.tg), "-r", "1",
-           "-t", str(args.threads), "--isa", isa, "--numerics", args.numerics, "--json"]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+def one_round(stet, model, paths, args, env):
+    """One process measuring every path, its reps taking turns: {path: (pp reps, tg reps,
+    plan)}."""
+    cmd = [stet, "bench", "-m", model, "-p", str(args.pp), "-n", str(args.tg),
+           "-r", str(args.reps), "-t", str(args.threads), "--isa", ",".join(paths),
+           "--numerics", args.numerics, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     if out.returncode != 0:
         raise SystemExit(f"paths: {' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
-    j = json.loads(out.stdout)
-    by = {t["kind"]: t["median_tok_s"] for t in j["tests"]}
-    return by.get("pp"), by.get("tg"), j.get("kernel_plan", "")
+    res = {}
+    for j in json.loads(out.stdout):
+        by = {t["kind"]: t["tok_s"] for t in j["tests"]}
+        res[j["isa"]] = (by.get("pp", []), by.get("tg", []), j.get("kernel_plan", ""))
+    return res
 
 
 def measure_case(case, model, stet, isas, args, env):
     paths = ["auto"] + isas
     res = {p: {"pp": [], "tg": []} for p in paths}
-    # The plan is measured on the first auto load (untimed here), then read from the cache.
-    _, _, plan = one_run(stet, model, "auto", args, env)
+    plan = ""
     for rnd in range(args.rounds):
         order = paths[rnd % len(paths):] + paths[:rnd % len(paths)]
-        for p in order:
-            pp, tg, _ = one_run(stet, model, p, args, env)
-            res[p]["pp"].append(pp)
-            res[p]["tg"].append(tg)
+        got = one_round(stet, model, order, args, env)
+        for p in paths:
+            pp, tg, p_plan = got[p]
+            res[p]["pp"] += pp
+            res[p]["tg"] += tg
+            plan = plan or p_plan
         log(f"{case['id']} round {rnd + 1}/{args.rounds}: " + ", ".join(
-            f"{p} pp {res[p]['pp'][-1]:.1f} tg {res[p]['tg'][-1]:.1f}" for p in paths))
+            f"{p} pp {statistics.median(got[p][0]):.1f} tg {statistics.median(got[p][1]):.1f}"
+            for p in paths))
     med = {p: {k: statistics.median(v) for k, v in res[p].items()} for p in paths}
     return {"case": case["id"], "label": case["label"], "plan": plan, "runs": res, "median": med}
 
@@ -77,7 +86,8 @@ def write_markdown(results, isas, args, path):
     lines = [f"# `--isa auto` vs each kernel path — {cpu_model()}", "",
              f"- date: {datetime.date.today()}, stet commit {git('rev-parse', '--short', 'HEAD')}",
              f"- ISAs here: {', '.join(isas)}; threads {args.threads}; numerics {args.numerics}; "
-             f"pp{args.pp} and tg{args.tg}, median of {args.rounds} interleaved rounds",
+             f"pp{args.pp} and tg{args.tg}; medians over {args.rounds} rounds x {args.reps} "
+             "reps, each round one process whose reps take turns among the paths",
              "- command: `python3 bench/paths.py " + " ".join(sys.argv[1:]) + "`", "",
              "| model | test | auto t/s | " + " | ".join(f"{i} t/s" for i in isas) +
              " | best single path | auto / best |",
@@ -113,7 +123,10 @@ def main():
     ap.add_argument("--numerics", default="invariant", choices=["invariant", "fast", "precise"])
     ap.add_argument("--pp", type=int, default=128)
     ap.add_argument("--tg", type=int, default=32)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="processes per model, the path order rotating (default: %(default)s)")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="reps per path in each round, taking turns (default: %(default)s)")
     ap.add_argument("--models-dir", default=os.path.join(benchrun.CACHE, "bench-models"))
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
     args = ap.parse_args()

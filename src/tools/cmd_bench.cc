@@ -78,10 +78,14 @@ void BenchOptions(CLI::App* cmd, BenchArgs* a) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (0: all cores)")->capture_default_str();
   cmd->add_option("-r,--reps", a->reps, "Timed repetitions per test")->capture_default_str();
-  cmd->add_option("--isa", a->isa, "Kernel path: auto, scalar, avx2, avx512 or neon")
+  cmd->add_option(
+         "--isa", a->isa,
+         "Kernel path: auto, scalar, avx2, avx512 or neon; a comma list (auto,avx2,avx512) "
+         "measures each path in one process, the reps of every test taking turns, and "
+         "prints a table per path (with --json, an array of their objects)")
       ->capture_default_str();
   AddNumericsOptions(cmd, &a->numerics, &a->kv_type);
-  cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
+  cmd->add_flag("--json", a->json, "Print one JSON object (per --isa path) instead of a table");
   cmd->add_flag(
       "--explain", a->explain,
       "Print the kernel table first: which MatMul row serves each weight type and row "
@@ -106,6 +110,18 @@ struct TestResult {
   double median_tok_s = 0;
   double wire_bytes_per_token = 0;  // tensor parallelism: payload all ranks sent, per token
 };
+
+// "auto,avx2" -> {"auto", "avx2"} (empty items dropped).
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    const size_t e = std::min(s.find(',', b), s.size());
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -233,9 +249,48 @@ std::string TestName(const std::string& base, int depth) {
   return depth > 0 ? base + "@d" + std::to_string(depth) : base;
 }
 
+// The benches of one run (one per --isa path) and their results. Each test's
+// reps go round the benches (rep 0 of every path, then rep 1, ...), so a machine
+// whose speed drifts — shared memory bandwidth, a neighbour's load — meets every
+// path alike, which separate runs minutes apart do not.
+struct Paths {
+  std::vector<Bench*> benches;
+  std::vector<std::vector<TestResult>>* out;  // [bench][test]
+};
+
+// A warm-up rep's outcome, its time dropped.
+Status Done(const Result<double>& r) { return r.ok() ? Status::Ok() : r.status(); }
+
+// One test on every bench: setup(i) fills bench i's KV and warms up; then
+// measure(i, rep) times one rep, `tokens` counting what its t/s divides.
+template <typename Setup, typename Measure>
+Status RunTest(const Paths& paths, const TestResult& proto, int reps, double tokens, Setup&& setup,
+               Measure&& measure) {
+  const size_t n = paths.benches.size();
+  for (size_t i = 0; i < n; ++i) STET_RETURN_IF_ERROR(setup(i));
+  std::vector<TestResult> r(n, proto);
+  std::vector<int64_t> wire0(n);
+  for (size_t i = 0; i < n; ++i) {
+    STET_ASSIGN_OR_RETURN(wire0[i], paths.benches[i]->WireBytes());
+  }
+  for (int rep = 0; rep < reps; ++rep) {
+    for (size_t i = 0; i < n; ++i) {
+      STET_ASSIGN_OR_RETURN(const double sec, measure(i, static_cast<uint32_t>(rep)));
+      r[i].seconds.push_back(sec);
+      r[i].tok_s.push_back(tokens / sec);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    STET_ASSIGN_OR_RETURN(const int64_t wire1, paths.benches[i]->WireBytes());
+    r[i].wire_bytes_per_token = static_cast<double>(wire1 - wire0[i]) / (reps * tokens);
+    r[i].median_tok_s = Median(r[i].tok_s);
+    (*paths.out)[i].push_back(std::move(r[i]));
+  }
+  return Status::Ok();
+}
+
 // tgNvK for each --spec-k K: steps per second of one sequence verifying K drafts.
-Status RunVerifyTests(const BenchArgs& a, Bench& bench, int n, int d,
-                      std::vector<TestResult>* out) {
+Status RunVerifyTests(const BenchArgs& a, const Paths& paths, int n, int d) {
   for (int k : a.spec_k) {
     TestResult r;
     r.name = TestName("tg" + std::to_string(n) + "v" + std::to_string(k), d);
@@ -245,20 +300,22 @@ Status RunVerifyTests(const BenchArgs& a, Bench& bench, int n, int d,
     r.depth = d;
     r.spec_k = k;
     const int p = d + a.tg_prompt;
-    PagedKvCache kv = PagedFor(bench.model(), 1, p + n + k, bench.kv_type());
-    STET_RETURN_IF_ERROR(bench.Fill(kv, 1, p));
-    if (auto warm_up = bench.Verify(kv, p, 1, k, 1000); !warm_up.ok()) return warm_up.status();
-    for (int rep = 0; rep < a.reps; ++rep) {
-      STET_ASSIGN_OR_RETURN(double s, bench.Verify(kv, p, n, k, rep));
-      r.seconds.push_back(s);
-      r.tok_s.push_back(n / s);
-    }
-    out->push_back(std::move(r));
+    std::vector<PagedKvCache> kv;
+    kv.reserve(paths.benches.size());  // setup(i) keeps kv.back() while it runs
+    STET_RETURN_IF_ERROR(RunTest(
+        paths, r, a.reps, n,
+        [&](size_t i) -> Status {
+          Bench& b = *paths.benches[i];
+          kv.push_back(PagedFor(b.model(), 1, p + n + k, b.kv_type()));
+          STET_RETURN_IF_ERROR(b.Fill(kv.back(), 1, p));
+          return Done(b.Verify(kv.back(), p, 1, k, 1000));
+        },
+        [&](size_t i, uint32_t rep) { return paths.benches[i]->Verify(kv[i], p, n, k, rep); }));
   }
   return Status::Ok();
 }
 
-Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) {
+Status RunTests(const BenchArgs& a, const Paths& paths) {
   for (int d : a.depth) {
     for (int p : a.n_prompt) {
       if (p <= 0) continue;
@@ -267,18 +324,17 @@ Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) 
       r.kind = "pp";
       r.n_prompt = p;
       r.depth = d;
-      PagedKvCache kv = PagedFor(bench.model(), 1, d + p, bench.kv_type());
-      STET_RETURN_IF_ERROR(bench.Fill(kv, 1, d));
-      if (auto warm_up = bench.Prefill(kv, d, p, 1000); !warm_up.ok()) return warm_up.status();
-      STET_ASSIGN_OR_RETURN(const int64_t wire0, bench.WireBytes());
-      for (int rep = 0; rep < a.reps; ++rep) {
-        STET_ASSIGN_OR_RETURN(double s, bench.Prefill(kv, d, p, rep));
-        r.seconds.push_back(s);
-        r.tok_s.push_back(p / s);
-      }
-      STET_ASSIGN_OR_RETURN(const int64_t wire1, bench.WireBytes());
-      r.wire_bytes_per_token = static_cast<double>(wire1 - wire0) / (double{1} * a.reps * p);
-      out->push_back(std::move(r));
+      std::vector<PagedKvCache> kv;
+      kv.reserve(paths.benches.size());  // setup(i) keeps kv.back() while it runs
+      STET_RETURN_IF_ERROR(RunTest(
+          paths, r, a.reps, p,
+          [&](size_t i) -> Status {
+            Bench& b = *paths.benches[i];
+            kv.push_back(PagedFor(b.model(), 1, d + p, b.kv_type()));
+            STET_RETURN_IF_ERROR(b.Fill(kv.back(), 1, d));
+            return Done(b.Prefill(kv.back(), d, p, 1000));
+          },
+          [&](size_t i, uint32_t rep) { return paths.benches[i]->Prefill(kv[i], d, p, rep); }));
     }
     for (int n : a.n_gen) {
       if (n <= 0) continue;
@@ -291,25 +347,21 @@ Status RunTests(const BenchArgs& a, Bench& bench, std::vector<TestResult>* out) 
         r.batch = b;
         r.depth = d;
         const int p = d + a.tg_prompt;
-        PagedKvCache kv = PagedFor(bench.model(), b, p + n, bench.kv_type());
-        STET_RETURN_IF_ERROR(bench.Fill(kv, b, p));
-        if (auto warm_up = bench.Decode(kv, b, p, 1, 1000); !warm_up.ok()) {
-          return warm_up.status();
-        }
-        STET_ASSIGN_OR_RETURN(const int64_t wire0, bench.WireBytes());
-        for (int rep = 0; rep < a.reps; ++rep) {
-          STET_ASSIGN_OR_RETURN(double s, bench.Decode(kv, b, p, n, rep));
-          r.seconds.push_back(s);
-          r.tok_s.push_back(static_cast<double>(b) * n / s);
-        }
-        STET_ASSIGN_OR_RETURN(const int64_t wire1, bench.WireBytes());
-        r.wire_bytes_per_token = static_cast<double>(wire1 - wire0) / (double{1} * a.reps * b * n);
-        out->push_back(std::move(r));
+        std::vector<PagedKvCache> kv;
+        kv.reserve(paths.benches.size());  // setup(i) keeps kv.back() while it runs
+        STET_RETURN_IF_ERROR(RunTest(
+            paths, r, a.reps, static_cast<double>(b) * n,
+            [&](size_t i) -> Status {
+              Bench& bench = *paths.benches[i];
+              kv.push_back(PagedFor(bench.model(), b, p + n, bench.kv_type()));
+              STET_RETURN_IF_ERROR(bench.Fill(kv.back(), b, p));
+              return Done(bench.Decode(kv.back(), b, p, 1, 1000));
+            },
+            [&](size_t i, uint32_t rep) { return paths.benches[i]->Decode(kv[i], b, p, n, rep); }));
       }
-      STET_RETURN_IF_ERROR(RunVerifyTests(a, bench, n, d, out));
+      STET_RETURN_IF_ERROR(RunVerifyTests(a, paths, n, d));
     }
   }
-  for (TestResult& r : *out) r.median_tok_s = Median(r.tok_s);
   return Status::Ok();
 }
 
@@ -522,8 +574,16 @@ int RunBench(const BenchArgs& a) {
   if (!choice.ok()) return usage(choice.status().message());
   const NumericsMode* numerics = &choice->mode;
   const DType kv_type = choice->kv_type;
-  auto isa = ParseIsa(a.isa);
-  if (!isa.ok()) return ReportError(isa.status());
+  std::vector<Isa> isas;
+  for (const std::string& name : SplitComma(a.isa)) {
+    auto isa = ParseIsa(name);
+    if (!isa.ok()) return ReportError(isa.status());
+    if (std::find(isas.begin(), isas.end(), *isa) != isas.end()) {
+      return usage("--isa names " + name + " twice");
+    }
+    isas.push_back(*isa);
+  }
+  if (isas.empty()) return usage("--isa names no path");
   if (a.reps < 1) return usage("--reps must be at least 1");
   if (a.tg_prompt < 0) return usage("--tg-prompt must be >= 0");
   for (int v : a.n_prompt)
@@ -541,8 +601,10 @@ int RunBench(const BenchArgs& a) {
   auto model = Model::LoadShard(a.model, 0, world ? world->size() : 1, /*progress=*/!a.json);
   if (!model.ok()) return ReportError(model.status());
   const int threads = ThreadsOrAllCores(a.threads);
+  if (world && isas.size() > 1) return usage("--isa lists run in one process, not under mpirun");
+  const bool tuned = std::find(isas.begin(), isas.end(), Isa::kAuto) != isas.end();
   // --isa auto: the MatMul rows measured on this model (never changes a bit).
-  if (*isa == Isa::kAuto) {
+  if (tuned) {
     const std::string note = (*model)->TuneKernels(std::max(1, threads));
     if (!a.json) std::fprintf(stderr, "stet: %s\n", note.c_str());
   }
@@ -550,7 +612,7 @@ int RunBench(const BenchArgs& a) {
   if (a.explain) {
     std::printf("kernel table on %s (%s; rows: kernels/matmul_table.h):\n%s\n",
                 CpuModelName().c_str(),
-                *isa == Isa::kAuto ? m.kernel_plan_note().c_str() : "--isa forces one path",
+                tuned ? m.kernel_plan_note().c_str() : "--isa forces one path",
                 kernels::DescribeKernelTable(m.kernel_plan()).c_str());
   }
   int max_ctx = 1;
@@ -569,12 +631,18 @@ int RunBench(const BenchArgs& a) {
   std::unique_ptr<dist::Leader> leader;
   if (world) {
     leader = std::make_unique<dist::Leader>(*world);
-    Status st = StartGroup(*leader, a.model, max_ctx, *numerics, *isa, threads);
+    Status st = StartGroup(*leader, a.model, max_ctx, *numerics, isas[0], threads);
     if (!st.ok()) return ReportError(st);
   }
-  Bench bench(m, &pool, *isa, *numerics, kv_type, max_ctx, leader.get());
-  std::vector<TestResult> tests;
-  Status st = RunTests(a, bench, &tests);
+  std::vector<std::unique_ptr<Bench>> benches;
+  std::vector<std::vector<TestResult>> tests(isas.size());
+  Paths paths{{}, &tests};
+  for (Isa isa : isas) {
+    benches.push_back(
+        std::make_unique<Bench>(m, &pool, isa, *numerics, kv_type, max_ctx, leader.get()));
+    paths.benches.push_back(benches.back().get());
+  }
+  Status st = RunTests(a, paths);
   if (!st.ok()) return ReportError(st);
   std::vector<dist::RankStats> ranks = {{0, dist::PeakRssBytes()}};
   if (leader) {
@@ -584,11 +652,21 @@ int RunBench(const BenchArgs& a) {
   }
   BenchArgs shown = a;  // the KV type in use, not "auto"
   shown.kv_type = DTypeName(kv_type);
-  if (a.json) {
-    PrintJson(shown, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
-  } else {
-    PrintTable(shown, m, *isa, threads, NumericsModeName(*numerics), tests, ranks);
+  if (a.json && isas.size() > 1) std::fputs("[\n", stdout);
+  for (size_t i = 0; i < isas.size(); ++i) {
+    if (a.json) {
+      if (i > 0) std::fputs(",\n", stdout);
+      PrintJson(shown, m, isas[i], threads, NumericsModeName(*numerics), tests[i], ranks);
+    } else {
+      if (i > 0) std::printf("\n");
+      if (isas.size() > 1) {
+        std::printf("path %s (%zu paths, the reps of each test taking turns)\n", IsaName(isas[i]),
+                    isas.size());
+      }
+      PrintTable(shown, m, isas[i], threads, NumericsModeName(*numerics), tests[i], ranks);
+    }
   }
+  if (a.json && isas.size() > 1) std::fputs("]\n", stdout);
   return kExitOk;
 }
 

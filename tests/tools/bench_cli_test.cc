@@ -71,6 +71,34 @@ TEST(BenchCli, ExplainPrintsTheKernelTable) {
   EXPECT_NE(odd.out.find("\nf32     decode   ref.float"), std::string::npos) << odd.out;
 }
 
+// --isa with several paths: one process, each test's reps taking turns, a JSON
+// object per path in the order named (each with its own reps); a path named
+// twice is a usage error.
+TEST(BenchCli, SeveralPathsInOneRun) {
+  STET_REQUIRE_FILE(Stories());
+  auto r = Sh("bench -m " + Stories() + " -p 8 -n 3 --reps 2 -t 2 --isa auto,scalar --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["isa"], "auto");
+  EXPECT_EQ(j[1]["isa"], "scalar");
+  for (const auto& o : j) {
+    ASSERT_EQ(o["tests"].size(), 2u) << o.dump();
+    for (const auto& t : o["tests"]) EXPECT_EQ(t["tok_s"].size(), 2u) << t.dump();
+    EXPECT_GT(o["decode_tok_s"].get<double>(), 0);
+  }
+  EXPECT_TRUE(j[0]["kernel_plan"].is_string());
+  auto table = Sh("bench -m " + Stories() + " -p 0 -n 2 --reps 1 --isa scalar,auto");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("path scalar (2 paths"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("path auto (2 paths"), std::string::npos) << table.out;
+  auto twice = Sh("bench -m " + Stories() + " -p 0 -n 2 --isa scalar,scalar", true);
+  EXPECT_EQ(twice.exit_code, 2) << twice.out;
+  EXPECT_NE(twice.out.find("twice"), std::string::npos) << twice.out;
+}
+
 TEST(BenchCli, BatchedDecodeAndTable) {
   STET_REQUIRE_FILE(Stories());
   auto r = Sh("bench -m " + Stories() + " -p 0 -n 3 --batch 1,3 --tg-prompt 2 --reps 2 --json");
