@@ -4,6 +4,7 @@
 // the weight bytes streamed per second (decode is bandwidth-bound). For
 // iterating on kernels; bench/run.py measures the engine against llama.cpp.
 //   STET_ISA=avx2 build/bin/stet_matmul_bench --benchmark_filter='q4_k/.*m:1$' --threads 2
+//   STET_KERNEL_PLAN='q4_k.prefill=avx2.vertical' build/bin/stet_matmul_bench ...  (one row)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_table.h"
 #include "numerics/dtype.h"
 #include "numerics/quantize.h"
 
@@ -27,6 +29,9 @@ namespace kernels = stet::kernels;
 
 stet::Isa g_isa = stet::DefaultIsa();  // STET_ISA=scalar|avx2|avx512 picks another
 int g_threads = 1;
+// STET_KERNEL_PLAN (the engine's syntax, e.g. "q4_k.prefill=avx2.vertical"): the
+// rows it names serve their (type, class) under Isa::kAuto, the rest the best ISA's.
+std::unique_ptr<kernels::MatMulPlan> g_plan;
 
 // A random matrix in `type`, with its packed copy where this CPU's path reads one.
 struct Matrix {
@@ -55,6 +60,7 @@ std::unique_ptr<Matrix> MakeMatrix(DType type, int64_t rows, int64_t cols) {
     }
   }
   m->view = {type, rows, cols, m->data.data(), row_bytes};
+  m->view.plan = g_plan.get();
   const int64_t pb = kernels::PackedBytes(m->view);
   // STET_NO_PACK=1 measures the unpacked kernels (as the model does with it).
   if (pb > 0 && kernels::PackedLayoutUsed(type) && std::getenv("STET_NO_PACK") == nullptr) {
@@ -144,12 +150,21 @@ int main(int argc, char** argv) {
       g_threads = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::printf(
-          "usage: [STET_ISA=scalar|avx2|avx512] stet_matmul_bench [--threads N] [benchmark "
-          "flags]\n");
+          "usage: [STET_ISA=scalar|avx2|avx512] [STET_KERNEL_PLAN=type.class=row,...] "
+          "stet_matmul_bench [--threads N] [benchmark flags]\n");
       rest.push_back(argv[i]);
     } else {
       rest.push_back(argv[i]);
     }
+  }
+  if (const char* spec = std::getenv("STET_KERNEL_PLAN")) {
+    auto plan = kernels::MatMulPlan::Parse(spec);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "STET_KERNEL_PLAN: %s\n", plan.status().message().c_str());
+      return 2;
+    }
+    g_plan = std::make_unique<kernels::MatMulPlan>(*plan);
+    g_isa = stet::Isa::kAuto;
   }
   int n = static_cast<int>(rest.size());
   Register();
