@@ -1,7 +1,7 @@
 // The MatMul kernel table: one row per (weight type, ISA, kernel), saying which
 // row-count classes it serves (decode: 1 activation row, small: 2-15, batch:
-// 16-63, prefill: 64+), whether it reads the packed copy (pack.cc) and which activation layout
-// it needs. MatMulGroup dispatches from it (matmul.cc), the tests run every row
+// 16-63, prefill: 64+), whether it reads the packed copy (pack.cc) and which
+// activation layout it needs. MatMulGroup dispatches from it (matmul.cc), the tests run every row
 // against the scalar reference, `stet bench --explain` prints it. All rows of
 // one type compute the same bits (R4), so choosing among them is free: a row
 // changes speed, never a result.
