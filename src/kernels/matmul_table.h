@@ -155,7 +155,7 @@ class MatMulPlan {
   void Set(DType t, RowClass c, const MatMulKernel* k);
   bool empty() const;
   // Comma- or newline-separated "[type.]class=target" (type: a weight type, all
-  // if left out; class: decode, small, prefill or *; target: an ISA — its row —
+  // if left out; class: decode, small, batch, prefill or *; target: an ISA — its row —
   // or a kernel name, e.g. "decode=scalar,small=avx2,q4_k.prefill=avx512.vertical").
   // '#' starts a comment. Errors name the item; targets must run on this CPU.
   static Result<MatMulPlan> Parse(const std::string& spec);

@@ -1,7 +1,9 @@
 // TuneMatMulPlan (matmul_tune.h): per (type, class), every candidate row runs the
 // same passes over the model's own matrices, in rotating order so that no row
-// always follows the same one (cache and frequency state), and the row with the
-// fastest pass wins. The activations are fixed pseudo-random values.
+// always follows the same one (cache and frequency state); the row with the
+// lowest median time relative to each pass's fastest wins, and for the streaming
+// classes a tie (within TuneOptions::tie) goes to the row faster on cached
+// weights. The activations are fixed pseudo-random values.
 #include "kernels/matmul_tune.h"
 
 #include <algorithm>
@@ -72,6 +74,73 @@ std::vector<const WeightView*> PassSet(const std::vector<WeightView>& mats, int6
 // minimum is the estimate least disturbed by a busy machine.
 double Fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// times[c][i]: pass i of candidate c; the candidates of a pass run back to back
+// over the same matrices, `pass(i)`, in an order rotating by pass. Pass 0 warms
+// each row up and is not kept.
+template <typename PassFn>
+std::vector<std::vector<double>> TimePasses(const std::vector<const MatMulKernel*>& cands, int reps,
+                                            const float* x, int64_t m, float* y, ThreadPool* pool,
+                                            PassFn&& pass) {
+  std::vector<std::vector<double>> times(cands.size());
+  for (int rep = 0; rep <= reps; ++rep) {
+    const std::vector<const WeightView*> mats = pass(rep);
+    for (size_t j = 0; j < cands.size(); ++j) {
+      const size_t ci = (j + static_cast<size_t>(rep)) % cands.size();
+      const auto t0 = Clock::now();
+      for (const WeightView* w : mats) MatMulWith(*cands[ci], &w, 1, x, m, &y, pool, BestIsa());
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (rep > 0) times[ci].push_back(us);
+    }
+  }
+  return times;
+}
+
+}  // namespace
+
+std::vector<double> RelativeTimes(const std::vector<std::vector<double>>& times) {
+  std::vector<double> rel(times.size());
+  for (size_t c = 0; c < times.size(); ++c) {
+    std::vector<double> r;
+    for (size_t i = 0; i < times[c].size(); ++i) {
+      double best = times[c][i];
+      for (const auto& t : times) best = std::min(best, t[i]);
+      r.push_back(times[c][i] / best);
+    }
+    rel[c] = Median(r);
+  }
+  return rel;
+}
+
+const MatMulKernel* ChooseTuned(const std::vector<TuneCandidate>& cs, bool streaming, double tie) {
+  if (cs.empty()) return nullptr;
+  double best_rel = cs[0].rel;
+  for (const TuneCandidate& c : cs) best_rel = std::min(best_rel, c.rel);
+  const TuneCandidate* pick = nullptr;
+  for (const TuneCandidate& c : cs) {
+    if (streaming ? c.rel > best_rel * (1 + tie) : c.rel > best_rel) continue;
+    if (pick == nullptr || (streaming ? c.hot_us < pick->hot_us : c.us < pick->us)) pick = &c;
+  }
+  return pick->row;
+}
+
+namespace {
+
+std::vector<float> TuneActivations(int64_t n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  uint32_t s = 12345;
+  for (float& v : x) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<float>(static_cast<int32_t>(s >> 8) - (1 << 23)) * 0x1p-23f;
+  }
+  return x;
+}
+
 TuneEntry Measure(DType t, RowClass c, const std::vector<const WeightView*>& mats,
                   const TuneOptions& o) {
   bool packed = true;
@@ -91,44 +160,35 @@ TuneEntry Measure(DType t, RowClass c, const std::vector<const WeightView*>& mat
                     : c == RowClass::kSmall ? o.small_rows
                     : c == RowClass::kBatch ? o.batch_rows
                                             : o.prefill_rows;
-  const bool prefill = c == RowClass::kBatch || c == RowClass::kPrefill;  // compute-bound
+  const bool streaming = c == RowClass::kDecode || c == RowClass::kSmall;
   // Compute-bound passes do about the same work at either row count.
-  const int64_t bytes = prefill ? o.prefill_bytes * o.batch_rows / m : o.stream_bytes;
-  const std::vector<WeightView> slices = Slices(mats, prefill ? bytes / 2 : int64_t{4} << 20);
+  const int64_t bytes = streaming ? o.stream_bytes : o.prefill_bytes * o.batch_rows / m;
+  const std::vector<WeightView> slices = Slices(mats, streaming ? int64_t{4} << 20 : bytes / 2);
+  const std::vector<float> x = TuneActivations(m * max_cols);
+  std::vector<float> y(static_cast<size_t>(m * max_rows));
   size_t next = 0;
-  std::vector<float> x(static_cast<size_t>(m * max_cols)), y(static_cast<size_t>(m * max_rows));
-  uint32_t s = 12345;
-  for (float& v : x) {
-    s = s * 1664525u + 1013904223u;
-    v = static_cast<float>(static_cast<int32_t>(s >> 8) - (1 << 23)) * 0x1p-23f;
+  // Streaming passes move on through the matrices (decode streams from memory, as
+  // in the model; a pass reads more than the last-level cache holds, so the next
+  // candidate over the same matrices finds none of them there); compute-bound
+  // passes repeat the same ones (cache-friendly, as in the model). Pass 0 warms
+  // each row up with one matrix.
+  const auto times = TimePasses(cands, o.reps, x.data(), m, y.data(), o.pool, [&](int rep) {
+    if (!streaming) next = 0;
+    return PassSet(slices, rep == 0 ? 1 : bytes, streaming, &next);
+  });
+  const std::vector<double> rel = RelativeTimes(times);
+  std::vector<std::vector<double>> hot(cands.size());
+  if (streaming) {
+    const std::vector<WeightView> small = Slices(mats, o.hot_bytes);
+    hot = TimePasses(cands, o.reps, x.data(), m, y.data(), o.pool, [&](int) {
+      size_t first = 0;
+      return PassSet(small, o.hot_bytes, false, &first);
+    });
   }
-  std::vector<std::vector<double>> times(cands.size());
-  for (int rep = 0; rep <= o.reps; ++rep) {
-    for (size_t j = 0; j < cands.size(); ++j) {
-      const size_t ci = (j + static_cast<size_t>(rep)) % cands.size();
-      // Prefill passes repeat the same matrices (compute-bound, cache-friendly as in
-      // the model); the first pass of each row warms it up with one matrix.
-      if (prefill) next = 0;
-      const std::vector<const WeightView*> pass =
-          PassSet(slices, rep == 0 ? 1 : bytes, !prefill, &next);
-      const auto t0 = Clock::now();
-      for (const WeightView* w : pass) {
-        float* yp = y.data();
-        MatMulWith(*cands[ci], &w, 1, x.data(), m, &yp, o.pool, BestIsa());
-      }
-      const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-      if (rep > 0) times[ci].push_back(us);  // rep 0 warms up every row
-    }
-  }
-  double best = 0;
   for (size_t j = 0; j < cands.size(); ++j) {
-    const double fastest = Fastest(times[j]);
-    e.us.push_back({cands[j], fastest});
-    if (e.chosen == nullptr || fastest < best) {
-      e.chosen = cands[j];
-      best = fastest;
-    }
+    e.us.push_back({cands[j], Fastest(times[j]), rel[j], streaming ? Fastest(hot[j]) : 0.0});
   }
+  e.chosen = ChooseTuned(e.us, streaming, o.tie);
   return e;
 }
 
@@ -159,9 +219,14 @@ std::string DescribeTuning(const TuneResult& r) {
     out += std::string(DTypeName(e.type)) + " " + RowClassName(e.row_class) + ":";
     if (e.us.empty()) out += std::string(" ") + (e.chosen ? e.chosen->name : "-") + " (only row)";
     for (size_t j = 0; j < e.us.size(); ++j) {
-      std::snprintf(buf, sizeof buf, "%s %s %.0f us%s", j ? "," : "", e.us[j].first->name,
-                    e.us[j].second, e.us[j].first == e.chosen ? " <- chosen" : "");
+      const TuneCandidate& c = e.us[j];
+      std::snprintf(buf, sizeof buf, "%s %s %.0f us x%.2f", j ? "," : "", c.row->name, c.us, c.rel);
       out += buf;
+      if (c.hot_us > 0) {
+        std::snprintf(buf, sizeof buf, " hot %.0f us", c.hot_us);
+        out += buf;
+      }
+      if (c.row == e.chosen) out += " <- chosen";
     }
     out += "\n";
   }

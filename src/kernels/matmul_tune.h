@@ -24,8 +24,9 @@ namespace stet::kernels {
 struct TuneOptions {
   ThreadPool* pool = nullptr;  // the pool the model runs on (null: one thread)
   // Decode and small batches stream their weights from memory: each timed pass
-  // reads at least this much, the next pass other matrices of the type.
-  int64_t stream_bytes = int64_t{24} << 20;
+  // reads at least this much (more than a last-level cache holds: every candidate
+  // of a pass reads the same matrices), the next pass other matrices of the type.
+  int64_t stream_bytes = int64_t{48} << 20;
   // Batch and prefill are compute-bound: a pass multiplies matrices up to this much.
   int64_t prefill_bytes = int64_t{2} << 20;
   // The row count timed for the small class (2-15): 2, single-stream decode in the
@@ -33,13 +34,26 @@ struct TuneOptions {
   int small_rows = 2;
   int batch_rows = 32;     // and for batch (16-63)
   int prefill_rows = 128;  // and for prefill (64+)
-  int reps = 5;            // timed passes per candidate after a warm-up (the fastest counts)
+  int reps = 7;            // timed passes per candidate after a warm-up
+  // Streaming rows within this share of the best are tied: the memory bound, not
+  // the row, set their time, and the row faster on cached weights (`hot_bytes` of
+  // them, passed over again) goes in — never slower where bandwidth is the limit,
+  // faster wherever more of it is left (a quieter machine, a host in a faster state).
+  double tie = 0.10;
+  int64_t hot_bytes = int64_t{4} << 20;
+};
+
+struct TuneCandidate {
+  const MatMulKernel* row = nullptr;
+  double us = 0;      // fastest timed pass
+  double rel = 0;     // median over passes of its time / the pass's fastest row's
+  double hot_us = 0;  // streaming classes: fastest pass over cached weights (else 0)
 };
 
 struct TuneEntry {
   DType type;
   RowClass row_class;
-  std::vector<std::pair<const MatMulKernel*, double>> us;  // candidate, fastest pass in us
+  std::vector<TuneCandidate> us;  // every candidate (empty: one row could serve)
   const MatMulKernel* chosen = nullptr;
 };
 
@@ -53,8 +67,18 @@ struct TuneResult {
 // packed copies attached where the model has them).
 TuneResult TuneMatMulPlan(std::span<const WeightView* const> mats, const TuneOptions& o);
 
-// One line per measured (type, class): "q4_1 decode: avx2.packed 812 us, avx512.packed
-// 790 us <- chosen".
+// times[c][i]: candidate c's time in pass i (the candidates of a pass run back to
+// back). Per candidate, the median over passes of its time / that pass's fastest:
+// a machine whose memory bandwidth drifts between passes (a shared host) shifts
+// every candidate of a pass alike, and the ratio cancels it.
+std::vector<double> RelativeTimes(const std::vector<std::vector<double>>& times);
+
+// The row the plan takes: the lowest `rel`; for a streaming class (decode, small),
+// of the candidates within `tie` of the lowest `rel`, the lowest `hot_us`.
+const MatMulKernel* ChooseTuned(const std::vector<TuneCandidate>& cs, bool streaming, double tie);
+
+// One line per measured (type, class): "q4_1 small: avx2.packed 812 us x1.03 hot 95 us,
+// avx512.packed 790 us x1.00 hot 71 us <- chosen".
 std::string DescribeTuning(const TuneResult& r);
 
 }  // namespace stet::kernels
