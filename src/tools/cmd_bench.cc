@@ -261,13 +261,26 @@ struct Paths {
 // A warm-up rep's outcome, its time dropped.
 Status Done(const Result<double>& r) { return r.ok() ? Status::Ok() : r.status(); }
 
-// One test on every bench: setup(i) fills bench i's KV and warms up; then
-// measure(i, rep) times one rep, `tokens` counting what its t/s divides.
-template <typename Setup, typename Measure>
-Status RunTest(const Paths& paths, const TestResult& proto, int reps, double tokens, Setup&& setup,
-               Measure&& measure) {
+// The KV cache a test runs in: n_seq sequences of ctx positions, the first
+// `fill` of each filled before the reps.
+struct TestCache {
+  int n_seq, ctx, fill;
+};
+
+// One test on every bench: bench i gets its own cache `c`, filled, and one
+// untimed op(bench, kv, warm, 1000); then op(bench, kv, count, rep) times one
+// rep, `tokens` counting what its t/s divides.
+template <typename Op>
+Status RunTest(const Paths& paths, const TestResult& proto, int reps, double tokens, TestCache c,
+               int warm, int count, Op&& op) {
   const size_t n = paths.benches.size();
-  for (size_t i = 0; i < n; ++i) STET_RETURN_IF_ERROR(setup(i));
+  std::vector<PagedKvCache> kv;
+  kv.reserve(n);
+  for (Bench* b : paths.benches) {
+    kv.push_back(PagedFor(b->model(), c.n_seq, c.ctx, b->kv_type()));
+    STET_RETURN_IF_ERROR(b->Fill(kv.back(), c.n_seq, c.fill));
+    STET_RETURN_IF_ERROR(Done(op(*b, kv.back(), warm, 1000)));
+  }
   std::vector<TestResult> r(n, proto);
   std::vector<int64_t> wire0(n);
   for (size_t i = 0; i < n; ++i) {
@@ -275,7 +288,8 @@ Status RunTest(const Paths& paths, const TestResult& proto, int reps, double tok
   }
   for (int rep = 0; rep < reps; ++rep) {
     for (size_t i = 0; i < n; ++i) {
-      STET_ASSIGN_OR_RETURN(const double sec, measure(i, static_cast<uint32_t>(rep)));
+      STET_ASSIGN_OR_RETURN(const double sec,
+                            op(*paths.benches[i], kv[i], count, static_cast<uint32_t>(rep)));
       r[i].seconds.push_back(sec);
       r[i].tok_s.push_back(tokens / sec);
     }
@@ -300,17 +314,10 @@ Status RunVerifyTests(const BenchArgs& a, const Paths& paths, int n, int d) {
     r.depth = d;
     r.spec_k = k;
     const int p = d + a.tg_prompt;
-    std::vector<PagedKvCache> kv;
-    kv.reserve(paths.benches.size());  // setup(i) keeps kv.back() while it runs
-    STET_RETURN_IF_ERROR(RunTest(
-        paths, r, a.reps, n,
-        [&](size_t i) -> Status {
-          Bench& b = *paths.benches[i];
-          kv.push_back(PagedFor(b.model(), 1, p + n + k, b.kv_type()));
-          STET_RETURN_IF_ERROR(b.Fill(kv.back(), 1, p));
-          return Done(b.Verify(kv.back(), p, 1, k, 1000));
-        },
-        [&](size_t i, uint32_t rep) { return paths.benches[i]->Verify(kv[i], p, n, k, rep); }));
+    STET_RETURN_IF_ERROR(RunTest(paths, r, a.reps, n, {1, p + n + k, p}, 1, n,
+                                 [&](Bench& b, PagedKvCache& kv, int steps, uint32_t rep) {
+                                   return b.Verify(kv, p, steps, k, rep);
+                                 }));
   }
   return Status::Ok();
 }
@@ -324,17 +331,10 @@ Status RunTests(const BenchArgs& a, const Paths& paths) {
       r.kind = "pp";
       r.n_prompt = p;
       r.depth = d;
-      std::vector<PagedKvCache> kv;
-      kv.reserve(paths.benches.size());  // setup(i) keeps kv.back() while it runs
-      STET_RETURN_IF_ERROR(RunTest(
-          paths, r, a.reps, p,
-          [&](size_t i) -> Status {
-            Bench& b = *paths.benches[i];
-            kv.push_back(PagedFor(b.model(), 1, d + p, b.kv_type()));
-            STET_RETURN_IF_ERROR(b.Fill(kv.back(), 1, d));
-            return Done(b.Prefill(kv.back(), d, p, 1000));
-          },
-          [&](size_t i, uint32_t rep) { return paths.benches[i]->Prefill(kv[i], d, p, rep); }));
+      STET_RETURN_IF_ERROR(RunTest(paths, r, a.reps, p, {1, d + p, d}, p, p,
+                                   [&](Bench& b, PagedKvCache& kv, int len, uint32_t rep) {
+                                     return b.Prefill(kv, d, len, rep);
+                                   }));
     }
     for (int n : a.n_gen) {
       if (n <= 0) continue;
@@ -347,17 +347,11 @@ Status RunTests(const BenchArgs& a, const Paths& paths) {
         r.batch = b;
         r.depth = d;
         const int p = d + a.tg_prompt;
-        std::vector<PagedKvCache> kv;
-        kv.reserve(paths.benches.size());  // setup(i) keeps kv.back() while it runs
-        STET_RETURN_IF_ERROR(RunTest(
-            paths, r, a.reps, static_cast<double>(b) * n,
-            [&](size_t i) -> Status {
-              Bench& bench = *paths.benches[i];
-              kv.push_back(PagedFor(bench.model(), b, p + n, bench.kv_type()));
-              STET_RETURN_IF_ERROR(bench.Fill(kv.back(), b, p));
-              return Done(bench.Decode(kv.back(), b, p, 1, 1000));
-            },
-            [&](size_t i, uint32_t rep) { return paths.benches[i]->Decode(kv[i], b, p, n, rep); }));
+        STET_RETURN_IF_ERROR(RunTest(paths, r, a.reps, static_cast<double>(b) * n, {b, p + n, p}, 1,
+                                     n,
+                                     [&](Bench& bench, PagedKvCache& kv, int steps, uint32_t rep) {
+                                       return bench.Decode(kv, b, p, steps, rep);
+                                     }));
       }
       STET_RETURN_IF_ERROR(RunVerifyTests(a, paths, n, d));
     }
