@@ -205,6 +205,9 @@ struct ActQ8K {
   int8_t* qs = nullptr;      // [m][k]
   float* d = nullptr;        // [m][nsb]
   int16_t* bsums = nullptr;  // [m][nsb * 16]
+  // [m][nsb * 4]: the sums of sub-blocks 2q and 2q + 1 (32 q's each) as an int16
+  // pair (even low), for the rows that ask (kActSubSums); else null.
+  int32_t* sx2 = nullptr;
 };
 
 // Fills an ActQ8K from m x k floats, every path alike but for one superblock:

@@ -174,6 +174,21 @@ void RowResidual(const float* x, int64_t k, float* r, std::vector<uint8_t>* stor
 
 thread_local std::vector<uint8_t> tls_residual_storage;
 
+// Fills a->sx2 (in storage) from the 16-element sums: a few hundred adds per
+// row, once per call instead of in every 16-row group of the kernel.
+void SubSumPairs(ActQ8K* a, std::vector<uint8_t>* storage) {
+  const int64_t n = a->m * a->nsb * 4;
+  Reserve(storage, static_cast<size_t>(n) * 4, 1);
+  size_t off = 0;
+  a->sx2 = reinterpret_cast<int32_t*>(Carve(storage, &off, static_cast<size_t>(n) * 4));
+  for (int64_t i = 0; i < n; ++i) {
+    const int16_t* bs = a->bsums + i * 4;
+    const int32_t even = bs[0] + bs[1], odd = bs[2] + bs[3];
+    a->sx2[i] = static_cast<int32_t>((static_cast<uint32_t>(even) & 0xffffu) |
+                                     (static_cast<uint32_t>(odd) << 16));
+  }
+}
+
 // The activation layouts of one call (the thread-local storage they point into
 // outlives it).
 struct Activations {
@@ -198,6 +213,8 @@ MatMulArgs Prepare(const MatMulKernel& k, const WeightView& w, const float* x, i
     STET_CHECK_MSG(w.cols % kQKK == 0, "MatMul: K-quant weight with cols % 256 != 0");
     PrepareActQ8K(m, w.cols, &tls_act_storage, &act->a8k);
     QuantizeRows(pool, x, w.cols, &act->a8k, STET_PATH(simd, QuantizeActQ8K));
+    if (k.act == ActLayout::kQ8K && (k.act_flags & kActSubSums) != 0)
+      SubSumPairs(&act->a8k, &tls_act_layout);
     args.a8k = &act->a8k;
   }
 #if defined(STET_KERNELS_HAVE_AVX512)

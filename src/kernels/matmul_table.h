@@ -52,12 +52,13 @@ constexpr uint8_t kPrefillOnly = 12;      // batch and prefill: 16+ rows
 // row pairs (ActPairs), 32-block int8 (ActQ8) or its vertical layout (ActQ8V),
 // superblock int8 (ActQ8K) or its vertical layout (ActQ8KV).
 enum class ActLayout : uint8_t { kFloat, kPairs, kQ8, kQ8V, kQ8K, kQ8KV };
-// What a vertical layout carries for a row's kernel (ActQ8V / ActQ8KV fields).
+// What an activation layout carries for a row's kernel (ActQ8V / ActQ8KV
+// fields; ActQ8K's sx2).
 enum ActFlag : uint8_t {
   kActBiased = 1,   // q + 128 (the weights are the signed operand)
   kActQsum = 2,     // ActQ8V::qsum (q4_0/q5_0's offsets)
   kActMinSum = 4,   // ActQ8V::s (q4_1/q5_1's mins)
-  kActSubSums = 8,  // ActQ8KV::sx (32-element sums)
+  kActSubSums = 8,  // ActQ8KV::sx, ActQ8K::sx2 (32-element sums)
   kActSums16 = 16,  // ActQ8KV::sx16 (16-element sums)
 };
 
@@ -74,7 +75,7 @@ struct MatMulKernel {
   uint8_t classes;  // ClassBit()s it serves
   Packed packed;
   ActLayout act;
-  uint8_t act_flags;           // ActFlag bits, for the vertical layouts
+  uint8_t act_flags;           // ActFlag bits
   MatMulRowsFn rows;           // y rows [r0, r1) of every activation row (threads split r)
   bool (*cpu_ok)() = nullptr;  // a CPU feature beyond the ISA's own (NEON dotprod); null: none
 };

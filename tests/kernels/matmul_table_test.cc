@@ -59,8 +59,11 @@ TEST(KernelTable, RowsAreWellFormed) {
     EXPECT_TRUE(seen.insert({k.name, k.type, k.isa}).second) << "a duplicate row";
     const DTypeTraits tr = *GetDTypeTraits(static_cast<uint32_t>(k.type));
     EXPECT_TRUE(LayoutFits(tr.act, k.act)) << "activation layout of another format";
+    // Flags for the vertical layouts, and ActQ8K's pair sums (kActSubSums) for
+    // the superblock layout; the other layouts carry nothing optional.
     const bool vertical = k.act == ActLayout::kQ8V || k.act == ActLayout::kQ8KV;
-    EXPECT_TRUE(vertical || k.act_flags == 0) << "flags only for the vertical layouts";
+    const bool pair_sums = k.act == ActLayout::kQ8K && k.act_flags == kActSubSums;
+    EXPECT_TRUE(vertical || pair_sums || k.act_flags == 0) << "a flag its layout does not carry";
     // A row that reads the packed copy needs a packed layout for its type.
     if (k.packed != Packed::kNo) {
       EXPECT_GT(PackedBytes(WeightView{k.type, 16, 1024, nullptr, RowBytes(k.type, 1024)}), 0);

@@ -12,9 +12,9 @@
 // lane = fma(dw * dx, float(isum), lane) (q4_1 then lane = fma(mw, s, lane)),
 // in increasing b, then the fixed lane tree: equal to ref/matmul_q8.cc. q4_k:
 // per superblock isum = sum_j sc_j * dot_j (vpmulld) and msum = sum_j min_j *
-// sum qx_j (vpdpwssd), exact; lane = fma(d*dx, float(isum), lane); lane =
-// fma(-(dmin*dx), float(msum), lane): equal to ref/matmul_qk.cc. q6_k: the
-// same without the mins, isum = sum_j sc_j * (dot_j - 32 * bsum_j).
+// sum qx_j (vpdpwssd on ActQ8K::sx2, the sums paired once per call), exact; lane = fma(d*dx,
+// float(isum), lane); lane = fma(-(dmin*dx), float(msum), lane): equal to ref/matmul_qk.cc. q6_k:
+// the same without the mins, isum = sum_j sc_j * (dot_j - 32 * bsum_j).
 #include <immintrin.h>
 
 #include <cstring>
@@ -264,20 +264,19 @@ inline void OneSuper(const uint8_t* p, const ActQ8K& act, const int64_t* i, int6
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp)));
   const __m512 dmin =
       _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dp + 32)));
+  __m512i mins[4];
+  STET_UNROLL
+  for (int q = 0; q < 4; ++q) {
+    mins[q] = _mm512_cvtepu8_epi16(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2048 + 128 + 32 * q)));
+  }
   STET_UNROLL
   for (int r = 0; r < RM; ++r) {
     // msum = sum_j min_j * (sum of the activation's q over sub-block j), as int16 pairs.
-    const int16_t* bs = act.bsums + (i[r] * act.nsb + b) * 16;
+    const int32_t* pr = act.sx2 + (i[r] * act.nsb + b) * 4;
     __m512i msum = _mm512_setzero_si512();
     STET_UNROLL
-    for (int q = 0; q < 4; ++q) {
-      const int32_t s_even = bs[4 * q] + bs[4 * q + 1], s_odd = bs[4 * q + 2] + bs[4 * q + 3];
-      const int32_t pair = static_cast<int32_t>((static_cast<uint32_t>(s_even) & 0xffffu) |
-                                                (static_cast<uint32_t>(s_odd) << 16));
-      const __m512i mins = _mm512_cvtepu8_epi16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2048 + 128 + 32 * q)));
-      msum = _mm512_dpwssd_epi32(msum, mins, _mm512_set1_epi32(pair));
-    }
+    for (int q = 0; q < 4; ++q) msum = _mm512_dpwssd_epi32(msum, mins[q], _mm512_set1_epi32(pr[q]));
     const __m512 dx = _mm512_set1_ps(act.d[i[r] * act.nsb + b]);
     *acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[r]), *acc[r]);
     *acc[r] = _mm512_fmadd_ps(NegMul(dmin, dx), _mm512_cvtepi32_ps(msum), *acc[r]);
@@ -383,10 +382,10 @@ constexpr auto kKernels = Concat(
                STET_ROWS_OF(Rows)),
            KernelRows(
                {"avx512.packed", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
-               {{DType::kQ4_K, RowsQK<false, Ahead::kL2Far>},
+               {{DType::kQ4_K, RowsQK<false, Ahead::kL2Far>, kActSubSums},
                 {DType::kQ6_K, RowsQK<true, Ahead::kL2Far>}})),
     KernelRows({"avx512.packed-l1", Isa::kAvx512, kDecodeAndSmall, Packed::kNeeds, ActLayout::kQ8K},
-               {{DType::kQ4_K, RowsQK<false, Ahead::kL1Near>},
+               {{DType::kQ4_K, RowsQK<false, Ahead::kL1Near>, kActSubSums},
                 {DType::kQ6_K, RowsQK<true, Ahead::kL1Near>}}));
 
 }  // namespace

@@ -29,20 +29,13 @@ namespace stet::kernels::avx2 {
 
 namespace {
 
-// (s_even, s_odd) as one int32 of two int16s, broadcast: pairs with madd operands
-// that hold row t's (x_2t, x_2t+1).
-inline __m256i Int16Pair(int32_t lo, int32_t hi) {
-  return _mm256_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(lo) & 0xffffu) |
-                                                (static_cast<uint32_t>(hi) << 16)));
-}
-
 // q4_k superblock (at p) of NH 8-row halves (byte offsets half[h] into each
 // 64-byte word): isum and msum for RM activation rows (row i's quants at xq[i],
-// its 16 bsums at bs[i]), output k = h * RM + i. Decode reads both halves in
-// one pass (NH = 2), sharing each activation broadcast.
+// its 4 sub-block sum pairs, ActQ8K::sx2, at sx2[i]), output k = h * RM + i.
+// Decode reads both halves in one pass (NH = 2), sharing each activation broadcast.
 template <int NH, int RM>
 inline void SuperQ4K(const uint8_t* p, const int* half, const int8_t* const* xq,
-                     const int16_t* const* bs, __m256i* isum, __m256i* msum) {
+                     const int32_t* const* sx2, __m256i* isum, __m256i* msum) {
   const __m256i mask = _mm256_set1_epi8(0x0f);
   STET_UNROLL
   for (int k = 0; k < NH * RM; ++k) isum[k] = msum[k] = _mm256_setzero_si256();
@@ -96,9 +89,8 @@ inline void SuperQ4K(const uint8_t* p, const int* half, const int8_t* const* xq,
           reinterpret_cast<const __m128i*>(p + 2048 + 128 + 32 * q + 2 * (half[h] / 4))));
       STET_UNROLL
       for (int i = 0; i < RM; ++i) {
-        const int16_t* b = bs[i] + 4 * q;
-        msum[h * RM + i] = _mm256_add_epi32(
-            msum[h * RM + i], _mm256_madd_epi16(mins, Int16Pair(b[0] + b[1], b[2] + b[3])));
+        msum[h * RM + i] = _mm256_add_epi32(msum[h * RM + i],
+                                            _mm256_madd_epi16(mins, _mm256_set1_epi32(sx2[i][q])));
       }
     }
   }
@@ -169,8 +161,9 @@ inline void SuperQ6K(const uint8_t* p, const int* half, const int8_t* const* xq,
       const __m256i pairs = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(e, o));
       STET_UNROLL
       for (int i = 0; i < RM; ++i) {
+        // (bsum_2k, bsum_2k+1): two adjacent int16s, one little-endian int32.
         off[i] = _mm256_add_epi32(
-            off[i], _mm256_madd_epi16(pairs, Int16Pair(bs[i][2 * k], bs[i][2 * k + 1])));
+            off[i], _mm256_madd_epi16(pairs, _mm256_set1_epi32(Load32(bs[i] + 2 * k))));
       }
     }
     STET_UNROLL
@@ -202,16 +195,19 @@ void HalfTile(const uint8_t* p, int half0, int64_t stride, const ActQ8K& act, in
     if (half[0] == 0 && i0 == 0) PrefetchLines(pb + kPrefetchAhead * stride, stride);
     const int8_t* xq[RM];
     const int16_t* bs[RM];
+    const int32_t* sx2[RM];
     STET_UNROLL
     for (int i = 0; i < RM; ++i) {
+      const int64_t sb = (i0 + i) * act.nsb + b;
       xq[i] = act.qs + (i0 + i) * act.k + b * kQKK;
-      bs[i] = act.bsums + ((i0 + i) * act.nsb + b) * 16;
+      bs[i] = act.bsums + sb * 16;
+      sx2[i] = kQ6 ? nullptr : act.sx2 + sb * 4;
     }
     __m256i isum[NH * RM], msum[NH * RM];
     if constexpr (kQ6) {
       SuperQ6K<NH, RM>(pb, half, xq, bs, isum);
     } else {
-      SuperQ4K<NH, RM>(pb, half, xq, bs, isum, msum);
+      SuperQ4K<NH, RM>(pb, half, xq, sx2, isum, msum);
     }
     STET_UNROLL
     for (int h = 0; h < NH; ++h) {
@@ -257,7 +253,7 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
 
 constexpr auto kKernels =
     KernelRows({"avx2.packed", Isa::kAvx2, kEveryClass, Packed::kNeeds, ActLayout::kQ8K},
-               {{DType::kQ4_K, Rows<false>}, {DType::kQ6_K, Rows<true>}});
+               {{DType::kQ4_K, Rows<false>, kActSubSums}, {DType::kQ6_K, Rows<true>}});
 
 }  // namespace
 
