@@ -119,12 +119,18 @@ std::vector<double> RelativeTimes(const std::vector<std::vector<double>>& times)
 
 const MatMulKernel* ChooseTuned(const std::vector<TuneCandidate>& cs, bool streaming, double tie) {
   if (cs.empty()) return nullptr;
-  double best_rel = cs[0].rel;
-  for (const TuneCandidate& c : cs) best_rel = std::min(best_rel, c.rel);
-  const TuneCandidate* pick = nullptr;
+  const TuneCandidate* best = &cs[0];
   for (const TuneCandidate& c : cs) {
-    if (streaming ? c.rel > best_rel * (1 + tie) : c.rel > best_rel) continue;
-    if (pick == nullptr || (streaming ? c.hot_us < pick->hot_us : c.us < pick->us)) pick = &c;
+    if (c.rel < best->rel || (c.rel == best->rel && c.us < best->us)) best = &c;
+  }
+  if (!streaming) return best->row;
+  // A tied row replaces the streaming best only where it is clearly faster in
+  // cache: two rows of the same arithmetic (the prefetch variants) differ there
+  // by noise, and noise must not move a plan off the row that streamed best.
+  const TuneCandidate* pick = best;
+  for (const TuneCandidate& c : cs) {
+    if (c.rel > best->rel * (1 + tie) || c.hot_us >= best->hot_us * (1 - tie)) continue;
+    if (c.hot_us < pick->hot_us) pick = &c;
   }
   return pick->row;
 }
@@ -163,7 +169,7 @@ TuneEntry Measure(DType t, RowClass c, const std::vector<const WeightView*>& mat
   const bool streaming = c == RowClass::kDecode || c == RowClass::kSmall;
   // Compute-bound passes do about the same work at either row count.
   const int64_t bytes = streaming ? o.stream_bytes : o.prefill_bytes * o.batch_rows / m;
-  const std::vector<WeightView> slices = Slices(mats, streaming ? int64_t{4} << 20 : bytes / 2);
+  const std::vector<WeightView> slices = Slices(mats, streaming ? o.stream_slice_bytes : bytes / 2);
   const std::vector<float> x = TuneActivations(m * max_cols);
   std::vector<float> y(static_cast<size_t>(m * max_rows));
   size_t next = 0;

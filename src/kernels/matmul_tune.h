@@ -27,6 +27,11 @@ struct TuneOptions {
   // reads at least this much (more than a last-level cache holds: every candidate
   // of a pass reads the same matrices), the next pass other matrices of the type.
   int64_t stream_bytes = int64_t{48} << 20;
+  // ... in calls of at most this much: a large vocabulary's output matrix is cut,
+  // a layer's matrices stay whole, as the model calls them. (Cut in 4 MiB thirds,
+  // the 1B's 9 MiB q4_k matrices streamed best on avx2.packed in 6 of 6 loads, 4-11%
+  // ahead of avx512.packed, which the model's own decode runs faster; whole, 2 of 4.)
+  int64_t stream_slice_bytes = int64_t{16} << 20;
   // Batch and prefill are compute-bound: a pass multiplies matrices up to this much.
   int64_t prefill_bytes = int64_t{2} << 20;
   // The row count timed for the small class (2-15): 2, single-stream decode in the
@@ -36,9 +41,10 @@ struct TuneOptions {
   int prefill_rows = 128;  // and for prefill (64+)
   int reps = 7;            // timed passes per candidate after a warm-up
   // Streaming rows within this share of the best are tied: the memory bound, not
-  // the row, set their time, and the row faster on cached weights (`hot_bytes` of
-  // them, passed over again) goes in — never slower where bandwidth is the limit,
-  // faster wherever more of it is left (a quieter machine, a host in a faster state).
+  // the row, set their time, and a row faster by more than this share on cached
+  // weights (`hot_bytes` of them, passed over again) goes in — never slower where
+  // bandwidth is the limit, faster wherever more of it is left (a quieter machine,
+  // a host in a faster state). Within the share in cache too, the best stays.
   double tie = 0.10;
   int64_t hot_bytes = int64_t{4} << 20;
 };
@@ -73,8 +79,9 @@ TuneResult TuneMatMulPlan(std::span<const WeightView* const> mats, const TuneOpt
 // every candidate of a pass alike, and the ratio cancels it.
 std::vector<double> RelativeTimes(const std::vector<std::vector<double>>& times);
 
-// The row the plan takes: the lowest `rel`; for a streaming class (decode, small),
-// of the candidates within `tie` of the lowest `rel`, the lowest `hot_us`.
+// The row the plan takes: the lowest `rel` (the best); for a streaming class
+// (decode, small), of the candidates within `tie` of the best's `rel` whose
+// `hot_us` is more than `tie` below the best's, the lowest `hot_us` — else the best.
 const MatMulKernel* ChooseTuned(const std::vector<TuneCandidate>& cs, bool streaming, double tie);
 
 // One line per measured (type, class): "q4_1 small: avx2.packed 812 us x1.03 hot 95 us,
