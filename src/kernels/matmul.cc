@@ -142,6 +142,7 @@ ActQ8K RowsOf(const ActQ8K& a, int64_t r0, int64_t r1) {
   v.qs += r0 * a.k;
   v.d += r0 * a.nsb;
   v.bsums += r0 * a.nsb * 16;
+  if (v.sx2 != nullptr) v.sx2 += r0 * a.nsb * 4;
   return v;
 }
 
