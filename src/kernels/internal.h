@@ -22,6 +22,13 @@ namespace stet::kernels {
 
 constexpr int kLanes = 8;  // the logical accumulator width on every path (rule R4)
 
+// Two int16 values as one int32, lo in the low half: the operand of a pairwise
+// int16 multiply-add (vpdpwssd, pmaddwd) against int16 pairs (lo_t, hi_t).
+inline int32_t Int16Pair(int32_t lo, int32_t hi) {
+  return static_cast<int32_t>((static_cast<uint32_t>(lo) & 0xffffu) |
+                              (static_cast<uint32_t>(hi) << 16));
+}
+
 // True for the build's SIMD path: Isa::kAvx2 and kAvx512 (which uses the AVX2
 // path for the kernels it has no AVX-512 version of) on x86-64, kNeon on
 // aarch64; aborts if this CPU or build cannot run it (a caller asking for a path

@@ -184,9 +184,7 @@ void SubSumPairs(ActQ8K* a, std::vector<uint8_t>* storage) {
   a->sx2 = reinterpret_cast<int32_t*>(Carve(storage, &off, static_cast<size_t>(n) * 4));
   for (int64_t i = 0; i < n; ++i) {
     const int16_t* bs = a->bsums + i * 4;
-    const int32_t even = bs[0] + bs[1], odd = bs[2] + bs[3];
-    a->sx2[i] = static_cast<int32_t>((static_cast<uint32_t>(even) & 0xffffu) |
-                                     (static_cast<uint32_t>(odd) << 16));
+    a->sx2[i] = Int16Pair(bs[0] + bs[1], bs[2] + bs[3]);
   }
 }
 

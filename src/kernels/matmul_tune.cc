@@ -12,6 +12,7 @@
 #include <map>
 
 #include "base/check.h"
+#include "base/median.h"
 
 namespace stet::kernels {
 
@@ -73,12 +74,6 @@ std::vector<const WeightView*> PassSet(const std::vector<WeightView>& mats, int6
 // The fastest pass: other processes and interrupts only ever add time, so the
 // minimum is the estimate least disturbed by a busy machine.
 double Fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // times[c][i]: pass i of candidate c; the candidates of a pass run back to back
 // over the same matrices, `pass(i)`, in an order rotating by pass. Pass 0 warms

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "base/hash.h"
+#include "base/median.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "dist/leader.h"
@@ -121,13 +122,6 @@ std::vector<std::string> SplitComma(const std::string& s) {
     b = e + 1;
   }
   return out;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // A token id for (rep, sequence, position): varied but reproducible.

@@ -158,10 +158,7 @@ void RowAux(const Block* blocks, int64_t nsb, Super* out) {
     int32_t corr = 0;
     for (int j = 0; j < 16; ++j) corr += s.sc[j / (kS / 16)] * sum16[j];
     s.corr = 128 * corr;
-    for (int p = 0; p < 8; ++p) {
-      s.mn2[p] = static_cast<int32_t>((static_cast<uint32_t>(m16[2 * p]) & 0xffffu) |
-                                      (static_cast<uint32_t>(m16[2 * p + 1]) << 16));
-    }
+    for (int p = 0; p < 8; ++p) s.mn2[p] = Int16Pair(m16[2 * p], m16[2 * p + 1]);
   }
 }
 
