@@ -72,6 +72,14 @@ constexpr int kMaxMatMulGroup = 4;
 void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, float* const* ys,
                  ThreadPool* pool, Isa isa);
 
+// The invariant mode's refined MatMul: y = (the int8 activation of x)·wᵀ + (the
+// int8 activation of r)·wᵀ, r = ActResidual(x) — bit for bit MatMulGroup over
+// the 2m stacked rows [x; r] (its row for 2m rows) followed by an Add of the two
+// halves, but with x quantized once, r taken from that quantization, and the
+// halves added inside the parallel region. Float weight types: MatMulGroup.
+void MatMulGroupRefined(const WeightView* const* ws, int n, const float* x, int64_t m,
+                        float* const* ys, ThreadPool* pool, Isa isa);
+
 // The block length along K over which a MatMul with weights of type t quantizes
 // its activations to int8 (32, or 256 for the K-quants and iq4_xs); 0 for the
 // float types, whose kernels read the activations as they are.

@@ -156,21 +156,48 @@ void QuantizeRows(ThreadPool* pool, const float* x, int64_t k, Act* act,
   });
 }
 
-// One row's residual: r = x - d * float(q), block by block, from the int8
-// activation `quantize` computes (the kernels' own, so the same d and q).
+// r = x - d * float(q) over one block of kBlock elements: one rounding for the
+// product, one for the difference (no contraction), the scalar reference's
+// formula; a constant trip count and unaliased pointers let the compiler
+// vectorize it without changing a bit.
+template <int kBlock>
+void BlockResidual(const float* __restrict x, const int8_t* __restrict q, float d,
+                   float* __restrict r) {
+  for (int e = 0; e < kBlock; ++e) r[e] = x[e] - d * static_cast<float>(q[e]);
+}
+
+// r = x - row i of `a` dequantized: the rounding error of that row's int8 activation.
+void RowResidual(const ActQ8& a, int64_t i, const float* x, float* r) {
+  const int8_t* qs = a.qs + i * a.nb_pad * kQK;
+  const float* d = a.d + i * a.nb_pad;
+  for (int64_t b = 0; b < a.nb; ++b)
+    BlockResidual<kQK>(x + b * kQK, qs + b * kQK, d[b], r + b * kQK);
+}
+void RowResidual(const ActQ8K& a, int64_t i, const float* x, float* r) {
+  const int8_t* qs = a.qs + i * a.k;
+  const float* d = a.d + i * a.nsb;
+  for (int64_t b = 0; b < a.nsb; ++b)
+    BlockResidual<kQKK>(x + b * kQKK, qs + b * kQKK, d[b], r + b * kQKK);
+}
+
+thread_local std::vector<float> tls_residual_rows;
+
+// The refined activation of m rows of x: act (2m rows) gets x quantized in rows
+// 0..m-1 and the residual r = x - (that quantization) quantized in rows m..2m-1
+// — the rows MatMul would make of [x; ActResidual(x)], with x quantized once.
 template <typename Act>
-void RowResidual(const float* x, int64_t k, float* r, std::vector<uint8_t>* storage,
-                 void (*prepare)(int64_t, int64_t, std::vector<uint8_t>*, Act*),
-                 void (*quantize)(const float*, Act*), int block) {
-  Act a;
-  prepare(1, k, storage, &a);
-  quantize(x, &a);
-  for (int64_t b = 0; b < k / block; ++b) {
-    const float d = a.d[b];
-    const int8_t* q = a.qs + b * block;
-    for (int e = 0; e < block; ++e)
-      r[b * block + e] = x[b * block + e] - d * static_cast<float>(q[e]);
-  }
+void QuantizeRefined(ThreadPool* pool, const float* x, int64_t k, Act* act,
+                     void (*fn)(const float*, Act*)) {
+  const int64_t m = act->m / 2;
+  ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {
+    Act top = RowsOf(*act, r0, r1), bottom = RowsOf(*act, m + r0, m + r1);
+    fn(x + r0 * k, &top);
+    const size_t need = static_cast<size_t>((r1 - r0) * k);
+    if (tls_residual_rows.size() < need) tls_residual_rows.resize(need);
+    float* r = tls_residual_rows.data();
+    for (int64_t i = 0; i < r1 - r0; ++i) RowResidual(top, i, x + (r0 + i) * k, r + i * k);
+    fn(r, &bottom);
+  });
 }
 
 thread_local std::vector<uint8_t> tls_residual_storage;
@@ -198,20 +225,36 @@ struct Activations {
   ActQ8KV a8kv;
 };
 
+bool Int8Layout(ActLayout a) {
+  return a == ActLayout::kQ8 || a == ActLayout::kQ8V || a == ActLayout::kQ8K ||
+         a == ActLayout::kQ8KV;
+}
+
 // Lays out x (m rows of w.cols) as row k reads it, quantizing with the SIMD path
 // when `simd` (same bits as the scalar quantizer, R4); returns the row's arguments.
-MatMulArgs Prepare(const MatMulKernel& k, const WeightView& w, const float* x, int64_t m,
-                   ThreadPool* pool, bool simd, Activations* act) {
+// `refine` (int8 layouts only): 2m rows, x's and its residual's (QuantizeRefined).
+MatMulArgs Prepare(const MatMulKernel& k, const WeightView& w, const float* x, int64_t x_rows,
+                   ThreadPool* pool, bool simd, bool refine, Activations* act) {
+  STET_CHECK(!refine || Int8Layout(k.act));
+  const int64_t m = refine ? 2 * x_rows : x_rows;
   MatMulArgs args{&w, x, nullptr, nullptr, m, nullptr};
   if (k.act == ActLayout::kQ8 || k.act == ActLayout::kQ8V) {
     STET_CHECK_MSG(w.cols % kQK == 0, "MatMul: 32-block weight with cols % 32 != 0");
     PrepareActQ8(m, w.cols, &tls_act_storage, &act->a8);
-    QuantizeRows(pool, x, w.cols, &act->a8, STET_PATH(simd, QuantizeActQ8));
+    if (refine) {
+      QuantizeRefined(pool, x, w.cols, &act->a8, STET_PATH(simd, QuantizeActQ8));
+    } else {
+      QuantizeRows(pool, x, w.cols, &act->a8, STET_PATH(simd, QuantizeActQ8));
+    }
     args.a8 = &act->a8;
   } else if (k.act == ActLayout::kQ8K || k.act == ActLayout::kQ8KV) {
     STET_CHECK_MSG(w.cols % kQKK == 0, "MatMul: K-quant weight with cols % 256 != 0");
     PrepareActQ8K(m, w.cols, &tls_act_storage, &act->a8k);
-    QuantizeRows(pool, x, w.cols, &act->a8k, STET_PATH(simd, QuantizeActQ8K));
+    if (refine) {
+      QuantizeRefined(pool, x, w.cols, &act->a8k, STET_PATH(simd, QuantizeActQ8K));
+    } else {
+      QuantizeRows(pool, x, w.cols, &act->a8k, STET_PATH(simd, QuantizeActQ8K));
+    }
     if (k.act == ActLayout::kQ8K && (k.act_flags & kActSubSums) != 0)
       SubSumPairs(&act->a8k, &tls_act_layout);
     args.a8k = &act->a8k;
@@ -244,12 +287,31 @@ MatMulArgs Prepare(const MatMulKernel& k, const WeightView& w, const float* x, i
   return args;
 }
 
+// A refined call's last step: ys[j] rows i < m = its 2m-row output's rows i + i + m.
+struct RefinedOut {
+  float* const* ys;
+  int64_t m;
+  Isa isa;
+};
+
 // Runs row k over every matrix of the group: threads take contiguous runs of
 // 16-row units across the matrices (grain 16 keeps the AVX2 tiles and the packed
-// 16-row groups whole; any split gives the same bits).
+// 16-row groups whole; any split gives the same bits). With `refined`, each run
+// also adds its rows' two halves into the refined outputs (one rounding per
+// element, as a separate Add would).
 void RunRows(const MatMulKernel& k, const MatMulArgs& args, const WeightView* const* ws, int n,
-             float* const* ys, int64_t total_rows, ThreadPool* pool) {
+             float* const* ys, int64_t total_rows, ThreadPool* pool,
+             const RefinedOut* refined = nullptr) {
   constexpr int64_t kGrain = 16;
+  auto run = [&](const MatMulArgs& a, int j, int64_t r0, int64_t r1) {
+    k.rows(a, r0, r1);
+    if (refined == nullptr) return;
+    const int64_t rows = ws[j]->rows, m = refined->m;
+    for (int64_t i = 0; i < m; ++i) {
+      Add(a.y + i * rows + r0, a.y + (m + i) * rows + r0, r1 - r0, refined->ys[j] + i * rows + r0,
+          refined->isa);
+    }
+  };
   MatMulArgs per[kMaxMatMulGroup];
   int64_t first_unit[kMaxMatMulGroup + 1] = {0};
   for (int j = 0; j < n; ++j) {
@@ -259,7 +321,7 @@ void RunRows(const MatMulKernel& k, const MatMulArgs& args, const WeightView* co
     first_unit[j + 1] = first_unit[j] + (ws[j]->rows + kGrain - 1) / kGrain;
   }
   if (pool == nullptr || pool->size() == 1 || total_rows <= kGrain) {
-    for (int j = 0; j < n; ++j) k.rows(per[j], 0, ws[j]->rows);
+    for (int j = 0; j < n; ++j) run(per[j], j, 0, ws[j]->rows);
     return;
   }
   pool->ParallelFor(first_unit[n], 1, [&](int64_t u0, int64_t u1) {
@@ -269,7 +331,7 @@ void RunRows(const MatMulKernel& k, const MatMulArgs& args, const WeightView* co
       if (a >= b) continue;
       const int64_t r0 = (a - first_unit[j]) * kGrain;
       const int64_t r1 = std::min((b - first_unit[j]) * kGrain, ws[j]->rows);
-      k.rows(per[j], r0, r1);
+      run(per[j], j, r0, r1);
     }
   });
 }
@@ -301,9 +363,25 @@ void MatMulWith(const MatMulKernel& k, const WeightView* const* ws, int n, const
   STET_CHECK_MSG(KernelRunsHere(k), "MatMulWith: the row's ISA does not run on this CPU");
   if (m == 0 || total_rows == 0) return;
   Activations act;
-  const MatMulArgs args = Prepare(k, *ws[0], x, m, pool, UseSimd(quant_isa), &act);
+  const MatMulArgs args = Prepare(k, *ws[0], x, m, pool, UseSimd(quant_isa), false, &act);
   RunRows(k, args, ws, n, ys, total_rows, pool);
 }
+
+namespace {
+
+// The row that serves a uniform group at `rows` activation rows under `isa`.
+const MatMulKernel& Pick(const WeightView* const* ws, int64_t rows, bool packed, Isa isa) {
+  const RowClass c = RowClassOf(rows);
+  const MatMulKernel* k = isa == Isa::kAuto && ws[0]->plan != nullptr
+                              ? ws[0]->plan->Pick(ws[0]->type, c, packed)
+                              : FindKernel(ws[0]->type, isa, c, packed);
+  STET_CHECK_MSG(k != nullptr, "MatMul: unsupported weight type (the loader must reject it)");
+  return *k;
+}
+
+thread_local std::vector<float> tls_refined_x, tls_refined_y;
+
+}  // namespace
 
 void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, float* const* ys,
                  ThreadPool* pool, Isa isa) {
@@ -317,14 +395,47 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
   }
   if (m == 0 || total_rows == 0) return;
   const bool simd = UseSimd(isa);  // checks that this CPU runs `isa`
-  const RowClass c = RowClassOf(m);
-  const MatMulKernel* k = isa == Isa::kAuto && ws[0]->plan != nullptr
-                              ? ws[0]->plan->Pick(ws[0]->type, c, packed)
-                              : FindKernel(ws[0]->type, isa, c, packed);
-  STET_CHECK_MSG(k != nullptr, "MatMul: unsupported weight type (the loader must reject it)");
+  const MatMulKernel& k = Pick(ws, m, packed, isa);
   Activations act;
-  const MatMulArgs args = Prepare(*k, *ws[0], x, m, pool, simd, &act);
-  RunRows(*k, args, ws, n, ys, total_rows, pool);
+  const MatMulArgs args = Prepare(k, *ws[0], x, m, pool, simd, false, &act);
+  RunRows(k, args, ws, n, ys, total_rows, pool);
+}
+
+void MatMulGroupRefined(const WeightView* const* ws, int n, const float* x, int64_t m,
+                        float* const* ys, ThreadPool* pool, Isa isa) {
+  STET_CHECK(n >= 1 && n <= kMaxMatMulGroup && m >= 0);
+  bool packed;
+  int64_t total_rows;
+  if (!Uniform(ws, n, &packed, &total_rows)) {
+    for (int i = 0; i < n; ++i) MatMulGroupRefined(&ws[i], 1, x, m, &ys[i], pool, isa);
+    return;
+  }
+  if (ActQuantBlock(ws[0]->type) == 0) return MatMulGroup(ws, n, x, m, ys, pool, isa);
+  if (m == 0 || total_rows == 0) return;
+  const bool simd = UseSimd(isa);
+  const MatMulKernel& k = Pick(ws, 2 * m, packed, isa);
+  // The 2m-row outputs, one after another; each run adds its rows' halves.
+  float* y2[kMaxMatMulGroup];
+  if (tls_refined_y.size() < static_cast<size_t>(2 * m * total_rows))
+    tls_refined_y.resize(static_cast<size_t>(2 * m * total_rows));
+  for (int64_t j = 0, at = 0; j < n; at += 2 * m * ws[j]->rows, ++j)
+    y2[j] = tls_refined_y.data() + at;
+  const RefinedOut out{ys, m, isa};
+  Activations act;
+  if (Int8Layout(k.act)) {
+    const MatMulArgs args = Prepare(k, *ws[0], x, m, pool, simd, true, &act);
+    RunRows(k, args, ws, n, y2, total_rows, pool, &out);
+    return;
+  }
+  // A row reading float activations (none serves a quantized type today): the
+  // stacked rows [x; ActResidual(x)] as they are.
+  const int64_t kk = ws[0]->cols;
+  if (tls_refined_x.size() < static_cast<size_t>(2 * m * kk))
+    tls_refined_x.resize(static_cast<size_t>(2 * m * kk));
+  std::copy(x, x + m * kk, tls_refined_x.begin());
+  ActResidual(ws[0]->type, x, m, kk, tls_refined_x.data() + m * kk, pool, isa);
+  const MatMulArgs args = Prepare(k, *ws[0], tls_refined_x.data(), 2 * m, pool, simd, false, &act);
+  RunRows(k, args, ws, n, y2, total_rows, pool, &out);
 }
 
 void MatMul(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Isa isa) {
@@ -341,11 +452,15 @@ void ActResidual(DType t, const float* x, int64_t m, int64_t k, float* r, Thread
   ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {
     for (int64_t i = r0; i < r1; ++i) {
       if (block == kQK) {
-        RowResidual<ActQ8>(x + i * k, k, r + i * k, &tls_residual_storage, PrepareActQ8,
-                           STET_PATH(simd, QuantizeActQ8), block);
+        ActQ8 a;
+        PrepareActQ8(1, k, &tls_residual_storage, &a);
+        STET_PATH(simd, QuantizeActQ8)(x + i * k, &a);
+        RowResidual(a, 0, x + i * k, r + i * k);
       } else {
-        RowResidual<ActQ8K>(x + i * k, k, r + i * k, &tls_residual_storage, PrepareActQ8K,
-                            STET_PATH(simd, QuantizeActQ8K), block);
+        ActQ8K a;
+        PrepareActQ8K(1, k, &tls_residual_storage, &a);
+        STET_PATH(simd, QuantizeActQ8K)(x + i * k, &a);
+        RowResidual(a, 0, x + i * k, r + i * k);
       }
     }
   });

@@ -279,31 +279,15 @@ Status Forward::GatherColumns(const float* local, int64_t m, const std::vector<R
 
 void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x,
                       int64_t m, std::initializer_list<float*> ys) {
-  const kernels::WeightView& w0 = **ws.begin();
-  bool one_block = true;  // one refined input serves matrices of one activation block
-  for (const kernels::WeightView* w : ws)
-    one_block &= kernels::ActQuantBlock(w->type) == kernels::ActQuantBlock(w0.type);
-  if (mode_ == NumericsMode::kPrecise || (Refined(w0) && !one_block)) {
+  if (mode_ == NumericsMode::kPrecise) {
     for (size_t j = 0; j < ws.size(); ++j) MatMul(*ws.begin()[j], x, m, ys.begin()[j]);
     return;
   }
-  if (Refined(w0)) {
-    // One refined input for every matrix (they share the activation's type).
-    int64_t total = 0;
-    for (const kernels::WeightView* w : ws) total += w->rows;
-    const float* xr = RefinedInput(w0, x, m);
-    Grow(refine_y_, 2 * m * total);
-    float* y2[kernels::kMaxMatMulGroup];
-    int64_t at = 0;
-    for (size_t j = 0; j < ws.size(); ++j) {
-      y2[j] = refine_y_.data() + at;
-      at += 2 * m * ws.begin()[j]->rows;
-    }
-    kernels::MatMulGroup(ws.begin(), static_cast<int>(ws.size()), xr, 2 * m, y2, pool_, isa_);
-    for (size_t j = 0; j < ws.size(); ++j) {
-      const int64_t n = ws.begin()[j]->rows;
-      AddParallel(y2[j], y2[j] + m * n, m * n, ys.begin()[j]);
-    }
+  if (Refined(**ws.begin())) {
+    // Refined (int8 x + int8 residual), one call for the group; mixed types go
+    // matrix by matrix inside (a float matrix among them unrefined).
+    kernels::MatMulGroupRefined(ws.begin(), static_cast<int>(ws.size()), x, m, ys.begin(), pool_,
+                                isa_);
     return;
   }
   // Adaptive mode from kAdaptiveSplitRows rows on runs the canonical kernel, so
@@ -315,32 +299,8 @@ void Forward::MatMuls(std::initializer_list<const kernels::WeightView*> ws, cons
   for (size_t j = 0; j < ws.size(); ++j) MatMul(*ws.begin()[j], x, m, ys.begin()[j]);
 }
 
-// out = a + b elementwise, in chunks across the pool (an elementwise add has no
-// order to keep).
-void Forward::AddParallel(const float* a, const float* b, int64_t n, float* out) {
-  constexpr int64_t kChunk = 8192;
-  if (pool_ == nullptr || pool_->size() == 1 || n < 2 * kChunk) {
-    kernels::Add(a, b, n, out, isa_);
-    return;
-  }
-  pool_->ParallelFor((n + kChunk - 1) / kChunk, 1, [&](int64_t c0, int64_t c1) {
-    const int64_t s = c0 * kChunk, e = std::min(n, c1 * kChunk);
-    kernels::Add(a + s, b + s, e - s, out + s, isa_);
-  });
-}
-
 bool Forward::Refined(const kernels::WeightView& w) const {
   return mode_ == NumericsMode::kInvariant && kernels::ActQuantBlock(w.type) > 0;
-}
-
-// x = (its int8 activation) + r: rows 0..m-1 hold x, rows m..2m-1 its residual
-// r, which the kernels quantize to int8 in turn, so y = y(x rows) + y(r rows).
-const float* Forward::RefinedInput(const kernels::WeightView& w, const float* x, int64_t m) {
-  const int64_t k = w.cols;
-  Grow(refine_x_, 2 * m * k);
-  std::copy(x, x + m * k, refine_x_.begin());
-  kernels::ActResidual(w.type, x, m, k, refine_x_.data() + m * k, pool_, isa_);
-  return refine_x_.data();
 }
 
 namespace {
@@ -383,11 +343,8 @@ void Forward::MatMul(const kernels::WeightView& w, const float* x, int64_t m, fl
   } else if (mode_ == NumericsMode::kAdaptive) {
     kernels::MatMulAdaptive(w, x, m, y, pool_, isa_);
   } else if (Refined(w)) {
-    const int64_t n = w.rows;
-    const float* xr = RefinedInput(w, x, m);
-    Grow(refine_y_, 2 * m * n);
-    kernels::MatMul(w, xr, 2 * m, refine_y_.data(), pool_, isa_);
-    AddParallel(refine_y_.data(), refine_y_.data() + m * n, m * n, y);
+    const kernels::WeightView* ws[1] = {&w};
+    kernels::MatMulGroupRefined(ws, 1, x, m, &y, pool_, isa_);
   } else {
     kernels::MatMul(w, x, m, y, pool_, isa_);
   }

@@ -81,8 +81,6 @@ class Forward {
   // Whether w's MatMul runs on refined activations (invariant mode, quantized w).
   bool Refined(const kernels::WeightView& w) const;
   void MatMulPrecise(const kernels::WeightView& w, const float* x, int64_t m, float* y);
-  const float* RefinedInput(const kernels::WeightView& w, const float* x, int64_t m);
-  void AddParallel(const float* a, const float* b, int64_t n, float* out);
   // Same input, several matrices (q/k/v, gate/up): one kernels::MatMulGroup call
   // where the mode runs the canonical kernel, else one MatMul each.
   void MatMuls(std::initializer_list<const kernels::WeightView*> ws, const float* x, int64_t m,
@@ -115,7 +113,6 @@ class Forward {
   // columns, the gathered FFN activation, gather buffers, the owners' rows.
   std::vector<float> attn_local_, cols_local_, ff_full_, gathered_, embd_local_;
   std::vector<int64_t> counts_;
-  std::vector<float> refine_x_, refine_y_;   // refined activations' stacked rows and outputs
   std::vector<std::vector<float>> scratch_;  // per thread: attention scores
   // One attention call: query rows (i0, h0) and, for a pair, (i1, h1) over the
   // K/V rows of i0's sequence and h0's KV group (i1 = -1: a single query); or,
