@@ -28,9 +28,11 @@ inline float ScaleFromMax(float amax, float* id) {
   return d;
 }
 
-// Quantizes 32 floats with inverse scale id into q; returns the exact int sums
-// of the first and second 16 q's.
-inline void Quantize32(const float* x, __m256 id, int8_t* q, int32_t* sum_lo, int32_t* sum_hi) {
+// Quantizes 32 floats with inverse scale id into q; returns the q's of the
+// first and second 16 as int32 lanes (each lane the sum of two q's) for exact
+// sums. The values are clamped to [-127, 127] before the conversion, so the
+// int32s are the bytes stored (packs never saturates).
+inline void Quantize32(const float* x, __m256 id, int8_t* q, __m256i* lo, __m256i* hi) {
   __m256i v[4];
   STET_UNROLL
   for (int j = 0; j < 4; ++j) {
@@ -46,12 +48,8 @@ inline void Quantize32(const float* x, __m256 id, int8_t* q, int32_t* sum_lo, in
   // packs works per 128-bit half; put the 4-byte groups back in element order.
   const __m256i p = _mm256_permutevar8x32_epi32(p16, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p);
-  // Sum the saturated bytes (what was stored), not the int32s.
-  const __m256i w16 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(p));
-  const __m256i w16b = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(p, 1));
-  const __m256i ones = _mm256_set1_epi16(1);
-  *sum_lo = HsumEpi32(_mm256_madd_epi16(w16, ones));
-  *sum_hi = HsumEpi32(_mm256_madd_epi16(w16b, ones));
+  *lo = _mm256_add_epi32(v[0], v[1]);
+  *hi = _mm256_add_epi32(v[2], v[3]);
 }
 
 inline float MaxAbs(const float* x, int n) {
@@ -67,9 +65,9 @@ void QuantizeActQ8(const float* x, ActQ8* a) {
   FillActQ8(x, a, [](const float* xb, int8_t* qb, int32_t* qsum) {
     float id;
     const float d = ScaleFromMax(MaxAbs(xb, kQK), &id);
-    int32_t lo, hi;
+    __m256i lo, hi;
     Quantize32(xb, _mm256_set1_ps(id), qb, &lo, &hi);
-    *qsum = lo + hi;
+    *qsum = HsumEpi32(_mm256_add_epi32(lo, hi));
     return d;
   });
 }
@@ -80,10 +78,10 @@ void QuantizeActQ8K(const float* x, ActQ8K* a) {
     const float d = ScaleFromMax(MaxAbs(xb, kQKK), &id);
     const __m256 idv = _mm256_set1_ps(id);
     for (int g = 0; g < kQKK / 32; ++g) {
-      int32_t lo, hi;
+      __m256i lo, hi;
       Quantize32(xb + 32 * g, idv, q + 32 * g, &lo, &hi);
-      bsums[2 * g] = static_cast<int16_t>(lo);
-      bsums[2 * g + 1] = static_cast<int16_t>(hi);
+      bsums[2 * g] = static_cast<int16_t>(HsumEpi32(lo));
+      bsums[2 * g + 1] = static_cast<int16_t>(HsumEpi32(hi));
     }
     return d;
   });
