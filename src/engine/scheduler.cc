@@ -40,7 +40,11 @@ void Scheduler::Grow(Sequence* s, int upto) {
 }
 
 void Scheduler::ReleaseKv(Sequence* s) {
-  for (int32_t b : s->blocks) blocks_.Release(b);
+  // Last block first: the free stack then hands them out again in position
+  // order (the next sequence's rows of a KV head lie in ascending memory, one
+  // stream for attention, model/paged_kv.h), and the prefix cache's LRU evicts a
+  // sequence's tail before the blocks its later blocks' hashes chain from.
+  for (auto b = s->blocks.rbegin(); b != s->blocks.rend(); ++b) blocks_.Release(*b);
   s->blocks.clear();
   s->hashes.clear();
   s->n_computed = 0;
@@ -171,7 +175,7 @@ void Scheduler::Accept(Sequence* s, int n_valid) {
   // Keep the blocks up to the next decode position's; the rest held only rejected drafts.
   const size_t keep = static_cast<size_t>(n_valid / opts_.block_size + 1);
   if (s->blocks.size() <= keep) return;
-  for (size_t b = keep; b < s->blocks.size(); ++b) blocks_.Release(s->blocks[b]);
+  for (size_t b = s->blocks.size(); b-- > keep;) blocks_.Release(s->blocks[b]);
   s->blocks.resize(keep);
   set_table_(s->slot, s->blocks);
 }

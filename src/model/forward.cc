@@ -121,8 +121,13 @@ Status Forward::Run(const std::vector<BatchToken>& batch, KvStore& kv, std::vect
       kernels::Rope(&q_[i * qd], nq_, hp.head_dim, hp.rot_dim, c, s, hp.arch->rope_style, isa_);
       kernels::Rope(&k_[i * kvd], nkv_, hp.head_dim, hp.rot_dim, c, s, hp.arch->rope_style, isa_);
       // Rule R3: K and V go into the cache first; attention reads them back from there.
-      kernels::StoreRow(&k_[i * kvd], kvd, kv.type(), kv.K(l, batch[i].seq, batch[i].pos), isa_);
-      kernels::StoreRow(&v_[i * kvd], kvd, kv.type(), kv.V(l, batch[i].seq, batch[i].pos), isa_);
+      for (int c = 0; c < nkv_; ++c) {
+        const int64_t at = i * kvd + c * hp.head_dim;
+        kernels::StoreRow(&k_[at], hp.head_dim, kv.type(), kv.K(l, batch[i].seq, batch[i].pos, c),
+                          isa_);
+        kernels::StoreRow(&v_[at], hp.head_dim, kv.type(), kv.V(l, batch[i].seq, batch[i].pos, c),
+                          isa_);
+      }
     }
     Attention(batch, l, kv, attn_out);
     if (comm_) {
@@ -360,7 +365,6 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   const int64_t m = static_cast<int64_t>(batch.size());
   const float scale = hp.attn_scale;
   const int window = hp.IsSwa(layer) ? hp.n_swa : 0;
-  const int64_t elem = kv.type() == DType::kF32 ? 4 : 2;
   // (Heads are this rank's: local query heads 0..nq_-1, local KV heads
   // 0..nkv_-1; one process holds them all.) Two queries over the same K/V rows
   // per task where possible (AttendHeadPair
@@ -417,10 +421,9 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
       const int64_t n_kv = t.pos + 1 - start;
       const int64_t n_kv1 = at.i1 >= 0 ? batch[at.i1].pos + 1 - start : 0;
       Grow(scratch, 2 * std::max(n_kv, n_kv1) + 2 * hp.head_dim);
-      const int64_t kv_head_bytes = kvh * hp.head_dim * elem;
       // A windowed layer reads its window in place: position 0 of the view is `start`.
-      const kernels::KvRows kh = kv.KRows(layer, t.seq).Offset(kv_head_bytes).From(start);
-      const kernels::KvRows vh = kv.VRows(layer, t.seq).Offset(kv_head_bytes).From(start);
+      const kernels::KvRows kh = kv.KRows(layer, t.seq, kvh).From(start);
+      const kernels::KvRows vh = kv.VRows(layer, t.seq, kvh).From(start);
       float* out0 = &out[at.i0 * q_dim_ + at.h0 * hp.head_dim];
       const float* q0 = &q_[at.i0 * q_dim_ + at.h0 * hp.head_dim];
       if (at.i1 >= 0) {
@@ -463,10 +466,9 @@ void Forward::AttendTile(const std::vector<BatchToken>& batch, const AttnTask& a
   }
   const int64_t n_max = *std::max_element(n_kv, n_kv + nq);
   Grow(scratch, kernels::AttendHeadsScratch(nq, n_max, hp.head_dim));
-  const int64_t kv_head_bytes = at.h0 * hp.head_dim * (kv.type() == DType::kF32 ? 4 : 2);
   const auto seq = batch[at.i0].seq;
-  const kernels::KvRows kh = kv.KRows(layer, seq).Offset(kv_head_bytes);
-  const kernels::KvRows vh = kv.VRows(layer, seq).Offset(kv_head_bytes);
+  const kernels::KvRows kh = kv.KRows(layer, seq, at.h0);
+  const kernels::KvRows vh = kv.VRows(layer, seq, at.h0);
   kernels::AttendHeads(qs, n_kv, nq, kh, vh, kv.type(), hp.head_dim, hp.attn_scale, hp.attn_softcap,
                        outs, scratch.data(), isa_);
 }

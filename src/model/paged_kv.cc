@@ -3,20 +3,24 @@
 namespace stet {
 
 PagedKvCache::PagedKvCache(const HParams& hp, int n_blocks, int block_size, int n_slots, DType type)
-    : PagedKvCache(hp.n_layer, hp.kv_dim(), n_blocks, block_size, n_slots, type) {}
+    : PagedKvCache(hp.n_layer, hp.n_head_kv, hp.head_dim, n_blocks, block_size, n_slots, type) {}
 
 PagedKvCache::PagedKvCache(const Model& model, int n_blocks, int block_size, int n_slots,
                            DType type)
-    : PagedKvCache(model.hparams().n_layer,
-                   model.shard().my_kv_heads().size() * model.hparams().head_dim, n_blocks,
-                   block_size, n_slots, type) {}
+    : PagedKvCache(model.hparams().n_layer, static_cast<int>(model.shard().my_kv_heads().size()),
+                   model.hparams().head_dim, n_blocks, block_size, n_slots, type) {}
 
-PagedKvCache::PagedKvCache(int n_layer, int64_t kv_dim, int n_blocks, int block_size, int n_slots,
-                           DType type)
-    : type_(type), n_layer_(n_layer), n_blocks_(n_blocks), block_size_(block_size) {
+PagedKvCache::PagedKvCache(int n_layer, int n_heads, int64_t head_dim, int n_blocks, int block_size,
+                           int n_slots, DType type)
+    : type_(type),
+      n_layer_(n_layer),
+      n_heads_(n_heads),
+      n_blocks_(n_blocks),
+      block_size_(block_size) {
   STET_CHECK(type == DType::kF32 || type == DType::kF16);
-  STET_CHECK(n_blocks > 0 && block_size > 0 && n_slots > 0);
-  row_bytes_ = kv_dim * (type == DType::kF32 ? 4 : 2);
+  STET_CHECK(n_blocks > 0 && block_size > 0 && n_slots > 0 && n_heads > 0 && head_dim > 0);
+  head_bytes_ = head_dim * (type == DType::kF32 ? 4 : 2);
+  row_bytes_ = n_heads * head_bytes_;
   const size_t total = static_cast<size_t>(n_layer_) * n_blocks_ * block_size_ * row_bytes_;
   k_.assign(total, 0);
   v_.assign(total, 0);

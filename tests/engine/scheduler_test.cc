@@ -86,6 +86,20 @@ TEST(Scheduler, AdmitsInArrivalOrderAsSlotsFree) {
   EXPECT_EQ(q[0].seq, b);
 }
 
+// A finished sequence's blocks come back so that the next sequence gets them in
+// ascending order again (its KV head rows one ascending stream in the pool,
+// model/paged_kv.h), whatever order they were taken in.
+TEST(Scheduler, FreedBlocksAreHandedOutAgainInAscendingOrder) {
+  Harness h({4, 64, 64, false}, 8, /*n_slots=*/1);
+  Sequence* a = h.Add(14);  // 4 blocks
+  h.Step();
+  ASSERT_EQ(a->blocks, (std::vector<int32_t>{0, 1, 2, 3}));
+  h.sched.Remove(a);
+  Sequence* b = h.Add(10, 500);  // 3 blocks, another prompt: no prefix hit
+  h.Step();
+  EXPECT_EQ(b->blocks, (std::vector<int32_t>{0, 1, 2}));
+}
+
 TEST(Scheduler, PreemptsTheYoungestAndRequeuesItInArrivalOrder) {
   // 6 blocks of 2: three sequences of 4 prompt tokens hold 2 blocks each.
   Harness h({2, 64, 64, false}, 6, 4);
