@@ -370,12 +370,18 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   // per task where possible (AttendHeadPair
   // shares each K/V load; its results are those of two AttendHead calls):
   // consecutive tokens of one sequence, head by head; a lone token (decode)
-  // pairs the heads of each KV group instead. Tokens pair only while both
+  // pairs the heads of each KV group instead (or takes the group whole, below).
+  // Tokens pair only while both
   // windows start at 0 (a pair reads the same K/V rows).
   // Runs of 2+ tokens of one sequence go as tiles of up to tile_tokens tokens x
   // the heads of a KV group (one pass over that group's K/V for all of them:
   // prefill at depth reads the context once per tile, not once per pair).
   const int tile_tokens = std::min(8, kernels::kMaxAttendQueries / group_);
+  // A lone token's KV groups of 3+ heads go whole (a tile of one token: K/V
+  // read once, not once per pair) where there are groups enough to keep every
+  // thread busy and its window starts at 0 (as every tile's); else in pairs.
+  const int threads = pool_ != nullptr ? pool_->size() : 1;
+  const bool whole_groups = group_ > 2 && nkv_ >= 2 * threads;
   attn_tasks_.clear();
   for (int64_t i = 0; i < m; ++i) {
     int64_t run = 1;
@@ -395,6 +401,10 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
       continue;
     }
     for (int c = 0; c < nkv_; ++c) {
+      if (whole_groups && WindowStart(batch[i].pos, window) == 0) {  // one pass for all its heads
+        attn_tasks_.push_back({i, -1, c, -1, 1});
+        continue;
+      }
       int h, h_end;
       QueriesOf(c, &h, &h_end);
       for (; h + 1 < h_end; h += 2) attn_tasks_.push_back({i, i, h, h + 1});
