@@ -2,7 +2,9 @@
 // type, the ISA and the row count; the activations quantized and laid out once per
 // call, before the parallel region, into per-thread scratch that only grows; then
 // threads split w.rows only (rule R2), so no thread count or batch size can reach a
-// reduction order. Which row runs never changes a bit (R4).
+// reduction order. Which row runs never changes a bit (R4). MatMulGroupRefined (the
+// invariant mode's) lays out x and its residual as 2m rows and adds the two output
+// halves in the parallel region.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -287,7 +289,7 @@ MatMulArgs Prepare(const MatMulKernel& k, const WeightView& w, const float* x, i
   return args;
 }
 
-// A refined call's last step: ys[j] rows i < m = its 2m-row output's rows i + i + m.
+// A refined call's last step: row i < m of ys[j] = rows i + (m + i) of its 2m-row output.
 struct RefinedOut {
   float* const* ys;
   int64_t m;
