@@ -378,10 +378,11 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   // prefill at depth reads the context once per tile, not once per pair).
   const int tile_tokens = std::min(8, kernels::kMaxAttendQueries / group_);
   // A lone token's KV groups of 3+ heads go whole (a tile of one token: K/V
-  // read once, not once per pair) where there are groups enough to keep every
-  // thread busy and its window starts at 0 (as every tile's); else in pairs.
+  // read once, not once per pair: ~2/3 of the pairs' time at long context)
+  // where every thread gets a group and its window starts at 0 (as every
+  // tile's); else in pairs, so that one group still spreads over the threads.
   const int threads = pool_ != nullptr ? pool_->size() : 1;
-  const bool whole_groups = group_ > 2 && nkv_ >= 2 * threads;
+  const bool whole_groups = group_ > 2 && nkv_ >= threads;
   attn_tasks_.clear();
   for (int64_t i = 0; i < m; ++i) {
     int64_t run = 1;
