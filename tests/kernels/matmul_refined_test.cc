@@ -60,6 +60,22 @@ std::vector<float> Composed(const Matrix& a, const std::vector<float>& x, int64_
   return y;
 }
 
+// MatMulGroupRefined over the whole group, into fresh buffers.
+std::vector<std::vector<float>> RunRefined(const std::vector<Matrix>& ms,
+                                           const std::vector<float>& x, int64_t m, ThreadPool* pool,
+                                           Isa isa) {
+  std::vector<std::vector<float>> got(ms.size());
+  const WeightView* ws[kMaxMatMulGroup];
+  float* ys[kMaxMatMulGroup];
+  for (size_t j = 0; j < ms.size(); ++j) {
+    got[j].assign(static_cast<size_t>(m * ms[j].rows), -777.0f);
+    ws[j] = &ms[j].view;
+    ys[j] = got[j].data();
+  }
+  MatMulGroupRefined(ws, static_cast<int>(ms.size()), x.data(), m, ys, pool, isa);
+  return got;
+}
+
 int64_t LengthFor(DType t) {
   const int block = ActQuantBlock(t);
   return block == 0 ? 72 : block == kQK ? 288 : 512;
@@ -82,15 +98,7 @@ TEST_P(MatMulRefinedTest, EqualsTheStackedRowsAndAnAdd) {
     for (const Matrix& a : ms) want.push_back(Composed(a, x, m));
     for (Isa isa : testing::AvailableIsas()) {
       for (ThreadPool* pl : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        std::vector<std::vector<float>> got(ms.size());
-        const WeightView* ws[3];
-        float* ys[3];
-        for (size_t j = 0; j < ms.size(); ++j) {
-          got[j].assign(static_cast<size_t>(m * ms[j].rows), -777.0f);
-          ws[j] = &ms[j].view;
-          ys[j] = got[j].data();
-        }
-        MatMulGroupRefined(ws, 3, x.data(), m, ys, pl, isa);
+        const auto got = RunRefined(ms, x, m, pl, isa);
         for (size_t j = 0; j < ms.size(); ++j) {
           ASSERT_TRUE(SameBits(want[j].data(), got[j].data(), m * ms[j].rows))
               << DTypeName(t) << " " << IsaName(isa) << " m=" << m << " matrix " << j
@@ -116,15 +124,7 @@ TEST(MatMulRefinedMixed, EachMatrixAsItsOwnCall) {
   for (int64_t m : {1, 4}) {
     const auto x = RandomActivations(rng, m * k);
     for (Isa isa : testing::AvailableIsas()) {
-      std::vector<std::vector<float>> got(ms.size());
-      const WeightView* ws[4];
-      float* ys[4];
-      for (size_t j = 0; j < ms.size(); ++j) {
-        got[j].assign(static_cast<size_t>(m * ms[j].rows), -777.0f);
-        ws[j] = &ms[j].view;
-        ys[j] = got[j].data();
-      }
-      MatMulGroupRefined(ws, 4, x.data(), m, ys, &pool, isa);
+      const auto got = RunRefined(ms, x, m, &pool, isa);
       for (size_t j = 0; j < ms.size(); ++j) {
         const auto want = Composed(ms[j], x, m);
         EXPECT_TRUE(SameBits(want.data(), got[j].data(), m * ms[j].rows))
