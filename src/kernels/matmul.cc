@@ -381,7 +381,7 @@ const MatMulKernel& Pick(const WeightView* const* ws, int64_t rows, bool packed,
   return *k;
 }
 
-thread_local std::vector<float> tls_refined_x, tls_refined_y;
+thread_local std::vector<float> tls_refined_y;
 
 }  // namespace
 
@@ -423,20 +423,10 @@ void MatMulGroupRefined(const WeightView* const* ws, int n, const float* x, int6
   for (int64_t j = 0, at = 0; j < n; at += 2 * m * ws[j]->rows, ++j)
     y2[j] = tls_refined_y.data() + at;
   const RefinedOut out{ys, m, isa};
+  // Every row of a quantized type reads an int8 layout (pinned by the table
+  // test's LayoutFits); Prepare checks it.
   Activations act;
-  if (Int8Layout(k.act)) {
-    const MatMulArgs args = Prepare(k, *ws[0], x, m, pool, simd, true, &act);
-    RunRows(k, args, ws, n, y2, total_rows, pool, &out);
-    return;
-  }
-  // A row reading float activations (none serves a quantized type today): the
-  // stacked rows [x; ActResidual(x)] as they are.
-  const int64_t kk = ws[0]->cols;
-  if (tls_refined_x.size() < static_cast<size_t>(2 * m * kk))
-    tls_refined_x.resize(static_cast<size_t>(2 * m * kk));
-  std::copy(x, x + m * kk, tls_refined_x.begin());
-  ActResidual(ws[0]->type, x, m, kk, tls_refined_x.data() + m * kk, pool, isa);
-  const MatMulArgs args = Prepare(k, *ws[0], tls_refined_x.data(), 2 * m, pool, simd, false, &act);
+  const MatMulArgs args = Prepare(k, *ws[0], x, m, pool, simd, true, &act);
   RunRows(k, args, ws, n, y2, total_rows, pool, &out);
 }
 
