@@ -34,6 +34,31 @@ static inline void StoreRows16(__m512 r, int64_t row0, int64_t m, float* y, int6
   for (int t = 0; t < 16 && row0 + t < m; ++t) y[(row0 + t) * ldy] = out[t];
 }
 
+// y[(row0 + t) * ldy + n] = r[n][t] for n < 4 and the rows t < m of a 16-row
+// group: a 4 x 16 transpose in registers, each row's four outputs one 16-byte
+// store (one scalar store per output, read back from a spilled vector, was 12%
+// of a q4_k prefill tile on a Zen 4: the reload waits for the vector store).
+static inline void StoreRows16x4(const __m512* r, int64_t row0, int64_t m, float* y, int64_t ldy) {
+  const __m512 a = _mm512_unpacklo_ps(r[0], r[1]), b = _mm512_unpackhi_ps(r[0], r[1]);
+  const __m512 c = _mm512_unpacklo_ps(r[2], r[3]), d = _mm512_unpackhi_ps(r[2], r[3]);
+  // Rows 4k + q in 128-bit lane k of t4[q].
+  const __m512 t4[4] = {
+      _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(c))),
+      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(c))),
+      _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(b), _mm512_castps_pd(d))),
+      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(b), _mm512_castps_pd(d)))};
+  const int64_t rows = m - row0 < 16 ? m - row0 : 16;
+  float* y0 = y + row0 * ldy;
+  for (int q = 0; q < 4; ++q) {
+    const __m128 k0 = _mm512_castps512_ps128(t4[q]), k1 = _mm512_extractf32x4_ps(t4[q], 1);
+    const __m128 k2 = _mm512_extractf32x4_ps(t4[q], 2), k3 = _mm512_extractf32x4_ps(t4[q], 3);
+    if (q < rows) _mm_storeu_ps(y0 + q * ldy, k0);
+    if (4 + q < rows) _mm_storeu_ps(y0 + (4 + q) * ldy, k1);
+    if (8 + q < rows) _mm_storeu_ps(y0 + (8 + q) * ldy, k2);
+    if (12 + q < rows) _mm_storeu_ps(y0 + (12 + q) * ldy, k3);
+  }
+}
+
 // The end of a vertical kernel's tile: lanes[l][g][n] holds logical lane l of
 // the 16 outputs of row group g0 + g and weight row n; each gets the fixed lane
 // tree and goes to y[(16 (g0 + g) + t) * ldy + n] for the rows t < m.
@@ -41,11 +66,17 @@ template <int TG, int RN>
 static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g0, int64_t m,
                                   float* y, int64_t ldy) {
   for (int g = 0; g < TG; ++g) {
+    __m512 r[RN];
+    STET_UNROLL
     for (int n = 0; n < RN; ++n) {
       __m512 l8[8];
+      STET_UNROLL
       for (int l = 0; l < 8; ++l) l8[l] = _mm512_load_ps(lanes[l][g][n]);
-      StoreRows16(CombineLanes16(l8), 16 * (g0 + g), m, y + n, ldy);
+      r[n] = CombineLanes16(l8);
     }
+    int n = 0;
+    for (; n + 4 <= RN; n += 4) StoreRows16x4(r + n, 16 * (g0 + g), m, y + n, ldy);
+    for (; n < RN; ++n) StoreRows16(r[n], 16 * (g0 + g), m, y + n, ldy);
   }
 }
 
