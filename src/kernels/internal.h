@@ -301,6 +301,10 @@ struct MatMulArgs {
   const ActPairs* xp = nullptr;   // AVX-512 float path
   const ActQ8V* a8v = nullptr;    // AVX-512 VNNI 32-block path
   const ActQ8KV* a8kv = nullptr;  // AVX-512 VNNI q4_k path
+  // A refined call's rows (2i: x's, 2i + 1: its residual's), summed in the
+  // kernel: y[i * rows + r] = output of row 2i + output of row 2i + 1, for the
+  // kernels whose FusesRowPairs(row) holds (the AVX-512 vertical ones).
+  bool sum_row_pairs = false;
 };
 
 // The integer-dot row kernels' walk (ref, NEON): y[i * rows + r] = K::Row(weight row r

@@ -75,8 +75,9 @@ void MatMulGroup(const WeightView* const* ws, int n, const float* x, int64_t m, 
 // The invariant mode's refined MatMul: y = (the int8 activation of x)·wᵀ + (the
 // int8 activation of r)·wᵀ, r = ActResidual(x) — bit for bit MatMulGroup over
 // the 2m stacked rows [x; r] (its row for 2m rows) followed by an Add of the two
-// halves, but with x quantized once, r taken from that quantization, and the
-// halves added inside the parallel region. Float weight types: MatMulGroup.
+// halves, but with x quantized once, r taken from that quantization, each x row
+// beside its r row, and the two outputs added inside the parallel region (by
+// the AVX-512 prefill kernels as they store). Float weight types: MatMulGroup.
 void MatMulGroupRefined(const WeightView* const* ws, int n, const float* x, int64_t m,
                         float* const* ys, ThreadPool* pool, Isa isa);
 

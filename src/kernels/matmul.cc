@@ -184,21 +184,24 @@ void RowResidual(const ActQ8K& a, int64_t i, const float* x, float* r) {
 
 thread_local std::vector<float> tls_residual_rows;
 
-// The refined activation of m rows of x: act (2m rows) gets x quantized in rows
-// 0..m-1 and the residual r = x - (that quantization) quantized in rows m..2m-1
-// — the rows MatMul would make of [x; ActResidual(x)], with x quantized once.
+// The refined activation of m rows of x: act (2m rows) gets x's row i quantized
+// in row 2i and the residual r = x - (that quantization) quantized in row 2i + 1
+// — the rows MatMul would make of x and ActResidual(x), with x quantized once,
+// each x row beside its residual so that a kernel can add the two outputs as it
+// stores them (MatMulArgs::sum_row_pairs).
 template <typename Act>
 void QuantizeRefined(ThreadPool* pool, const float* x, int64_t k, Act* act,
                      void (*fn)(const float*, Act*)) {
   const int64_t m = act->m / 2;
   ParallelRows(pool, m, [&](int64_t r0, int64_t r1) {
-    Act top = RowsOf(*act, r0, r1), bottom = RowsOf(*act, m + r0, m + r1);
-    fn(x + r0 * k, &top);
-    const size_t need = static_cast<size_t>((r1 - r0) * k);
-    if (tls_residual_rows.size() < need) tls_residual_rows.resize(need);
+    if (tls_residual_rows.size() < static_cast<size_t>(k)) tls_residual_rows.resize(k);
     float* r = tls_residual_rows.data();
-    for (int64_t i = 0; i < r1 - r0; ++i) RowResidual(top, i, x + (r0 + i) * k, r + i * k);
-    fn(r, &bottom);
+    for (int64_t i = r0; i < r1; ++i) {
+      Act xi = RowsOf(*act, 2 * i, 2 * i + 1), ri = RowsOf(*act, 2 * i + 1, 2 * i + 2);
+      fn(x + i * k, &xi);
+      RowResidual(xi, 0, x + i * k, r);
+      fn(r, &ri);
+    }
   });
 }
 
@@ -289,29 +292,36 @@ MatMulArgs Prepare(const MatMulKernel& k, const WeightView& w, const float* x, i
   return args;
 }
 
-// A refined call's last step: row i < m of ys[j] = rows i + (m + i) of its 2m-row output.
+// A refined call's last step: row i < m of ys[j] = rows 2i + (2i + 1) of its 2m-row
+// output — in the kernel's stores where it can (FusesRowPairs), else after it.
 struct RefinedOut {
   float* const* ys;
   int64_t m;
   Isa isa;
 };
 
+// The AVX-512 vertical kernels add a refined call's row pairs as they store.
+bool FusesRowPairs(const MatMulKernel& k) {
+  return k.act == ActLayout::kQ8V || k.act == ActLayout::kQ8KV;
+}
+
 // Runs row k over every matrix of the group: threads take contiguous runs of
 // 16-row units across the matrices (grain 16 keeps the AVX2 tiles and the packed
 // 16-row groups whole; any split gives the same bits). With `refined`, each run
-// also adds its rows' two halves into the refined outputs (one rounding per
-// element, as a separate Add would).
+// also adds its rows' two outputs into the refined outputs (one rounding per
+// element, as a separate Add would), or the kernel does as it stores them.
 void RunRows(const MatMulKernel& k, const MatMulArgs& args, const WeightView* const* ws, int n,
              float* const* ys, int64_t total_rows, ThreadPool* pool,
              const RefinedOut* refined = nullptr) {
   constexpr int64_t kGrain = 16;
+  const bool add_after = refined != nullptr && !args.sum_row_pairs;
   auto run = [&](const MatMulArgs& a, int j, int64_t r0, int64_t r1) {
     k.rows(a, r0, r1);
-    if (refined == nullptr) return;
+    if (!add_after) return;
     const int64_t rows = ws[j]->rows, m = refined->m;
     for (int64_t i = 0; i < m; ++i) {
-      Add(a.y + i * rows + r0, a.y + (m + i) * rows + r0, r1 - r0, refined->ys[j] + i * rows + r0,
-          refined->isa);
+      Add(a.y + 2 * i * rows + r0, a.y + (2 * i + 1) * rows + r0, r1 - r0,
+          refined->ys[j] + i * rows + r0, refined->isa);
     }
   };
   MatMulArgs per[kMaxMatMulGroup];
@@ -416,17 +426,21 @@ void MatMulGroupRefined(const WeightView* const* ws, int n, const float* x, int6
   if (m == 0 || total_rows == 0) return;
   const bool simd = UseSimd(isa);
   const MatMulKernel& k = Pick(ws, 2 * m, packed, isa);
-  // The 2m-row outputs, one after another; each run adds its rows' halves.
+  // Every row of a quantized type reads an int8 layout (pinned by the table
+  // test's LayoutFits); Prepare checks it.
+  Activations act;
+  MatMulArgs args = Prepare(k, *ws[0], x, m, pool, simd, true, &act);
+  const RefinedOut out{ys, m, isa};
+  if (FusesRowPairs(k)) {
+    args.sum_row_pairs = true;
+    return RunRows(k, args, ws, n, ys, total_rows, pool, &out);
+  }
+  // The 2m-row outputs, one after another; each run adds its rows' pairs.
   float* y2[kMaxMatMulGroup];
   if (tls_refined_y.size() < static_cast<size_t>(2 * m * total_rows))
     tls_refined_y.resize(static_cast<size_t>(2 * m * total_rows));
   for (int64_t j = 0, at = 0; j < n; at += 2 * m * ws[j]->rows, ++j)
     y2[j] = tls_refined_y.data() + at;
-  const RefinedOut out{ys, m, isa};
-  // Every row of a quantized type reads an int8 layout (pinned by the table
-  // test's LayoutFits); Prepare checks it.
-  Activations act;
-  const MatMulArgs args = Prepare(k, *ws[0], x, m, pool, simd, true, &act);
   RunRows(k, args, ws, n, y2, total_rows, pool, &out);
 }
 

@@ -27,27 +27,51 @@ static inline __m512 CombineLanes16(const __m512* l) {
   return _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
 }
 
-// y[(row0 + t) * ldy] = r[t] for the rows t of a 16-row group that are < m.
-static inline void StoreRows16(__m512 r, int64_t row0, int64_t m, float* y, int64_t ldy) {
+// The outputs of activation row row0 + t go to y + (row0 + t) * ldy, or with
+// `pairs` (a refined call's rows: 2i x's, 2i + 1 its residual's) the sum of rows
+// 2i and 2i + 1 goes to y + i * ldy — the add a separate pass would do (x's part
+// + the residual's, one rounding), without writing and re-reading both halves.
+// Row groups start at even rows and m is even with `pairs`.
+
+// y[...] = r[t] (one output per row) for the rows t < m of a 16-row group.
+static inline void StoreRows16(__m512 r, int64_t row0, int64_t m, bool pairs, float* y,
+                               int64_t ldy) {
   alignas(64) float out[16];
   _mm512_store_ps(out, r);
-  for (int t = 0; t < 16 && row0 + t < m; ++t) y[(row0 + t) * ldy] = out[t];
+  const int64_t rows = m - row0 < 16 ? m - row0 : 16;
+  if (pairs) {
+    for (int t = 0; t < rows; t += 2) y[(row0 + t) / 2 * ldy] = out[t] + out[t + 1];
+  } else {
+    for (int t = 0; t < rows; ++t) y[(row0 + t) * ldy] = out[t];
+  }
 }
 
-// y[(row0 + t) * ldy + n] = r[n][t] for n < 4 and the rows t < m of a 16-row
-// group: a 4 x 16 transpose in registers, each row's four outputs one 16-byte
-// store (one scalar store per output, read back from a spilled vector, was 12%
-// of a q4_k prefill tile on a Zen 4: the reload waits for the vector store).
-static inline void StoreRows16x4(const __m512* r, int64_t row0, int64_t m, float* y, int64_t ldy) {
+// y[... + n] = r[n][t] for n < 4 and the rows t < m of a 16-row group: a 4 x 16
+// transpose in registers, each row's four outputs one 16-byte store (one scalar
+// store per output, read back from a spilled vector, was 12% of a q4_k prefill
+// tile on a Zen 4: the reload waits for the vector store).
+static inline void StoreRows16x4(const __m512* r, int64_t row0, int64_t m, bool pairs, float* y,
+                                 int64_t ldy) {
   const __m512 a = _mm512_unpacklo_ps(r[0], r[1]), b = _mm512_unpackhi_ps(r[0], r[1]);
   const __m512 c = _mm512_unpacklo_ps(r[2], r[3]), d = _mm512_unpackhi_ps(r[2], r[3]);
-  // Rows 4k + q in 128-bit lane k of t4[q].
+  // Row 4k + q's outputs: 128-bit lane k of t4[q].
   const __m512 t4[4] = {
       _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(c))),
       _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(c))),
       _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(b), _mm512_castps_pd(d))),
       _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(b), _mm512_castps_pd(d)))};
   const int64_t rows = m - row0 < 16 ? m - row0 : 16;
+  if (pairs) {  // rows 4k + 2h and 4k + 2h + 1: lane k of t4[2h] + t4[2h + 1]
+    const __m512 s[2] = {_mm512_add_ps(t4[0], t4[1]), _mm512_add_ps(t4[2], t4[3])};
+    float* y0 = y + row0 / 2 * ldy;
+    for (int h = 0; h < 2; ++h) {
+      if (2 * h < rows) _mm_storeu_ps(y0 + h * ldy, _mm512_castps512_ps128(s[h]));
+      if (4 + 2 * h < rows) _mm_storeu_ps(y0 + (2 + h) * ldy, _mm512_extractf32x4_ps(s[h], 1));
+      if (8 + 2 * h < rows) _mm_storeu_ps(y0 + (4 + h) * ldy, _mm512_extractf32x4_ps(s[h], 2));
+      if (12 + 2 * h < rows) _mm_storeu_ps(y0 + (6 + h) * ldy, _mm512_extractf32x4_ps(s[h], 3));
+    }
+    return;
+  }
   float* y0 = y + row0 * ldy;
   for (int q = 0; q < 4; ++q) {
     const __m128 k0 = _mm512_castps512_ps128(t4[q]), k1 = _mm512_extractf32x4_ps(t4[q], 1);
@@ -61,10 +85,10 @@ static inline void StoreRows16x4(const __m512* r, int64_t row0, int64_t m, float
 
 // The end of a vertical kernel's tile: lanes[l][g][n] holds logical lane l of
 // the 16 outputs of row group g0 + g and weight row n; each gets the fixed lane
-// tree and goes to y[(16 (g0 + g) + t) * ldy + n] for the rows t < m.
+// tree and goes to column n of y (StoreRows16's rows, `pairs` as there).
 template <int TG, int RN>
 static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g0, int64_t m,
-                                  float* y, int64_t ldy) {
+                                  bool pairs, float* y, int64_t ldy) {
   for (int g = 0; g < TG; ++g) {
     __m512 r[RN];
     STET_UNROLL
@@ -75,8 +99,8 @@ static inline void StoreLaneTrees(const float (&lanes)[8][TG][RN][16], int64_t g
       r[n] = CombineLanes16(l8);
     }
     int n = 0;
-    for (; n + 4 <= RN; n += 4) StoreRows16x4(r + n, 16 * (g0 + g), m, y + n, ldy);
-    for (; n < RN; ++n) StoreRows16(r[n], 16 * (g0 + g), m, y + n, ldy);
+    for (; n + 4 <= RN; n += 4) StoreRows16x4(r + n, 16 * (g0 + g), m, pairs, y + n, ldy);
+    for (; n < RN; ++n) StoreRows16(r[n], 16 * (g0 + g), m, pairs, y + n, ldy);
   }
 }
 
@@ -125,8 +149,8 @@ static inline void AddScaledDots(__m512i (&isum)[TG][RN], const __m512i (&dot)[T
 // block(b, acc) adding block b's terms to acc[g][n] (16 rows each), so every
 // lane keeps its own order; then the fixed lane tree (StoreLaneTrees).
 template <int TG, int RN, typename BlockFn>
-static inline void VerticalTile(int64_t nb, int64_t g0, int64_t m, float* y, int64_t ldy,
-                                BlockFn&& block) {
+static inline void VerticalTile(int64_t nb, int64_t g0, int64_t m, bool pairs, float* y,
+                                int64_t ldy, BlockFn&& block) {
   alignas(64) float lanes[8][TG][RN][16];
   for (int l = 0; l < 8; ++l) {
     __m512 acc[TG][RN];
@@ -136,7 +160,7 @@ static inline void VerticalTile(int64_t nb, int64_t g0, int64_t m, float* y, int
     for (int g = 0; g < TG; ++g) STET_UNROLL
     for (int n = 0; n < RN; ++n) _mm512_store_ps(lanes[l][g][n], acc[g][n]);
   }
-  StoreLaneTrees<TG, RN>(lanes, g0, m, y, ldy);
+  StoreLaneTrees<TG, RN>(lanes, g0, m, pairs, y, ldy);
 }
 
 // The vertical kernels' loop nest (matmul_q8_avx512.cc, matmul_qk*_avx512.cc) over

@@ -107,11 +107,11 @@ inline Nibbles LoadNibbles(const uint8_t* qs) {
 // each): y[row * ldy + n].
 template <typename Block, int RN, int TG>
 void Tile(const Block* const* wrow, const BlockAux* aux, const uint8_t* wq, const ActQ8V& act,
-          int64_t g0, float* y, int64_t ldy) {
+          int64_t g0, bool pairs, float* y, int64_t ldy) {
   constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
   constexpr bool kBytes = kQ8 || kUnpacked<Block>;  // weights as bytes in memory
   const int64_t nb = act.nb;
-  VerticalTile<TG, RN>(nb, g0, act.m, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
+  VerticalTile<TG, RN>(nb, g0, act.m, pairs, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
     __m512i is[TG][RN];
     FillTile(is, _mm512_setzero_si512());
     const uint8_t* xq = act.qs + (g0 * nb + b) * 512;
@@ -179,8 +179,8 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
         RowAux(wrow[n], act.nb, tls_aux.data() + n * act.nb, tls_wq.data() + n * act.nb * kQK);
       },
       [&](auto rn, auto tg, int64_t r, int64_t g) {
-        Tile<Block, decltype(rn)::value, decltype(tg)::value>(wrow, tls_aux.data(), tls_wq.data(),
-                                                              act, g, a.y + r, a.w->rows);
+        Tile<Block, decltype(rn)::value, decltype(tg)::value>(
+            wrow, tls_aux.data(), tls_wq.data(), act, g, a.sum_row_pairs, a.y + r, a.w->rows);
       });
 }
 

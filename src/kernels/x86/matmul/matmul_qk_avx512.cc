@@ -81,10 +81,10 @@ void RowNibbles(const BlockQ4_K* blocks, int64_t nsb, uint8_t* out) {
 }
 
 template <int RN, int TG>
-void Tile(const uint8_t* const* wq, const SuperAux* aux, const ActQ8KV& act, int64_t g0, float* y,
-          int64_t ldy) {
+void Tile(const uint8_t* const* wq, const SuperAux* aux, const ActQ8KV& act, int64_t g0, bool pairs,
+          float* y, int64_t ldy) {
   const int64_t nsb = act.nsb;
-  VerticalTile<TG, RN>(nsb, g0, act.m, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
+  VerticalTile<TG, RN>(nsb, g0, act.m, pairs, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
     __m512i isum[TG][RN];
     FillTile(isum, _mm512_setzero_si512());
     const int8_t* xs = act.qs + (g0 * nsb + b) * 4096;
@@ -169,8 +169,8 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
         wq[n] = nib;
       },
       [&](auto rn, auto tg, int64_t r, int64_t g) {
-        Tile<decltype(rn)::value, decltype(tg)::value>(wq, tls_aux.data(), act, g, a.y + r,
-                                                       a.w->rows);
+        Tile<decltype(rn)::value, decltype(tg)::value>(wq, tls_aux.data(), act, g, a.sum_row_pairs,
+                                                       a.y + r, a.w->rows);
       });
 }
 

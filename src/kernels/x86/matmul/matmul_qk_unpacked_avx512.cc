@@ -164,10 +164,11 @@ void RowAux(const Block* blocks, int64_t nsb, Super* out) {
 
 // Outputs for RN weight rows (us[n]: their nsb superblocks) and TG row groups g0..
 template <typename Block, int RN, int TG>
-void Tile(const Super* const* us, const ActQ8KV& act, int64_t g0, float* y, int64_t ldy) {
+void Tile(const Super* const* us, const ActQ8KV& act, int64_t g0, bool pairs, float* y,
+          int64_t ldy) {
   constexpr int kSteps = kSub<Block> / 4;  // 4-element steps per sub-block
   const int64_t nsb = act.nsb;
-  VerticalTile<TG, RN>(nsb, g0, act.m, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
+  VerticalTile<TG, RN>(nsb, g0, act.m, pairs, y, ldy, [&](int64_t b, __m512(&acc)[TG][RN]) {
     __m512i isum[TG][RN];
     STET_UNROLL
     for (int g = 0; g < TG; ++g) STET_UNROLL
@@ -228,7 +229,8 @@ void Rows(const MatMulArgs& a, int64_t r0, int64_t r1) {
         us[n] = dst;
       },
       [&](auto rn, auto tg, int64_t r, int64_t g) {
-        Tile<Block, decltype(rn)::value, decltype(tg)::value>(us, act, g, a.y + r, a.w->rows);
+        Tile<Block, decltype(rn)::value, decltype(tg)::value>(us, act, g, a.sum_row_pairs, a.y + r,
+                                                              a.w->rows);
       });
 }
 
