@@ -470,6 +470,12 @@ std::span<const MatMulKernel> MatMulPackedKernels();      // q8_0/q4_0/q4_1/q4_k
 void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvRows& v,
                     DType kv_type, int64_t n_kv0, int64_t n_kv1, int head_dim, float scale,
                     float softcap, float* out0, float* out1, float* scratch);
+// Four AttendHead calls over the same K/V (q[i], n_kv[i], out[i]), one pass, each
+// K/V load and widening serving all four; head_dim % 8 == 0. scratch: 4 * max(n_kv)
+// + 4 * head_dim floats.
+void AttendHeadQuad(const float* const* q, const KvRows& k, const KvRows& v, DType kv_type,
+                    const int64_t* n_kv, int head_dim, float scale, float softcap,
+                    float* const* out, float* scratch);
 }  // namespace avx512
 
 // NEON (aarch64; kernels/neon/): Isa::kNeon. Its MatMul rows use SDOT where the

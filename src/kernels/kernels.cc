@@ -155,6 +155,14 @@ void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRo
   }
 #endif
   int i = 0;
+#if defined(STET_KERNELS_HAVE_AVX512)
+  if (pairs512 && head_dim % 8 == 0) {  // four queries a pass: half the K/V widening per fma
+    for (; i + 3 < nq; i += 4) {
+      avx512::AttendHeadQuad(qs + i, k, v, kv_type, n_kv + i, head_dim, scale, softcap, outs + i,
+                             scratch);
+    }
+  }
+#endif
   for (; i + 1 < nq; i += 2) {
     AttendHeadPair(qs[i], qs[i + 1], k, v, kv_type, n_kv[i], n_kv[i + 1], head_dim, scale, softcap,
                    outs[i], outs[i + 1], scratch, isa);

@@ -242,6 +242,50 @@ TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {
   }
 }
 
+// The same through AttendHeads with four queries (AVX-512: one quad pass): each
+// query's lanes stop at its own n_kv, whichever slot of the four it is in.
+TEST_P(AttendHeadTest, QuadIgnoresRowsPastEachQuery) {
+  std::mt19937 rng(75);
+  const int head_dim = 64;
+  Cache c = MakeCache(rng, GetParam(), head_dim, 1, 40);
+  std::vector<float> bad(static_cast<size_t>(head_dim), INFINITY);
+  bad[3] = std::nanf("");
+  for (int64_t t = 20; t < 40; ++t) {
+    StoreRow(bad.data(), head_dim, c.type, c.v.data() + t * c.stride(), Isa::kScalar);
+  }
+  const float scale = 0.125f;
+  std::vector<std::vector<float>> q(4), want(4), out(4);
+  // Past position 20 every V row is inf/nan: the query reading all 40 gets nan,
+  // the others must not see those rows.
+  const int64_t lens[4] = {20, 13, 40, 17};
+  for (int i = 0; i < 4; ++i) {
+    q[i] = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+    want[i] = Attend(c, 0, q[i], lens[i], scale, Isa::kScalar);
+  }
+  for (Isa isa : testing::AvailableIsas()) {
+    for (int rot = 0; rot < 4; ++rot) {  // the lengths in every slot
+      const float* qp[4];
+      float* op[4];
+      int64_t n_kv[4];
+      for (int j = 0; j < 4; ++j) {
+        const int i = (j + rot) % 4;
+        out[i].assign(head_dim, -5.0f);
+        qp[j] = q[i].data();
+        op[j] = out[i].data();
+        n_kv[j] = lens[i];
+      }
+      std::vector<float> scratch(static_cast<size_t>(AttendHeadsScratch(4, 40, head_dim)));
+      AttendHeads(qp, n_kv, 4, c.kh(0), c.vh(0), c.type, head_dim, scale, 0.0f, op, scratch.data(),
+                  isa);
+      for (int i = 0; i < 4; ++i) {
+        if (lens[i] > 20) continue;
+        ASSERT_TRUE(testing::SameBits(want[i].data(), out[i].data(), head_dim))
+            << IsaName(isa) << " rotation " << rot << " query " << i;
+      }
+    }
+  }
+}
+
 TEST_P(AttendHeadTest, DependsOnlyOnTheFirstNkvPositions) {
   std::mt19937 rng(72);
   const int head_dim = 64;
