@@ -42,10 +42,13 @@ struct TuneOptions {
   int reps = 7;            // timed passes per candidate after a warm-up
   // Streaming rows within this share of the best are tied: the memory bound, not
   // the row, set their time, and a row faster by more than this share on cached
-  // weights (`hot_bytes` of them, passed over again) goes in — never slower where
-  // bandwidth is the limit, faster wherever more of it is left (a quieter machine,
-  // a host in a faster state). Within the share in cache too, the best stays.
-  double tie = 0.10;
+  // weights (`hot_bytes` of them, passed over again) goes in — faster wherever
+  // more bandwidth is left (a quieter machine, a host in a faster state). Within
+  // the share in cache too, the best stays. 3%, the most `auto` may give up
+  // against the best single path: at 10% a Zen 4 took avx512.packed for Gemma 3's
+  // q8_0 output (9% slower streaming, 38% faster cached) and its decode ran
+  // ~10% below --isa avx2's.
+  double tie = 0.03;
   int64_t hot_bytes = int64_t{4} << 20;
 };
 
