@@ -216,17 +216,23 @@ TEST_P(AttendHeadTest, HeadsEqualSingleCalls) {
   }
 }
 
-// The shorter query of a pair never sees the rows past its n_kv, even when
-// they hold inf or nan (its lanes are masked, not multiplied by zero).
-TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {
-  std::mt19937 rng(74);
-  const int head_dim = 64;
-  Cache c = MakeCache(rng, GetParam(), head_dim, 1, 40);
+// A 40-position cache whose V rows from position 20 on hold inf (and a nan).
+Cache PoisonedCache(std::mt19937& rng, DType type, int head_dim) {
+  Cache c = MakeCache(rng, type, head_dim, 1, 40);
   std::vector<float> bad(static_cast<size_t>(head_dim), INFINITY);
   bad[3] = std::nanf("");
   for (int64_t t = 20; t < 40; ++t) {
     StoreRow(bad.data(), head_dim, c.type, c.v.data() + t * c.stride(), Isa::kScalar);
   }
+  return c;
+}
+
+// The shorter query of a pair never sees the rows past its n_kv, even when
+// they hold inf or nan (its lanes are masked, not multiplied by zero).
+TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {
+  std::mt19937 rng(74);
+  const int head_dim = 64;
+  const Cache c = PoisonedCache(rng, GetParam(), head_dim);
   const float scale = 0.125f;
   const auto q0 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
   const auto q1 = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
@@ -247,12 +253,7 @@ TEST_P(AttendHeadTest, PairIgnoresRowsPastTheShorterQuery) {
 TEST_P(AttendHeadTest, QuadIgnoresRowsPastEachQuery) {
   std::mt19937 rng(75);
   const int head_dim = 64;
-  Cache c = MakeCache(rng, GetParam(), head_dim, 1, 40);
-  std::vector<float> bad(static_cast<size_t>(head_dim), INFINITY);
-  bad[3] = std::nanf("");
-  for (int64_t t = 20; t < 40; ++t) {
-    StoreRow(bad.data(), head_dim, c.type, c.v.data() + t * c.stride(), Isa::kScalar);
-  }
+  const Cache c = PoisonedCache(rng, GetParam(), head_dim);
   const float scale = 0.125f;
   std::vector<std::vector<float>> q(4), want(4), out(4);
   // Past position 20 every V row is inf/nan: the query reading all 40 gets nan,
