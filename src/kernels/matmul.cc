@@ -3,8 +3,9 @@
 // call, before the parallel region, into per-thread scratch that only grows; then
 // threads split w.rows only (rule R2), so no thread count or batch size can reach a
 // reduction order. Which row runs never changes a bit (R4). MatMulGroupRefined (the
-// invariant mode's) lays out x and its residual as 2m rows and adds the two output
-// halves in the parallel region.
+// invariant mode's) lays out x and its residual as 2m rows, each x row beside its
+// residual's, and adds each pair's two outputs in the parallel region (the AVX-512
+// vertical kernels as they store them).
 #include <algorithm>
 #include <cstring>
 #include <vector>

@@ -46,6 +46,15 @@ static inline void StoreRows16(__m512 r, int64_t row0, int64_t m, bool pairs, fl
   }
 }
 
+// 128-bit lane k of v to base + k * step, for the lanes whose first source row
+// (first + 4k) is < rows.
+static inline void StoreLanes4(__m512 v, float* base, int64_t step, int first, int64_t rows) {
+  if (first < rows) _mm_storeu_ps(base, _mm512_castps512_ps128(v));
+  if (first + 4 < rows) _mm_storeu_ps(base + step, _mm512_extractf32x4_ps(v, 1));
+  if (first + 8 < rows) _mm_storeu_ps(base + 2 * step, _mm512_extractf32x4_ps(v, 2));
+  if (first + 12 < rows) _mm_storeu_ps(base + 3 * step, _mm512_extractf32x4_ps(v, 3));
+}
+
 // y[... + n] = r[n][t] for n < 4 and the rows t < m of a 16-row group: a 4 x 16
 // transpose in registers, each row's four outputs one 16-byte store (one scalar
 // store per output, read back from a spilled vector, was 12% of a q4_k prefill
@@ -61,25 +70,13 @@ static inline void StoreRows16x4(const __m512* r, int64_t row0, int64_t m, bool 
       _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(b), _mm512_castps_pd(d))),
       _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(b), _mm512_castps_pd(d)))};
   const int64_t rows = m - row0 < 16 ? m - row0 : 16;
-  if (pairs) {  // rows 4k + 2h and 4k + 2h + 1: lane k of t4[2h] + t4[2h + 1]
-    const __m512 s[2] = {_mm512_add_ps(t4[0], t4[1]), _mm512_add_ps(t4[2], t4[3])};
-    float* y0 = y + row0 / 2 * ldy;
+  if (pairs) {  // rows 4k + 2h, 4k + 2h + 1 -> output row row0 / 2 + 2k + h
     for (int h = 0; h < 2; ++h) {
-      if (2 * h < rows) _mm_storeu_ps(y0 + h * ldy, _mm512_castps512_ps128(s[h]));
-      if (4 + 2 * h < rows) _mm_storeu_ps(y0 + (2 + h) * ldy, _mm512_extractf32x4_ps(s[h], 1));
-      if (8 + 2 * h < rows) _mm_storeu_ps(y0 + (4 + h) * ldy, _mm512_extractf32x4_ps(s[h], 2));
-      if (12 + 2 * h < rows) _mm_storeu_ps(y0 + (6 + h) * ldy, _mm512_extractf32x4_ps(s[h], 3));
+      StoreLanes4(_mm512_add_ps(t4[2 * h], t4[2 * h + 1]), y + (row0 / 2 + h) * ldy, 2 * ldy, 2 * h,
+                  rows);
     }
-    return;
-  }
-  float* y0 = y + row0 * ldy;
-  for (int q = 0; q < 4; ++q) {
-    const __m128 k0 = _mm512_castps512_ps128(t4[q]), k1 = _mm512_extractf32x4_ps(t4[q], 1);
-    const __m128 k2 = _mm512_extractf32x4_ps(t4[q], 2), k3 = _mm512_extractf32x4_ps(t4[q], 3);
-    if (q < rows) _mm_storeu_ps(y0 + q * ldy, k0);
-    if (4 + q < rows) _mm_storeu_ps(y0 + (4 + q) * ldy, k1);
-    if (8 + q < rows) _mm_storeu_ps(y0 + (8 + q) * ldy, k2);
-    if (12 + q < rows) _mm_storeu_ps(y0 + (12 + q) * ldy, k3);
+  } else {
+    for (int q = 0; q < 4; ++q) StoreLanes4(t4[q], y + (row0 + q) * ldy, 4 * ldy, q, rows);
   }
 }
 
