@@ -136,11 +136,12 @@ TEST_P(AttendHeadTest, NeonEqualsScalar) {
 // AttendHeadPair == two scalar AttendHead calls, on every SIMD path this host
 // has (the scalar pair is two scalar calls by definition, so it is not a check):
 // equal and different n_kv either way round, head_dims with and without the
-// AVX-512 kernel (head_dim % 8 != 0 falls back to two AVX2 calls).
+// AVX-512 kernel (head_dim % 8 != 0 falls back to two AVX2 calls; 8, 40 and 136
+// end in half a 16-dim vector; 256 in f16 takes the software prefetch).
 TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
   STET_REQUIRE_AVX2();
   std::mt19937 rng(73);
-  for (int head_dim : {64, 128, 96, 16, 8, 13}) {
+  for (int head_dim : {64, 128, 96, 16, 8, 13, 40, 136, 256}) {
     const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 140);
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     for (auto [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{
@@ -168,10 +169,10 @@ TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
 // scalar AttendHead per query, for query counts that leave a lone query, n_kv
 // that differ per query (causal prefill), end inside and past a block, and a
 // paged cache read through a block table, with and without soft-capping;
-// head_dim 13 takes the fallback.
+// head_dim 13 takes the fallback, 40 and 136 end in half a 16-dim vector.
 TEST_P(AttendHeadTest, HeadsEqualSingleCalls) {
   std::mt19937 rng(77);
-  for (int head_dim : {64, 128, 96, 16, 8, 13}) {
+  for (int head_dim : {64, 128, 96, 16, 8, 13, 40, 136}) {
     const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 300);
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     // A paged copy: blocks of 16 positions in reverse order.

@@ -1,15 +1,19 @@
 // AVX-512 AttendHeadPair / AttendHeadQuad: two or four queries over the same
-// K/V rows in one pass. A 16-lane vector holds a pair's 8 logical lanes
-// (scores) or 8 output dims (the weighted sum of V), so each K/V load and f16
-// widening serves both queries of a pair, and (quad) both pairs.
+// K/V rows in one pass, each K/V element loaded and widened once for all of
+// them. Scores: a 16-lane vector holds one query's 8 logical lanes for two
+// positions (rows t and t + 1); the weighted sum of V: 16 output dims of one
+// query, V walked in blocks of positions so that each block is read from
+// memory once for every dim and query.
 // Numerics, per query exactly ref/attend_head.cc: s_t = Dot8(q, k_t) * scale
 // (element j -> lane j%8, fma in increasing j, fixed lane tree); the shared
-// softmax (avx2::Softmax); out[d] = fma(e_t, v_t[d], out[d]) in increasing t,
-// then / denominator. Past a query's n_kv its lanes are masked off, not fed
-// zeros, so they keep their value whatever the V rows hold.
+// softmax (avx2::Softmax); out[d] = fma(e_t, v_t[d], out[d]) in increasing t
+// (the sums leave registers between blocks, not their order), then /
+// denominator. Past a query's n_kv its lanes are masked off, not fed zeros, so
+// they keep their value whatever the V rows hold.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/internal.h"
@@ -19,14 +23,29 @@ namespace stet::kernels::avx512 {
 
 namespace {
 
-// Eight K/V values from element j of a row, widened exactly, in both halves.
+// Eight K values from element j of rows r0 (lanes 0..7) and r1 (lanes 8..15),
+// widened exactly: one 16-lane widening per two positions, each element once.
 template <DType T>
-inline __m512 LoadKv2(const uint8_t* row, int64_t j) {
+inline __m512 LoadRows2(const uint8_t* r0, const uint8_t* r1, int64_t j) {
   if constexpr (T == DType::kF32) {
-    return _mm512_broadcast_f32x8(_mm256_loadu_ps(reinterpret_cast<const float*>(row) + j));
+    return _mm512_insertf32x8(
+        _mm512_castps256_ps512(_mm256_loadu_ps(reinterpret_cast<const float*>(r0) + j)),
+        _mm256_loadu_ps(reinterpret_cast<const float*>(r1) + j), 1);
   } else {
-    return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j))));
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 2 * j));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + 2 * j));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+  }
+}
+
+// Sixteen V values from element j of a row, widened exactly; lanes outside
+// mask read nothing and hold 0.
+template <DType T>
+inline __m512 LoadV16(const uint8_t* row, int64_t j, __mmask16 mask) {
+  if constexpr (T == DType::kF32) {
+    return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row) + j);
+  } else {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, row + 2 * j));
   }
 }
 
@@ -38,142 +57,190 @@ inline __m512 CombineHalves(__m512 v) {
   return _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(2, 3, 0, 1)));
 }
 
-// Scores of NT consecutive positions for P pairs of queries (qp: pair p's
-// interleaved chunks at qp + 16 * chunks * p; s[2p], s[2p + 1]: its queries'
-// scores): each K load and widening serves all 2P queries.
-template <DType T, int P, int NT>
-inline void Scores(const float* qp, const uint8_t* k, int64_t stride, int chunks, float scale,
-                   float* const* s, int64_t at) {
-  __m512 acc[P][NT];
+// Scores of NU pairs of positions (rows k + 2u * stride and the next; lone: one
+// row, read twice, the second half unused) for Q queries: a vector holds one
+// query's 8 lanes for two positions, so each K element is widened once and
+// serves all Q queries. Query i's scores go to s[i][at...].
+template <DType T, int Q, int NU>
+inline void Scores(const float* const* q, const uint8_t* k, int64_t stride, int chunks, float scale,
+                   float* const* s, int64_t at, bool lone = false) {
+  __m512 acc[Q][NU];
   STET_UNROLL
-  for (int p = 0; p < P; ++p) STET_UNROLL
-  for (int u = 0; u < NT; ++u) acc[p][u] = _mm512_setzero_ps();
+  for (int i = 0; i < Q; ++i) STET_UNROLL
+  for (int u = 0; u < NU; ++u) acc[i][u] = _mm512_setzero_ps();
+  const int64_t second = lone ? 0 : stride;
   for (int c = 0; c < chunks; ++c) {
-    __m512 qv[P];
+    __m512 qv[Q];
     STET_UNROLL
-    for (int p = 0; p < P; ++p) qv[p] = _mm512_loadu_ps(qp + 16 * (chunks * p + c));
+    for (int i = 0; i < Q; ++i) qv[i] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[i] + 8 * c));
     STET_UNROLL
-    for (int u = 0; u < NT; ++u) {
-      const __m512 kv = LoadKv2<T>(k + u * stride, 8 * c);
+    for (int u = 0; u < NU; ++u) {
+      const uint8_t* r = k + 2 * u * stride;
+      const __m512 kv = LoadRows2<T>(r, r + second, 8 * c);
       STET_UNROLL
-      for (int p = 0; p < P; ++p) acc[p][u] = _mm512_fmadd_ps(qv[p], kv, acc[p][u]);
+      for (int i = 0; i < Q; ++i) acc[i][u] = _mm512_fmadd_ps(qv[i], kv, acc[i][u]);
     }
   }
   STET_UNROLL
-  for (int p = 0; p < P; ++p) STET_UNROLL
-  for (int u = 0; u < NT; ++u) {
-    const __m512 r = CombineHalves(acc[p][u]);
-    s[2 * p][at + u] = _mm512_cvtss_f32(r) * scale;
-    s[2 * p + 1][at + u] = _mm_cvtss_f32(_mm512_extractf32x4_ps(r, 2)) * scale;
+  for (int i = 0; i < Q; ++i) STET_UNROLL
+  for (int u = 0; u < NU; ++u) {
+    const __m512 r = CombineHalves(acc[i][u]);
+    s[i][at + 2 * u] = _mm512_cvtss_f32(r) * scale;
+    if (!lone) s[i][at + 2 * u + 1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(r, 2)) * scale;
   }
 }
 
-// Both halves of a 16-lane vector: a in lanes 0..7, b in 8..15.
-inline __m512 Halves(float a, float b) {
-  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
-}
-
-// Output dims [j0, j0 + 8 * NV) of P pairs of queries (n[q]: query q's n_kv,
-// e[q] its weights), positions in increasing t, run by run (the accumulators
-// live across runs); a query's lanes are masked off past its n_kv.
-template <DType T, int P, int NV>
-void Accumulate(const KvRows& v, const int64_t* n, const float* const* e, int j0, const float* den,
-                float* const* out) {
-  __m512 acc[P][NV];
-  STET_UNROLL
-  for (int p = 0; p < P; ++p) STET_UNROLL
-  for (int i = 0; i < NV; ++i) acc[p][i] = _mm512_setzero_ps();
-  const int64_t n_min = *std::min_element(n, n + 2 * P), n_max = *std::max_element(n, n + 2 * P);
-  const int64_t stride = v.row_stride;
-  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
-    const uint8_t* vr = v.RunAt(t0, n_max, &len) - t0 * stride;  // position t: vr + t * stride
-    const int64_t end = t0 + len;
-    int64_t t = t0;
-    for (; t < std::min(end, n_min); ++t) {
-      __m512 w[P];
-      STET_UNROLL
-      for (int p = 0; p < P; ++p) w[p] = Halves(e[2 * p][t], e[2 * p + 1][t]);
-      const uint8_t* vt = vr + t * stride;
-      STET_UNROLL
-      for (int i = 0; i < NV; ++i) {
-        const __m512 vv = LoadKv2<T>(vt, j0 + 8 * i);
-        STET_UNROLL
-        for (int p = 0; p < P; ++p) acc[p][i] = _mm512_fmadd_ps(w[p], vv, acc[p][i]);
-      }
-    }
-    for (; t < end; ++t) {
-      __m512 w[P];
-      __mmask16 live[P];
-      STET_UNROLL
-      for (int p = 0; p < P; ++p) {
-        live[p] =
-            static_cast<__mmask16>((t < n[2 * p] ? 0x00FF : 0) | (t < n[2 * p + 1] ? 0xFF00 : 0));
-        w[p] = Halves(e[2 * p][t], e[2 * p + 1][t]);
-      }
-      const uint8_t* vt = vr + t * stride;
-      STET_UNROLL
-      for (int i = 0; i < NV; ++i) {
-        const __m512 vv = LoadKv2<T>(vt, j0 + 8 * i);
-        STET_UNROLL
-        for (int p = 0; p < P; ++p) acc[p][i] = _mm512_mask3_fmadd_ps(w[p], vv, acc[p][i], live[p]);
-      }
+// Software prefetch of K/V rows kAheadRows positions ahead of the rows being
+// read, run by run through the block table: a long context comes from memory
+// (the weights stream through the caches between layers). Only for rows of
+// kPrefetchMinRowBytes or more (head_dim 256 in f16): there, on a Zen 4, a
+// cold 4096-position pair took 373 us against 413 us without; on 128- and
+// 256-byte rows the hardware prefetcher did better alone (10% slower with).
+constexpr int64_t kAheadRows = 32, kPrefetchMinRowBytes = 512;
+template <DType T>
+using Elem = std::conditional_t<T == DType::kF32, float, uint16_t>;
+class Prefetcher {
+ public:
+  Prefetcher(const KvRows& rows, int64_t n, int64_t row_bytes)
+      : rows_(rows), n_(row_bytes >= kPrefetchMinRowBytes ? n : 0), row_bytes_(row_bytes) {}
+  // Prefetches the rows of positions up to `end` (exclusive) not prefetched yet.
+  void Upto(int64_t end) {
+    end = std::min(end, n_);
+    for (; next_ < end; ++next_, --left_, row_ += rows_.row_stride) {
+      if (left_ == 0) row_ = rows_.RunAt(next_, n_, &left_);
+      for (int64_t b = 0; b < row_bytes_; b += 64) _mm_prefetch(row_ + b, _MM_HINT_T0);
     }
   }
-  STET_UNROLL
-  for (int p = 0; p < P; ++p) {
-    const __m512 dv = Halves(den[2 * p], den[2 * p + 1]);
-    STET_UNROLL
-    for (int i = 0; i < NV; ++i) {
-      const __m512 r = _mm512_div_ps(acc[p][i], dv);
-      _mm256_storeu_ps(out[2 * p] + j0 + 8 * i, _mm512_castps512_ps256(r));
-      _mm256_storeu_ps(out[2 * p + 1] + j0 + 8 * i, _mm512_extractf32x8_ps(r, 1));
-    }
-  }
-}
 
-template <DType T, int P>
-void AccumulateAll(const KvRows& v, const int64_t* n, const float* const* e, int head_dim,
-                   const float* den, float* const* out) {
-  // P = 2 keeps 2 x 4 accumulators a pass (2 x 8 and the V loads would spill).
-  constexpr int kNV = P == 1 ? 8 : 4;
-  int j0 = 0;
-  for (; j0 + 8 * kNV <= head_dim; j0 += 8 * kNV) Accumulate<T, P, kNV>(v, n, e, j0, den, out);
-  WithCount<kNV - 1>((head_dim - j0) / 8, [&](auto nv) {
-    Accumulate<T, P, decltype(nv)::value>(v, n, e, j0, den, out);
-  });
-}
+ private:
+  const KvRows& rows_;
+  int64_t n_, row_bytes_, next_ = 0, left_ = 0;
+  const uint8_t* row_ = nullptr;
+};
 
-// 2P queries over the same K/V rows in one pass; scratch: 2P * max(n) + 2P * head_dim floats.
-template <DType T, int P>
-void Pairs(const float* const* q, const KvRows& k, const KvRows& v, const int64_t* n, int head_dim,
-           float scale, float softcap, float* const* out, float* scratch) {
-  const int64_t n_max = *std::max_element(n, n + 2 * P);
-  float* s[2 * P];
-  for (int i = 0; i < 2 * P; ++i) s[i] = scratch + i * n_max;
-  float* qp = scratch + 2 * P * n_max;
+// Every query's scores at positions [0, n_max), run by run.
+template <DType T, int Q>
+void AllScores(const float* const* q, const KvRows& k, int64_t n_max, int head_dim, float scale,
+               float* const* s) {
+  constexpr int kNU = Q <= 2 ? 4 : 3;
   const int chunks = head_dim / 8;
-  for (int p = 0; p < P; ++p) {
-    for (int c = 0; c < chunks; ++c) {
-      _mm256_storeu_ps(qp + 16 * (chunks * p + c), _mm256_loadu_ps(q[2 * p] + 8 * c));
-      _mm256_storeu_ps(qp + 16 * (chunks * p + c) + 8, _mm256_loadu_ps(q[2 * p + 1] + 8 * c));
-    }
-  }
-  // Every query's scores up to n_max (eight positions at a time within each
-  // run); each softmax reads only its own n_kv.
-  const int64_t stride = k.row_stride;
+  const int64_t stride = k.row_stride, row_bytes = head_dim * static_cast<int64_t>(sizeof(Elem<T>));
+  Prefetcher ahead(k, n_max, row_bytes);
   for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
     const uint8_t* kr = k.RunAt(t0, n_max, &len);
     int64_t t = 0;
-    for (; t + 8 <= len; t += 8)
-      Scores<T, P, 8>(qp, kr + t * stride, stride, chunks, scale, s, t0 + t);
-    for (; t < len; ++t) Scores<T, P, 1>(qp, kr + t * stride, stride, chunks, scale, s, t0 + t);
+    for (; t + 2 * kNU <= len; t += 2 * kNU) {
+      ahead.Upto(t0 + t + 2 * kNU + kAheadRows);
+      Scores<T, Q, kNU>(q, kr + t * stride, stride, chunks, scale, s, t0 + t);
+    }
+    for (; t + 2 <= len; t += 2)
+      Scores<T, Q, 1>(q, kr + t * stride, stride, chunks, scale, s, t0 + t);
+    if (t < len) Scores<T, Q, 1>(q, kr + t * stride, stride, chunks, scale, s, t0 + t, true);
   }
-  float den[2 * P];
-  for (int i = 0; i < 2 * P; ++i) {
+}
+
+// One position for Q queries over output dims [j0, j0 + 16 * NV) (the last
+// vector's dims: mask): acc[i] = fma(e_i, v_t, acc[i]) on query i's live lanes.
+template <DType T, int Q, int NV, bool kMasked>
+inline void AddPosition(const uint8_t* vt, int j0, __mmask16 mask, const float* w,
+                        const __mmask16* live, __m512 (&acc)[Q][NV]) {
+  STET_UNROLL
+  for (int x = 0; x < NV; ++x) {
+    const __m512 vv = LoadV16<T>(vt, j0 + 16 * x, x + 1 < NV ? 0xFFFF : mask);
+    STET_UNROLL
+    for (int i = 0; i < Q; ++i) {
+      const __m512 wi = _mm512_set1_ps(w[i]);
+      acc[i][x] = kMasked ? _mm512_mask3_fmadd_ps(wi, vv, acc[i][x], live[i])
+                          : _mm512_fmadd_ps(wi, vv, acc[i][x]);
+    }
+  }
+}
+
+// Output dims [j0, j0 + 16 * NV) of Q queries over positions [b0, b1), in
+// increasing t: query i's weights e[i], its lanes masked off (not fed zeros)
+// once t >= n[i]. The sums start from and go back to sums + i * head_dim, so a
+// long context goes block by block with each block's V rows read once.
+template <DType T, int Q, int NV>
+void AccumulateBlock(const KvRows& v, const int64_t* n, const float* const* e, int64_t b0,
+                     int64_t b1, int j0, int head_dim, __mmask16 mask, float* sums,
+                     Prefetcher* ahead) {
+  __m512 acc[Q][NV];
+  STET_UNROLL
+  for (int i = 0; i < Q; ++i) STET_UNROLL
+  for (int x = 0; x < NV; ++x) {
+    acc[i][x] =
+        _mm512_maskz_loadu_ps(x + 1 < NV ? 0xFFFF : mask, sums + i * head_dim + j0 + 16 * x);
+  }
+  const int64_t n_min = *std::min_element(n, n + Q);
+  const int64_t stride = v.row_stride;
+  for (int64_t t0 = b0, len = 0; t0 < b1; t0 += len) {
+    const uint8_t* vr = v.RunAt(t0, b1, &len) - t0 * stride;  // position t: vr + t * stride
+    const int64_t end = t0 + len;
+    int64_t t = t0;
+    float w[Q];
+    __mmask16 live[Q] = {};
+    for (; t < std::min(end, n_min); ++t) {
+      if (ahead != nullptr) ahead->Upto(t + 1 + kAheadRows);
+      STET_UNROLL
+      for (int i = 0; i < Q; ++i) w[i] = e[i][t];
+      AddPosition<T, Q, NV, false>(vr + t * stride, j0, mask, w, live, acc);
+    }
+    for (; t < end; ++t) {
+      STET_UNROLL
+      for (int i = 0; i < Q; ++i) {
+        live[i] = t < n[i] ? 0xFFFF : 0;
+        w[i] = t < n[i] ? e[i][t] : 0.0f;
+      }
+      AddPosition<T, Q, NV, true>(vr + t * stride, j0, mask, w, live, acc);
+    }
+  }
+  STET_UNROLL
+  for (int i = 0; i < Q; ++i) STET_UNROLL
+  for (int x = 0; x < NV; ++x) {
+    _mm512_mask_storeu_ps(sums + i * head_dim + j0 + 16 * x, x + 1 < NV ? 0xFFFF : mask, acc[i][x]);
+  }
+}
+
+// Q queries over the same K/V rows; scratch: Q * max(n) + Q * head_dim floats.
+template <DType T, int Q>
+void Group(const float* const* q, const KvRows& k, const KvRows& v, const int64_t* n, int head_dim,
+           float scale, float softcap, float* const* out, float* scratch) {
+  const int64_t n_max = *std::max_element(n, n + Q);
+  float* s[Q];
+  for (int i = 0; i < Q; ++i) s[i] = scratch + i * n_max;
+  float* sums = scratch + Q * n_max;
+  // Every query's scores up to n_max; each softmax reads only its own n_kv.
+  AllScores<T, Q>(q, k, n_max, head_dim, scale, s);
+  float den[Q];
+  for (int i = 0; i < Q; ++i) {
     SoftCap(s[i], n[i], softcap);
     den[i] = avx2::Softmax(s[i], n[i]);
   }
-  AccumulateAll<T, P>(v, n, s, head_dim, den, out);
+  std::fill(sums, sums + Q * head_dim, 0.0f);
+  // Sixteen dims a vector, kNV vectors a pass (Q * kNV accumulators).
+  constexpr int kNV = Q <= 2 ? 8 : 4, kBlock = 64;
+  const int full = head_dim / (16 * kNV) * (16 * kNV), rest = head_dim - full;
+  const __mmask16 tail = rest % 16 == 0 ? 0xFFFF : 0x00FF;
+  Prefetcher ahead(v, n_max, head_dim * static_cast<int64_t>(sizeof(Elem<T>)));
+  for (int64_t b0 = 0; b0 < n_max; b0 += kBlock) {
+    const int64_t b1 = std::min(n_max, b0 + kBlock);
+    for (int j0 = 0; j0 < full; j0 += 16 * kNV)
+      AccumulateBlock<T, Q, kNV>(v, n, s, b0, b1, j0, head_dim, 0xFFFF, sums,
+                                 j0 == 0 ? &ahead : nullptr);
+    if (rest == 0) continue;
+    WithCount<kNV - 1>((rest + 15) / 16, [&](auto nv) {
+      AccumulateBlock<T, Q, decltype(nv)::value>(v, n, s, b0, b1, full, head_dim, tail, sums,
+                                                 full == 0 ? &ahead : nullptr);
+    });
+  }
+  for (int i = 0; i < Q; ++i) {
+    const __m512 dv = _mm512_set1_ps(den[i]);
+    for (int j = 0; j < head_dim; j += 16) {
+      const __mmask16 m = j + 16 <= head_dim ? 0xFFFF : 0x00FF;
+      _mm512_mask_storeu_ps(out[i] + j, m,
+                            _mm512_div_ps(_mm512_maskz_loadu_ps(m, sums + i * head_dim + j), dv));
+    }
+  }
 }
 
 }  // namespace
@@ -186,7 +253,7 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
   const int64_t n[2] = {n_kv0, n_kv1};
   float* out[2] = {out0, out1};
   WithKvType(kv_type, "AttendHeadPair: the KV cache stores f32 or f16", [&](auto t) {
-    Pairs<decltype(t)::value, 1>(q, k, v, n, head_dim, scale, softcap, out, scratch);
+    Group<decltype(t)::value, 2>(q, k, v, n, head_dim, scale, softcap, out, scratch);
   });
 }
 
@@ -196,7 +263,7 @@ void AttendHeadQuad(const float* const* q, const KvRows& k, const KvRows& v, DTy
   STET_CHECK(head_dim % 8 == 0);
   for (int i = 0; i < 4; ++i) STET_CHECK(n_kv[i] > 0);
   WithKvType(kv_type, "AttendHeadQuad: the KV cache stores f32 or f16", [&](auto t) {
-    Pairs<decltype(t)::value, 2>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
+    Group<decltype(t)::value, 4>(q, k, v, n_kv, head_dim, scale, softcap, out, scratch);
   });
 }
 
