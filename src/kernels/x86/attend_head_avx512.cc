@@ -18,6 +18,7 @@
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/kv_prefetch.h"
 
 namespace stet::kernels::avx512 {
 
@@ -90,33 +91,10 @@ inline void Scores(const float* const* q, const uint8_t* k, int64_t stride, int 
   }
 }
 
-// Software prefetch of K/V rows kAheadRows positions ahead of the rows being
-// read, run by run through the block table: a long context comes from memory
-// (the weights stream through the caches between layers). Only for rows of
-// kPrefetchMinRowBytes or more (head_dim 256 in f16): there, on a Zen 4, a
-// cold 4096-position pair took 373 us against 413 us without; on 128- and
-// 256-byte rows the hardware prefetcher did better alone (10% slower with).
-constexpr int64_t kAheadRows = 32, kPrefetchMinRowBytes = 512;
+using x86::kAheadRows;
+using Prefetcher = x86::KvPrefetcher;
 template <DType T>
 using Elem = std::conditional_t<T == DType::kF32, float, uint16_t>;
-class Prefetcher {
- public:
-  Prefetcher(const KvRows& rows, int64_t n, int64_t row_bytes)
-      : rows_(rows), n_(row_bytes >= kPrefetchMinRowBytes ? n : 0), row_bytes_(row_bytes) {}
-  // Prefetches the rows of positions up to `end` (exclusive) not prefetched yet.
-  void Upto(int64_t end) {
-    end = std::min(end, n_);
-    for (; next_ < end; ++next_, --left_, row_ += rows_.row_stride) {
-      if (left_ == 0) row_ = rows_.RunAt(next_, n_, &left_);
-      for (int64_t b = 0; b < row_bytes_; b += 64) _mm_prefetch(row_ + b, _MM_HINT_T0);
-    }
-  }
-
- private:
-  const KvRows& rows_;
-  int64_t n_, row_bytes_, next_ = 0, left_ = 0;
-  const uint8_t* row_ = nullptr;
-};
 
 // Every query's scores at positions [0, n_max), run by run.
 template <DType T, int Q>
