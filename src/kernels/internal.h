@@ -429,6 +429,12 @@ namespace ref {
 STET_DECLARE_PATH_OPS()
 // r = x - the activation QuantizeActQ8 (block 32) / QuantizeActQ8K (block 256) hands the kernels.
 void ActResidual(const float* x, int64_t m, int64_t k, int block, float* r);
+// AttendHead's steps (kernels.h); ref::AttendHead is the three in a row.
+void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
+                  int64_t t1, int head_dim, float scale, float* const* s);
+float AttendSoftmax(float* s, int64_t n, float softcap);
+void AttendValues(const float* const* e, const float* den, int nq, const KvRows& v, DType kv_type,
+                  int64_t n, int j0, int j1, float* const* out);
 }  // namespace ref
 
 namespace avx2 {
@@ -450,6 +456,11 @@ void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRo
 // s[t] = ExpF(s[t] - max s) in place; returns the 8-lane sum of the results
 // (lane t % 8, fixed tree): AttendHead's softmax step.
 float Softmax(float* s, int64_t n);
+// AttendScores / AttendValues (kernels.h); head_dim % 8 == 0.
+void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
+                  int64_t t1, int head_dim, float scale, float* const* s);
+void AttendValues(const float* const* e, const float* den, int nq, const KvRows& v, DType kv_type,
+                  int64_t n, int j0, int j1, int head_dim, float* const* out);
 }  // namespace avx2
 
 // AVX-512 (F/BW/DQ/VL/VNNI): MatMul rows (packed small batches, paired and
@@ -476,6 +487,12 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
 void AttendHeadQuad(const float* const* q, const KvRows& k, const KvRows& v, DType kv_type,
                     const int64_t* n_kv, int head_dim, float scale, float softcap,
                     float* const* out, float* scratch);
+// AttendScores / AttendValues (kernels.h); head_dim % 8 == 0, j0 % 16 == 0 and j1
+// % 16 == 0 or j1 == head_dim.
+void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
+                  int64_t t1, int head_dim, float scale, float* const* s);
+void AttendValues(const float* const* e, const float* den, int nq, const KvRows& v, DType kv_type,
+                  int64_t n, int j0, int j1, int head_dim, float* const* out);
 }  // namespace avx512
 
 // NEON (aarch64; kernels/neon/): Isa::kNeon. Its MatMul rows use SDOT where the

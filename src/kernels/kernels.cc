@@ -129,6 +129,57 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
   AttendHead(q1, k, v, kv_type, n_kv1, head_dim, scale, softcap, out1, scratch, isa);
 }
 
+bool AttendStepsHaveSimd(Isa isa, int head_dim) {
+  return kBuiltAvx2 && head_dim % 8 == 0 && UseSimd(isa);
+}
+
+void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
+                  int64_t t1, int head_dim, float scale, float* const* s, Isa isa) {
+  STET_CHECK(nq >= 1 && t0 >= 0 && t0 <= t1);
+#if defined(STET_KERNELS_HAVE_AVX512)
+  if (UseAvx512(isa) && head_dim % 8 == 0) {
+    return avx512::AttendScores(qs, nq, k, kv_type, t0, t1, head_dim, scale, s);
+  }
+#endif
+#if defined(STET_KERNELS_HAVE_AVX2)
+  if (UseSimd(isa) && head_dim % 8 == 0) {
+    return avx2::AttendScores(qs, nq, k, kv_type, t0, t1, head_dim, scale, s);
+  }
+#endif
+  (void)isa;
+  ref::AttendScores(qs, nq, k, kv_type, t0, t1, head_dim, scale, s);
+}
+
+float AttendSoftmax(float* s, int64_t n, float softcap, Isa isa) {
+  STET_CHECK(n > 0);
+#if defined(STET_KERNELS_HAVE_AVX2)
+  if (UseSimd(isa)) {
+    SoftCap(s, n, softcap);
+    return avx2::Softmax(s, n);
+  }
+#endif
+  (void)isa;
+  return ref::AttendSoftmax(s, n, softcap);
+}
+
+void AttendValues(const float* const* e, const float* den, int nq, const KvRows& v, DType kv_type,
+                  int64_t n, int j0, int j1, int head_dim, float* const* out, Isa isa) {
+  STET_CHECK(nq >= 1 && n > 0 && j0 >= 0 && j0 % 16 == 0 && j1 <= head_dim &&
+             (j1 % 16 == 0 || j1 == head_dim) && j0 < j1);
+#if defined(STET_KERNELS_HAVE_AVX512)
+  if (UseAvx512(isa) && head_dim % 8 == 0) {
+    return avx512::AttendValues(e, den, nq, v, kv_type, n, j0, j1, head_dim, out);
+  }
+#endif
+#if defined(STET_KERNELS_HAVE_AVX2)
+  if (UseSimd(isa) && head_dim % 8 == 0) {
+    return avx2::AttendValues(e, den, nq, v, kv_type, n, j0, j1, head_dim, out);
+  }
+#endif
+  (void)isa;
+  ref::AttendValues(e, den, nq, v, kv_type, n, j0, j1, out);
+}
+
 namespace {
 constexpr int64_t kAvx512PairMaxKv = 512;
 }  // namespace

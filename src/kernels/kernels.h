@@ -168,4 +168,26 @@ void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRo
                  const KvRows& v, DType kv_type, int head_dim, float scale, float softcap,
                  float* const* outs, float* scratch, Isa isa);
 
+// AttendHead's three steps as separate calls, so that one token's attention can
+// spread over threads when it has fewer KV heads than there are threads
+// (decode): the scores by position range, the softmax by query, the weighted
+// sum of V by output-dim range. Each value is computed by the same operations
+// in the same order as in AttendHead (a score depends on its position only, the
+// softmax on the whole row, an output dim on that dim's column only), so the
+// three together give exactly AttendHead's results for every query.
+// Whether the three steps have SIMD kernels on `isa` for head_dim (else they
+// run the scalar reference: same values, slower).
+bool AttendStepsHaveSimd(Isa isa, int head_dim);
+// Scores of queries qs[0..nq) at positions [t0, t1): s[i][t] = Dot8(q_i, k_t)
+// * scale (no softcap).
+void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
+                  int64_t t1, int head_dim, float scale, float* const* s, Isa isa);
+// s[0..n) -> ExpF(s_t - max) after the softcap (0: none); returns the
+// denominator (8-lane sum, lane t % 8).
+float AttendSoftmax(float* s, int64_t n, float softcap, Isa isa);
+// out[i][j] for j in [j0, j1) = (fma over t < n of e[i][t] * v_t[j]) / den[i];
+// j0 a multiple of 16, j1 one too or head_dim.
+void AttendValues(const float* const* e, const float* den, int nq, const KvRows& v, DType kv_type,
+                  int64_t n, int j0, int j1, int head_dim, float* const* out, Isa isa);
+
 }  // namespace stet::kernels

@@ -382,6 +382,7 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   // where every thread gets a group and its window starts at 0 (as every
   // tile's); else in pairs, so that one group still spreads over the threads.
   const int threads = pool_ != nullptr ? pool_->size() : 1;
+  if (m == 1 && AttendSplit(batch[0], layer, kv, out)) return;
   const bool whole_groups = group_ > 2 && nkv_ >= threads;
   attn_tasks_.clear();
   for (int64_t i = 0; i < m; ++i) {
@@ -453,6 +454,62 @@ void Forward::Attention(const std::vector<BatchToken>& batch, int layer, KvStore
   } else {
     work(0, n_tasks, 0);
   }
+}
+
+bool Forward::AttendSplit(const BatchToken& t, int layer, KvStore& kv, float* out) {
+  const HParams& hp = model_.hparams();
+  const int window = hp.IsSwa(layer) ? hp.n_swa : 0;
+  const int64_t start = WindowStart(t.pos, window), n = t.pos + 1 - start;
+  const int hd = hp.head_dim;
+  // Taken where the pairs would leave each thread reading the whole context
+  // (fewer KV heads than threads) and the context is long enough for three
+  // short parallel steps to beat one long one (kSplitMinKv: measured, Gemma 3
+  // on 2 threads); only where the steps have SIMD kernels.
+  constexpr int64_t kSplitMinKv = 256, kPosChunk = 256;
+  constexpr int kDimChunk = 64;
+  if (pool_ == nullptr || nkv_ >= pool_->size() || group_ < 2 || n < kSplitMinKv ||
+      !kernels::AttendStepsHaveSimd(isa_, hd)) {
+    return false;
+  }
+  split_s_.resize(static_cast<size_t>(nq_ * n));
+  split_den_.resize(static_cast<size_t>(nq_));
+  const float* qs[kernels::kMaxAttendQueries];
+  float* ss[kernels::kMaxAttendQueries];
+  float* outs[kernels::kMaxAttendQueries];
+  STET_CHECK(nq_ <= kernels::kMaxAttendQueries);
+  for (int h = 0; h < nq_; ++h) {
+    qs[h] = &q_[h * hd];
+    ss[h] = &split_s_[h * n];
+    outs[h] = &out[h * hd];
+  }
+  const int64_t pos_chunks = (n + kPosChunk - 1) / kPosChunk;
+  pool_->ParallelFor(nkv_ * pos_chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      const int c = static_cast<int>(task / pos_chunks);
+      const int64_t t0 = task % pos_chunks * kPosChunk, t1 = std::min(n, t0 + kPosChunk);
+      int h0, h1;
+      QueriesOf(c, &h0, &h1);
+      kernels::AttendScores(qs + h0, h1 - h0, kv.KRows(layer, t.seq, c).From(start), kv.type(), t0,
+                            t1, hd, hp.attn_scale, ss + h0, isa_);
+    }
+  });
+  pool_->ParallelFor(nq_, 1, [&](int64_t b, int64_t e) {
+    for (int64_t h = b; h < e; ++h)
+      split_den_[h] = kernels::AttendSoftmax(ss[h], n, hp.attn_softcap, isa_);
+  });
+  const int dim_chunks = (hd + kDimChunk - 1) / kDimChunk;
+  pool_->ParallelFor(nkv_ * dim_chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      const int c = static_cast<int>(task / dim_chunks);
+      const int j0 = static_cast<int>(task % dim_chunks) * kDimChunk;
+      int h0, h1;
+      QueriesOf(c, &h0, &h1);
+      kernels::AttendValues(ss + h0, &split_den_[h0], h1 - h0,
+                            kv.VRows(layer, t.seq, c).From(start), kv.type(), n, j0,
+                            std::min(hd, j0 + kDimChunk), hd, outs + h0, isa_);
+    }
+  });
+  return true;
 }
 
 void Forward::AttendTile(const std::vector<BatchToken>& batch, const AttnTask& at, int layer,

@@ -126,6 +126,13 @@ class Forward {
   std::vector<AttnTask> attn_tasks_;
   void AttendTile(const std::vector<BatchToken>& batch, const AttnTask& at, int layer, KvStore& kv,
                   float* out, std::vector<float>& scratch);
+  // One token's attention in steps spread over the threads (kernels::
+  // AttendScores / AttendSoftmax / AttendValues), when its KV heads are fewer
+  // than the threads and its context long; false: not taken (the caller's
+  // task list does it). split_s_: every query's scores; split_den_: their
+  // softmax denominators.
+  bool AttendSplit(const BatchToken& t, int layer, KvStore& kv, float* out);
+  std::vector<float> split_s_, split_den_;
   // MoE workspace: router logits, each row's chosen experts and weights, the
   // rows grouped by expert, and per (row, choice) expert outputs.
   // Slots are kept in expert order throughout (moe_order_), so each expert's

@@ -141,7 +141,7 @@ TEST_P(AttendHeadTest, NeonEqualsScalar) {
 TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
   STET_REQUIRE_AVX2();
   std::mt19937 rng(73);
-  for (int head_dim : {64, 128, 96, 16, 8, 13, 40, 136, 256}) {
+  for (int head_dim : {64, 128, 96, 16, 8, 13, 40, 120, 136, 256}) {
     const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 140);
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     for (auto [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{
@@ -172,7 +172,7 @@ TEST_P(AttendHeadTest, PairEqualsTwoSingleCalls) {
 // head_dim 13 takes the fallback, 40 and 136 end in half a 16-dim vector.
 TEST_P(AttendHeadTest, HeadsEqualSingleCalls) {
   std::mt19937 rng(77);
-  for (int head_dim : {64, 128, 96, 16, 8, 13, 40, 136}) {
+  for (int head_dim : {64, 128, 96, 16, 8, 13, 40, 120, 136}) {
     const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 300);
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     // A paged copy: blocks of 16 positions in reverse order.
@@ -211,6 +211,63 @@ TEST_P(AttendHeadTest, HeadsEqualSingleCalls) {
                 << IsaName(isa) << " head_dim=" << head_dim << " nq=" << nq << " query " << i
                 << " n_kv=" << n_kv[i] << (paged ? " paged" : "");
           }
+        }
+      }
+    }
+  }
+}
+
+// AttendScores + AttendSoftmax + AttendValues, each called over pieces (the
+// positions cut at random points, the dims at random multiples of 16, as
+// threads split them) == one scalar AttendHead per query, on every path: query
+// counts that take the 4/2/1 chunks, paged rows, soft-capping, head_dims with a
+// half-vector tail (40, 136) and the prefetched 512-byte rows (256).
+TEST_P(AttendHeadTest, SplitStepsEqualAttendHead) {
+  std::mt19937 rng(79);
+  for (int head_dim : {64, 128, 96, 8, 40, 120, 136, 256, 13}) {
+    const Cache c = MakeCache(rng, GetParam(), head_dim, 2, 300);
+    const int64_t block_rows = 16, n_blocks = (c.cap + block_rows - 1) / block_rows;
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - 1 - b);
+    const PagedCache paged = Page(c, std::move(table), block_rows, n_blocks);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    for (int nq : {1, 2, 3, 4, 7}) {
+      std::uniform_int_distribution<int64_t> len(1, c.cap);
+      const int64_t n = len(rng);
+      const float cap = nq == 3 ? 30.0f : 0.0f;
+      std::vector<std::vector<float>> q(nq), want(nq), s(nq), out(nq);
+      for (int i = 0; i < nq; ++i) {
+        q[i] = testing::RandomFloats(rng, head_dim, -3.0f, 3.0f);
+        want[i] = Attend(c, 1, q[i], n, scale, Isa::kScalar, cap);
+      }
+      for (Isa isa : testing::AvailableIsas()) {
+        const float* qp[8];
+        float *sp[8], *op[8];
+        for (int i = 0; i < nq; ++i) {
+          s[i].assign(static_cast<size_t>(n), -7.0f);
+          out[i].assign(head_dim, -5.0f);
+          qp[i] = q[i].data();
+          sp[i] = s[i].data();
+          op[i] = out[i].data();
+        }
+        for (int64_t t0 = 0; t0 < n;) {
+          const int64_t t1 =
+              std::min<int64_t>(n, t0 + std::uniform_int_distribution<int64_t>(1, 90)(rng));
+          AttendScores(qp, nq, paged.kh(c), c.type, t0, t1, head_dim, scale, sp, isa);
+          t0 = t1;
+        }
+        float den[8];
+        for (int i = 0; i < nq; ++i) den[i] = AttendSoftmax(sp[i], n, cap, isa);
+        for (int j0 = 0; j0 < head_dim;) {
+          const int j1 =
+              std::min(head_dim, j0 + 16 * std::uniform_int_distribution<int>(1, 5)(rng));
+          AttendValues(sp, den, nq, paged.vh(c), c.type, n, j0, j1, head_dim, op, isa);
+          j0 = j1;
+        }
+        for (int i = 0; i < nq; ++i) {
+          ASSERT_TRUE(testing::SameBits(want[i].data(), out[i].data(), head_dim))
+              << IsaName(isa) << " head_dim=" << head_dim << " nq=" << nq << " query " << i
+              << " n=" << n;
         }
       }
     }

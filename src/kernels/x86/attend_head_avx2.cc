@@ -8,12 +8,14 @@
 // with the AVX-512 paired kernel.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "base/check.h"
 #include "kernels/internal.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/kv_prefetch.h"
 #include "numerics/math_avx2.h"
 
 namespace stet::kernels::avx2 {
@@ -204,7 +206,8 @@ inline void AddPosition2(const uint8_t* vt, int j0, __m256 x0, __m256 x1, __m256
 
 template <DType T, int NV>
 inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0, const float* e1,
-                        int j0, float den0, float den1, float* out0, float* out1) {
+                        int j0, float den0, float den1, float* out0, float* out1,
+                        x86::KvPrefetcher* ahead = nullptr) {
   __m256 a0[NV], a1[NV];
   STET_UNROLL
   for (int i = 0; i < NV; ++i) a0[i] = a1[i] = _mm256_setzero_ps();
@@ -215,6 +218,7 @@ inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0
     const int64_t end = t0 + len;
     int64_t t = t0;
     for (; t < (end < n_min ? end : n_min); ++t) {
+      if (ahead != nullptr) ahead->Upto(t + 1 + x86::kAheadRows);
       AddPosition2<T, NV>(vr + t * stride, j0, _mm256_set1_ps(e0[t]), _mm256_set1_ps(e1[t]), a0,
                           a1);
     }
@@ -240,11 +244,14 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   float* s0 = scratch;
   float* s1 = scratch + n_max;
   const int64_t stride = k.row_stride;
+  x86::KvPrefetcher ahead(k, n_max, head_dim * static_cast<int64_t>(T == DType::kF32 ? 4 : 2));
   for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
     const uint8_t* kr = k.RunAt(t0, n_max, &len);
     int64_t t = 0;
-    for (; t + 4 <= len; t += 4)
+    for (; t + 4 <= len; t += 4) {
+      ahead.Upto(t0 + t + 4 + x86::kAheadRows);
       Scores2<T, 4>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);
+    }
     for (; t < len; ++t)
       Scores2<T, 1>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);
   }
@@ -253,8 +260,9 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   const float den0 = Softmax(s0, n0);
   const float den1 = Softmax(s1, n1);
   int j0 = 0;
+  x86::KvPrefetcher v_ahead(v, n_max, head_dim * static_cast<int64_t>(T == DType::kF32 ? 4 : 2));
   for (; j0 + 32 <= head_dim; j0 += 32) {
-    Accumulate2<T, 4>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
+    Accumulate2<T, 4>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1, j0 == 0 ? &v_ahead : nullptr);
   }
   WithCount<3>((head_dim - j0) / 8, [&](auto n) {
     Accumulate2<T, decltype(n)::value>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
@@ -417,6 +425,67 @@ void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRo
   for (int i = 0; i < nq; ++i) STET_CHECK(n_kv[i] > 0);
   WithKvType(kv_type, "AttendHeads: the KV cache stores f32 or f16", [&](auto t) {
     Heads<decltype(t)::value>(qs, n_kv, nq, k, v, head_dim, scale, softcap, outs, scratch);
+  });
+}
+
+void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
+                  int64_t t1, int head_dim, float scale, float* const* s) {
+  STET_CHECK(head_dim % 8 == 0);
+  WithKvType(kv_type, "AttendScores: the KV cache stores f32 or f16", [&](auto kt) {
+    constexpr DType T = decltype(kt)::value;
+    const int64_t stride = k.row_stride;
+    x86::KvPrefetcher ahead(k, t1, head_dim * static_cast<int64_t>(T == DType::kF32 ? 4 : 2), t0);
+    for (int64_t r0 = t0, len = 0; r0 < t1; r0 += len) {
+      const uint8_t* kr = k.RunAt(r0, t1, &len);
+      int i = 0;
+      for (; i + 1 < nq; i += 2) {  // two queries on each K load
+        float* s0 = s[i] + r0;
+        float* s1 = s[i + 1] + r0;
+        int64_t t = 0;
+        for (; t + 4 <= len; t += 4) {
+          if (i == 0) ahead.Upto(r0 + t + 4 + x86::kAheadRows);
+          Scores2<T, 4>(qs[i], qs[i + 1], kr + t * stride, stride, head_dim, scale, s0 + t, s1 + t);
+        }
+        for (; t < len; ++t)
+          Scores2<T, 1>(qs[i], qs[i + 1], kr + t * stride, stride, head_dim, scale, s0 + t, s1 + t);
+      }
+      if (i < nq) {
+        int64_t t = 0;
+        for (; t + 4 <= len; t += 4)
+          Scores<T, 4>(qs[i], kr + t * stride, stride, head_dim, scale, s[i] + r0 + t);
+        for (; t < len; ++t)
+          Scores<T, 1>(qs[i], kr + t * stride, stride, head_dim, scale, s[i] + r0 + t);
+      }
+    }
+  });
+}
+
+void AttendValues(const float* const* e, const float* den, int nq, const KvRows& v, DType kv_type,
+                  int64_t n, int j0, int j1, int head_dim, float* const* out) {
+  STET_CHECK(j0 % 8 == 0 && j1 % 8 == 0);
+  WithKvType(kv_type, "AttendValues: the KV cache stores f32 or f16", [&](auto kt) {
+    constexpr DType T = decltype(kt)::value;
+    constexpr int64_t kElem = T == DType::kF32 ? 4 : 2;
+    x86::KvPrefetcher ahead(v, n, head_dim * kElem, 0, j0 * kElem, (j1 - j0) * kElem);
+    int i = 0;
+    for (; i + 1 < nq; i += 2) {  // two queries on each V load, 32 dims a pass
+      int j = j0;
+      for (; j + 32 <= j1; j += 32) {
+        Accumulate2<T, 4>(v, n, n, e[i], e[i + 1], j, den[i], den[i + 1], out[i], out[i + 1],
+                          i == 0 && j == j0 ? &ahead : nullptr);
+      }
+      WithCount<3>((j1 - j) / 8, [&](auto nv) {
+        Accumulate2<T, decltype(nv)::value>(v, n, n, e[i], e[i + 1], j, den[i], den[i + 1], out[i],
+                                            out[i + 1]);
+      });
+    }
+    if (i < nq) {
+      for (int j = j0; j < j1; j += 64) {
+        WithCount<8>((std::min(j1, j + 64) - j) / 8, [&](auto nv) {
+          Accumulate<T, decltype(nv)::value>(v, n, e[i], j, 8, den[i], out[i]);
+        });
+      }
+    }
   });
 }
 

@@ -96,24 +96,24 @@ using Prefetcher = x86::KvPrefetcher;
 template <DType T>
 using Elem = std::conditional_t<T == DType::kF32, float, uint16_t>;
 
-// Every query's scores at positions [0, n_max), run by run.
+// Every query's scores at positions [t0, t1), run by run.
 template <DType T, int Q>
-void AllScores(const float* const* q, const KvRows& k, int64_t n_max, int head_dim, float scale,
-               float* const* s) {
+void AllScores(const float* const* q, const KvRows& k, int64_t t0, int64_t t1, int head_dim,
+               float scale, float* const* s) {
   constexpr int kNU = Q <= 2 ? 4 : 3;
   const int chunks = head_dim / 8;
   const int64_t stride = k.row_stride, row_bytes = head_dim * static_cast<int64_t>(sizeof(Elem<T>));
-  Prefetcher ahead(k, n_max, row_bytes);
-  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
-    const uint8_t* kr = k.RunAt(t0, n_max, &len);
+  Prefetcher ahead(k, t1, row_bytes, t0);
+  for (int64_t r0 = t0, len = 0; r0 < t1; r0 += len) {
+    const uint8_t* kr = k.RunAt(r0, t1, &len);
     int64_t t = 0;
     for (; t + 2 * kNU <= len; t += 2 * kNU) {
-      ahead.Upto(t0 + t + 2 * kNU + kAheadRows);
-      Scores<T, Q, kNU>(q, kr + t * stride, stride, chunks, scale, s, t0 + t);
+      ahead.Upto(r0 + t + 2 * kNU + kAheadRows);
+      Scores<T, Q, kNU>(q, kr + t * stride, stride, chunks, scale, s, r0 + t);
     }
     for (; t + 2 <= len; t += 2)
-      Scores<T, Q, 1>(q, kr + t * stride, stride, chunks, scale, s, t0 + t);
-    if (t < len) Scores<T, Q, 1>(q, kr + t * stride, stride, chunks, scale, s, t0 + t, true);
+      Scores<T, Q, 1>(q, kr + t * stride, stride, chunks, scale, s, r0 + t);
+    if (t < len) Scores<T, Q, 1>(q, kr + t * stride, stride, chunks, scale, s, r0 + t, true);
   }
 }
 
@@ -136,18 +136,16 @@ inline void AddPosition(const uint8_t* vt, int j0, __mmask16 mask, const float* 
 
 // Output dims [j0, j0 + 16 * NV) of Q queries over positions [b0, b1), in
 // increasing t: query i's weights e[i], its lanes masked off (not fed zeros)
-// once t >= n[i]. The sums start from and go back to sums + i * head_dim, so a
-// long context goes block by block with each block's V rows read once.
+// once t >= n[i]. The sums start from and go back to sums[i], so a long
+// context goes block by block with each block's V rows read once.
 template <DType T, int Q, int NV>
 void AccumulateBlock(const KvRows& v, const int64_t* n, const float* const* e, int64_t b0,
-                     int64_t b1, int j0, int head_dim, __mmask16 mask, float* sums,
-                     Prefetcher* ahead) {
+                     int64_t b1, int j0, __mmask16 mask, float* const* sums, Prefetcher* ahead) {
   __m512 acc[Q][NV];
   STET_UNROLL
   for (int i = 0; i < Q; ++i) STET_UNROLL
   for (int x = 0; x < NV; ++x) {
-    acc[i][x] =
-        _mm512_maskz_loadu_ps(x + 1 < NV ? 0xFFFF : mask, sums + i * head_dim + j0 + 16 * x);
+    acc[i][x] = _mm512_maskz_loadu_ps(x + 1 < NV ? 0xFFFF : mask, sums[i] + j0 + 16 * x);
   }
   const int64_t n_min = *std::min_element(n, n + Q);
   const int64_t stride = v.row_stride;
@@ -175,50 +173,70 @@ void AccumulateBlock(const KvRows& v, const int64_t* n, const float* const* e, i
   STET_UNROLL
   for (int i = 0; i < Q; ++i) STET_UNROLL
   for (int x = 0; x < NV; ++x) {
-    _mm512_mask_storeu_ps(sums + i * head_dim + j0 + 16 * x, x + 1 < NV ? 0xFFFF : mask, acc[i][x]);
+    _mm512_mask_storeu_ps(sums[i] + j0 + 16 * x, x + 1 < NV ? 0xFFFF : mask, acc[i][x]);
   }
 }
 
-// Q queries over the same K/V rows; scratch: Q * max(n) + Q * head_dim floats.
+// out[i][j] for j in [j0, j1) (j0 % 16 == 0; j1 % 16 == 0 or the row's end,
+// % 8 == 0) of Q queries: the weighted sum of V rows [0, n[i]) by weights e[i],
+// / den[i]. Sixteen dims a vector, kNV vectors a pass (Q * kNV accumulators),
+// over blocks of kBlock positions: the sums wait in out between blocks.
+template <DType T, int Q>
+void Values(const KvRows& v, const int64_t* n, const float* const* e, const float* den, int j0,
+            int j1, int head_dim, float* const* out) {
+  constexpr int kNV = Q <= 2 ? 8 : 4, kBlock = 64;
+  const int64_t n_max = *std::max_element(n, n + Q);
+  const int full = j0 + (j1 - j0) / (16 * kNV) * (16 * kNV), rest = j1 - full;
+  const __mmask16 tail = rest % 16 == 0 ? 0xFFFF : 0x00FF;
+  for (int i = 0; i < Q; ++i) std::fill(out[i] + j0, out[i] + j1, 0.0f);
+  constexpr int64_t kElem = sizeof(Elem<T>);
+  Prefetcher ahead(v, n_max, head_dim * kElem, 0, j0 * kElem, (j1 - j0) * kElem);
+  for (int64_t b0 = 0; b0 < n_max; b0 += kBlock) {
+    const int64_t b1 = std::min(n_max, b0 + kBlock);
+    for (int j = j0; j < full; j += 16 * kNV)
+      AccumulateBlock<T, Q, kNV>(v, n, e, b0, b1, j, 0xFFFF, out, j == j0 ? &ahead : nullptr);
+    if (rest == 0) continue;
+    WithCount<kNV>((rest + 15) / 16, [&](auto nv) {
+      AccumulateBlock<T, Q, decltype(nv)::value>(v, n, e, b0, b1, full, tail, out,
+                                                 full == j0 ? &ahead : nullptr);
+    });
+  }
+  for (int i = 0; i < Q; ++i) {
+    const __m512 dv = _mm512_set1_ps(den[i]);
+    for (int j = j0; j < j1; j += 16) {
+      const __mmask16 m = j + 16 <= j1 ? 0xFFFF : 0x00FF;
+      _mm512_mask_storeu_ps(out[i] + j, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, out[i] + j), dv));
+    }
+  }
+}
+
+// Q queries over the same K/V rows; scratch: Q * max(n) floats.
 template <DType T, int Q>
 void Group(const float* const* q, const KvRows& k, const KvRows& v, const int64_t* n, int head_dim,
            float scale, float softcap, float* const* out, float* scratch) {
   const int64_t n_max = *std::max_element(n, n + Q);
   float* s[Q];
   for (int i = 0; i < Q; ++i) s[i] = scratch + i * n_max;
-  float* sums = scratch + Q * n_max;
   // Every query's scores up to n_max; each softmax reads only its own n_kv.
-  AllScores<T, Q>(q, k, n_max, head_dim, scale, s);
+  AllScores<T, Q>(q, k, 0, n_max, head_dim, scale, s);
   float den[Q];
   for (int i = 0; i < Q; ++i) {
     SoftCap(s[i], n[i], softcap);
     den[i] = avx2::Softmax(s[i], n[i]);
   }
-  std::fill(sums, sums + Q * head_dim, 0.0f);
-  // Sixteen dims a vector, kNV vectors a pass (Q * kNV accumulators).
-  constexpr int kNV = Q <= 2 ? 8 : 4, kBlock = 64;
-  const int full = head_dim / (16 * kNV) * (16 * kNV), rest = head_dim - full;
-  const __mmask16 tail = rest % 16 == 0 ? 0xFFFF : 0x00FF;
-  Prefetcher ahead(v, n_max, head_dim * static_cast<int64_t>(sizeof(Elem<T>)));
-  for (int64_t b0 = 0; b0 < n_max; b0 += kBlock) {
-    const int64_t b1 = std::min(n_max, b0 + kBlock);
-    for (int j0 = 0; j0 < full; j0 += 16 * kNV)
-      AccumulateBlock<T, Q, kNV>(v, n, s, b0, b1, j0, head_dim, 0xFFFF, sums,
-                                 j0 == 0 ? &ahead : nullptr);
-    if (rest == 0) continue;
-    WithCount<kNV - 1>((rest + 15) / 16, [&](auto nv) {
-      AccumulateBlock<T, Q, decltype(nv)::value>(v, n, s, b0, b1, full, head_dim, tail, sums,
-                                                 full == 0 ? &ahead : nullptr);
-    });
+  Values<T, Q>(v, n, s, den, 0, head_dim, head_dim, out);
+}
+
+// f(Q, i) for query chunks [i, i + Q) covering [0, nq): fours, then a two, a one.
+template <typename F>
+void QueryChunks(int nq, F&& f) {
+  int i = 0;
+  for (; i + 4 <= nq; i += 4) f(std::integral_constant<int, 4>{}, i);
+  if (i + 2 <= nq) {
+    f(std::integral_constant<int, 2>{}, i);
+    i += 2;
   }
-  for (int i = 0; i < Q; ++i) {
-    const __m512 dv = _mm512_set1_ps(den[i]);
-    for (int j = 0; j < head_dim; j += 16) {
-      const __mmask16 m = j + 16 <= head_dim ? 0xFFFF : 0x00FF;
-      _mm512_mask_storeu_ps(out[i] + j, m,
-                            _mm512_div_ps(_mm512_maskz_loadu_ps(m, sums + i * head_dim + j), dv));
-    }
-  }
+  if (i < nq) f(std::integral_constant<int, 1>{}, i);
 }
 
 }  // namespace
@@ -232,6 +250,28 @@ void AttendHeadPair(const float* q0, const float* q1, const KvRows& k, const KvR
   float* out[2] = {out0, out1};
   WithKvType(kv_type, "AttendHeadPair: the KV cache stores f32 or f16", [&](auto t) {
     Group<decltype(t)::value, 2>(q, k, v, n, head_dim, scale, softcap, out, scratch);
+  });
+}
+
+void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
+                  int64_t t1, int head_dim, float scale, float* const* s) {
+  STET_CHECK(head_dim % 8 == 0);
+  WithKvType(kv_type, "AttendScores: the KV cache stores f32 or f16", [&](auto kt) {
+    QueryChunks(nq, [&](auto q, int i) {
+      AllScores<decltype(kt)::value, decltype(q)::value>(qs + i, k, t0, t1, head_dim, scale, s + i);
+    });
+  });
+}
+
+void AttendValues(const float* const* e, const float* den, int nq, const KvRows& v, DType kv_type,
+                  int64_t n, int j0, int j1, int head_dim, float* const* out) {
+  STET_CHECK(head_dim % 8 == 0 && j0 % 16 == 0 && (j1 % 16 == 0 || j1 == head_dim));
+  const int64_t ns[4] = {n, n, n, n};
+  WithKvType(kv_type, "AttendValues: the KV cache stores f32 or f16", [&](auto kt) {
+    QueryChunks(nq, [&](auto q, int i) {
+      Values<decltype(kt)::value, decltype(q)::value>(v, ns, e + i, den + i, j0, j1, head_dim,
+                                                      out + i);
+    });
   });
 }
 
