@@ -30,13 +30,13 @@ std::string Describe(const Config& c) {
 
 // Logits at every position of `prompt` (seq 0), computed under `cfg`.
 std::vector<std::vector<float>> AllLogits(const Model& model, const std::vector<int32_t>& prompt,
-                                          const Config& cfg) {
+                                          const Config& cfg, int n_ctx = 256) {
   const HParams& hp = model.hparams();
   ThreadPool pool(cfg.threads);
-  Forward fwd(model, &pool, cfg.isa, 256);
+  Forward fwd(model, &pool, cfg.isa, n_ctx);
   // The block size varies with the config too: the paged layout never reaches a value.
-  PagedKvCache kv =
-      PagedKvCache::Contiguous(hp, 1 + cfg.companions, 256, DType::kF16, cfg.threads == 1 ? 16 : 5);
+  PagedKvCache kv = PagedKvCache::Contiguous(hp, 1 + cfg.companions, n_ctx, DType::kF16,
+                                             cfg.threads == 1 ? 16 : 5);
   std::vector<std::vector<float>> out;
   std::vector<int32_t> companion_pos(cfg.companions + 1, 0);
   for (size_t start = 0; start < prompt.size(); start += cfg.chunk) {
@@ -70,16 +70,35 @@ std::vector<std::vector<float>> AllLogits(const Model& model, const std::vector<
   return out;
 }
 
+std::vector<int32_t> Prompt(const Model& model, int n_prompt) {
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < n_prompt; ++i) prompt.push_back((i * 37 + 11) % model.hparams().n_vocab);
+  prompt[0] = 1;
+  return prompt;
+}
+
+// Every config's logits == base's, bit for bit.
+void ExpectSame(const Model& model, const std::vector<int32_t>& prompt, const Config& base,
+                const std::vector<Config>& configs, int n_ctx = 256) {
+  const auto want = AllLogits(model, prompt, base, n_ctx);
+  ASSERT_EQ(want.size(), prompt.size());
+  for (const Config& c : configs) {
+    const auto got = AllLogits(model, prompt, c, n_ctx);
+    ASSERT_EQ(got.size(), want.size()) << Describe(c);
+    for (size_t p = 0; p < want.size(); ++p) {
+      ASSERT_EQ(0, std::memcmp(got[p].data(), want[p].data(), want[p].size() * sizeof(float)))
+          << "logits differ at position " << p << " under " << Describe(c) << " vs "
+          << Describe(base);
+    }
+  }
+}
+
 void ExpectInvariant(const std::string& path, int n_prompt) {
   STET_REQUIRE_FILE(path);
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < n_prompt; ++i) prompt.push_back((i * 37 + 11) % (*model)->hparams().n_vocab);
-  prompt[0] = 1;
+  const std::vector<int32_t> prompt = Prompt(**model, n_prompt);
   const Config base{n_prompt, 1, Isa::kScalar, 0};
-  const auto want = AllLogits(**model, prompt, base);
-  ASSERT_EQ(want.size(), prompt.size());
   std::vector<Config> configs = {
       {1, 1, Isa::kScalar, 0},
       {7, 2, Isa::kScalar, 0},
@@ -101,15 +120,7 @@ void ExpectInvariant(const std::string& path, int n_prompt) {
                                         {n_prompt, 2, Isa::kAvx512, 3}})
       configs.push_back(c);
   }
-  for (const Config& c : configs) {
-    const auto got = AllLogits(**model, prompt, c);
-    ASSERT_EQ(got.size(), want.size()) << Describe(c);
-    for (size_t p = 0; p < want.size(); ++p) {
-      ASSERT_EQ(0, std::memcmp(got[p].data(), want[p].data(), want[p].size() * sizeof(float)))
-          << "logits differ at position " << p << " under " << Describe(c) << " vs "
-          << Describe(base);
-    }
-  }
+  ExpectSame(**model, prompt, base, configs);
 }
 
 TEST(ForwardInvariance, Stories260K) {
@@ -131,6 +142,24 @@ TEST(ForwardInvariance, Gemma3SlidingWindow) {
 // differently; the logits must not move.
 TEST(ForwardInvariance, Qwen3Moe) {
   ExpectInvariant(testing::SourceDir() + "/tests/golden/arch/qwen3moe.gguf", 40);
+}
+
+// Decode past 256 positions with fewer KV heads (2) than threads (3, 4): each
+// token's attention goes in steps spread over the threads (Forward::AttendSplit:
+// scores by position range, values by dim range; on the SIMD paths, which have
+// the step kernels) — the same bits as the whole prompt in one scalar batch. A
+// mutation (each denominator doubled) fails at position 255, the first split.
+TEST(ForwardInvariance, SplitAttentionPast256Positions) {
+  const std::string path = testing::SourceDir() + "/tests/golden/arch/gemma3.gguf";
+  STET_REQUIRE_FILE(path);
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_LT((*model)->hparams().n_head_kv, 3);
+  const int n_prompt = 300;
+  std::vector<Config> configs = {{1, 3, Isa::kScalar, 0}};
+  if (CpuHasAvx2Fma()) configs.push_back({1, 3, Isa::kAvx2, 0});
+  if (CpuHasAvx512()) configs.push_back({1, 4, Isa::kAvx512, 0});
+  ExpectSame(**model, Prompt(**model, n_prompt), {n_prompt, 1, Isa::kScalar, 0}, configs, 512);
 }
 
 TEST(ForwardInvariance, Gemma2Softcaps) {
