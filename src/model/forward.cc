@@ -468,7 +468,7 @@ bool Forward::AttendSplit(const BatchToken& t, int layer, KvStore& kv, float* ou
   constexpr int64_t kSplitMinKv = 256, kPosChunk = 256;
   constexpr int kDimChunk = 64;
   if (pool_ == nullptr || nkv_ >= pool_->size() || group_ < 2 || n < kSplitMinKv ||
-      !kernels::AttendStepsHaveSimd(isa_, hd)) {
+      nq_ > kernels::kMaxAttendQueries || !kernels::AttendStepsHaveSimd(isa_, hd)) {
     return false;
   }
   split_s_.resize(static_cast<size_t>(nq_ * n));
@@ -476,7 +476,6 @@ bool Forward::AttendSplit(const BatchToken& t, int layer, KvStore& kv, float* ou
   const float* qs[kernels::kMaxAttendQueries];
   float* ss[kernels::kMaxAttendQueries];
   float* outs[kernels::kMaxAttendQueries];
-  STET_CHECK(nq_ <= kernels::kMaxAttendQueries);
   for (int h = 0; h < nq_; ++h) {
     qs[h] = &q_[h * hd];
     ss[h] = &split_s_[h * n];
