@@ -6,7 +6,8 @@
 // queries' scores 349 -> 157 us, head_dim 128 (256-byte rows) 100 -> 56 us;
 // into L1 (T0) it did half as well, and 128-byte rows (head_dim 64) were 10-20%
 // slower with any prefetch (the hardware prefetcher keeps up), so rows under
-// kPrefetchMinRowBytes go without. Used by the AVX-512 attention kernels.
+// kPrefetchMinRowBytes go without. Used by the AVX-512 attention kernels, the
+// AVX2 pair and steps, and (512-byte rows only) the AVX2 blocked multi-query pass.
 #pragma once
 
 #include <immintrin.h>
