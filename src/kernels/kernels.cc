@@ -135,7 +135,7 @@ bool AttendStepsHaveSimd(Isa isa, int head_dim) {
 
 void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
                   int64_t t1, int head_dim, float scale, float* const* s, Isa isa) {
-  STET_CHECK(nq >= 1 && t0 >= 0 && t0 <= t1);
+  STET_CHECK(nq >= 1 && nq <= kMaxAttendQueries && t0 >= 0 && t0 <= t1);
 #if defined(STET_KERNELS_HAVE_AVX512)
   if (UseAvx512(isa) && head_dim % 8 == 0) {
     return avx512::AttendScores(qs, nq, k, kv_type, t0, t1, head_dim, scale, s);

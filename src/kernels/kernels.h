@@ -178,8 +178,8 @@ void AttendHeads(const float* const* qs, const int64_t* n_kv, int nq, const KvRo
 // Whether the three steps have SIMD kernels on `isa` for head_dim (else they
 // run the scalar reference: same values, slower).
 bool AttendStepsHaveSimd(Isa isa, int head_dim);
-// Scores of queries qs[0..nq) at positions [t0, t1): s[i][t] = Dot8(q_i, k_t)
-// * scale (no softcap).
+// Scores of queries qs[0..nq) (nq <= kMaxAttendQueries) at positions [t0, t1):
+// s[i][t] = Dot8(q_i, k_t) * scale (no softcap).
 void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type, int64_t t0,
                   int64_t t1, int head_dim, float scale, float* const* s, Isa isa);
 // s[0..n) -> ExpF(s_t - max) after the softcap (0: none); returns the

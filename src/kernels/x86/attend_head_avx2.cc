@@ -236,6 +236,41 @@ inline void Accumulate2(const KvRows& v, int64_t n0, int64_t n1, const float* e0
   }
 }
 
+// Scores of two queries at positions [t0, t1), run by run, with the K rows
+// prefetched ahead.
+template <DType T>
+void PairScores(const float* q0, const float* q1, const KvRows& k, int64_t t0, int64_t t1,
+                int head_dim, float scale, float* s0, float* s1) {
+  const int64_t stride = k.row_stride;
+  x86::KvPrefetcher ahead(k, t1, RowBytes(T, head_dim), t0);
+  for (int64_t r0 = t0, len = 0; r0 < t1; r0 += len) {
+    const uint8_t* kr = k.RunAt(r0, t1, &len);
+    int64_t t = 0;
+    for (; t + 4 <= len; t += 4) {
+      ahead.Upto(r0 + t + 4 + x86::kAheadRows);
+      Scores2<T, 4>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + r0 + t, s1 + r0 + t);
+    }
+    for (; t < len; ++t)
+      Scores2<T, 1>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + r0 + t, s1 + r0 + t);
+  }
+}
+
+// Output dims [j0, j1) of two queries (32 a pass), V's part of each row prefetched
+// ahead during the first pass.
+template <DType T>
+void PairValues(const KvRows& v, int64_t n0, int64_t n1, const float* e0, const float* e1,
+                float den0, float den1, int j0, int j1, int head_dim, float* out0, float* out1) {
+  const int64_t elem = RowBytes(T, 8) / 8;
+  x86::KvPrefetcher ahead(v, n0 < n1 ? n1 : n0, RowBytes(T, head_dim), 0, j0 * elem,
+                          (j1 - j0) * elem);
+  int j = j0;
+  for (; j + 32 <= j1; j += 32)
+    Accumulate2<T, 4>(v, n0, n1, e0, e1, j, den0, den1, out0, out1, j == j0 ? &ahead : nullptr);
+  WithCount<3>((j1 - j) / 8, [&](auto nv) {
+    Accumulate2<T, decltype(nv)::value>(v, n0, n1, e0, e1, j, den0, den1, out0, out1);
+  });
+}
+
 template <DType T>
 void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, int64_t n0,
           int64_t n1, int head_dim, float scale, float softcap, float* out0, float* out1,
@@ -243,30 +278,12 @@ void Pair(const float* q0, const float* q1, const KvRows& k, const KvRows& v, in
   const int64_t n_max = n0 < n1 ? n1 : n0;
   float* s0 = scratch;
   float* s1 = scratch + n_max;
-  const int64_t stride = k.row_stride;
-  x86::KvPrefetcher ahead(k, n_max, head_dim * static_cast<int64_t>(T == DType::kF32 ? 4 : 2));
-  for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
-    const uint8_t* kr = k.RunAt(t0, n_max, &len);
-    int64_t t = 0;
-    for (; t + 4 <= len; t += 4) {
-      ahead.Upto(t0 + t + 4 + x86::kAheadRows);
-      Scores2<T, 4>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);
-    }
-    for (; t < len; ++t)
-      Scores2<T, 1>(q0, q1, kr + t * stride, stride, head_dim, scale, s0 + t0 + t, s1 + t0 + t);
-  }
+  PairScores<T>(q0, q1, k, 0, n_max, head_dim, scale, s0, s1);
   SoftCap(s0, n0, softcap);
   SoftCap(s1, n1, softcap);
   const float den0 = Softmax(s0, n0);
   const float den1 = Softmax(s1, n1);
-  int j0 = 0;
-  x86::KvPrefetcher v_ahead(v, n_max, head_dim * static_cast<int64_t>(T == DType::kF32 ? 4 : 2));
-  for (; j0 + 32 <= head_dim; j0 += 32) {
-    Accumulate2<T, 4>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1, j0 == 0 ? &v_ahead : nullptr);
-  }
-  WithCount<3>((head_dim - j0) / 8, [&](auto n) {
-    Accumulate2<T, decltype(n)::value>(v, n0, n1, s0, s1, j0, den0, den1, out0, out1);
-  });
+  PairValues<T>(v, n0, n1, s0, s1, den0, den1, 0, head_dim, head_dim, out0, out1);
 }
 
 // AttendHeads: nq queries over the same K/V rows, walked in blocks of
@@ -381,7 +398,7 @@ void Heads(const float* const* qs, const int64_t* n_kv, int nq, const KvRows& k,
   }
   // Prefetch a block ahead on rows of 512+ bytes only: on 256-byte rows
   // (head_dim 128, four queries) the burst a block made it slower (Zen 4).
-  const int64_t row_bytes = head_dim * static_cast<int64_t>(T == DType::kF32 ? 4 : 2);
+  const int64_t row_bytes = RowBytes(T, head_dim);
   const int64_t n_ahead = row_bytes >= 512 ? n_max : 0;
   x86::KvPrefetcher k_ahead(k, n_ahead, row_bytes), v_ahead(v, n_ahead, row_bytes);
   for (int64_t t0 = 0, len = 0; t0 < n_max; t0 += len) {
@@ -440,28 +457,15 @@ void AttendScores(const float* const* qs, int nq, const KvRows& k, DType kv_type
   STET_CHECK(head_dim % 8 == 0);
   WithKvType(kv_type, "AttendScores: the KV cache stores f32 or f16", [&](auto kt) {
     constexpr DType T = decltype(kt)::value;
-    const int64_t stride = k.row_stride;
-    x86::KvPrefetcher ahead(k, t1, head_dim * static_cast<int64_t>(T == DType::kF32 ? 4 : 2), t0);
+    int64_t ends[kMaxAttendQueries];  // every query's scores end at t1
+    std::fill(ends, ends + nq, t1);
+    x86::KvPrefetcher ahead(k, t1, RowBytes(T, head_dim), t0);
     for (int64_t r0 = t0, len = 0; r0 < t1; r0 += len) {
       const uint8_t* kr = k.RunAt(r0, t1, &len);
-      int i = 0;
-      for (; i + 1 < nq; i += 2) {  // two queries on each K load
-        float* s0 = s[i] + r0;
-        float* s1 = s[i + 1] + r0;
-        int64_t t = 0;
-        for (; t + 4 <= len; t += 4) {
-          if (i == 0) ahead.Upto(r0 + t + 4 + x86::kAheadRows);
-          Scores2<T, 4>(qs[i], qs[i + 1], kr + t * stride, stride, head_dim, scale, s0 + t, s1 + t);
-        }
-        for (; t < len; ++t)
-          Scores2<T, 1>(qs[i], qs[i + 1], kr + t * stride, stride, head_dim, scale, s0 + t, s1 + t);
-      }
-      if (i < nq) {
-        int64_t t = 0;
-        for (; t + 4 <= len; t += 4)
-          Scores<T, 4>(qs[i], kr + t * stride, stride, head_dim, scale, s[i] + r0 + t);
-        for (; t < len; ++t)
-          Scores<T, 1>(qs[i], kr + t * stride, stride, head_dim, scale, s[i] + r0 + t);
+      for (int64_t b = 0; b < len; b += 4) {  // all queries over four rows while in L1
+        ahead.Upto(r0 + b + 4 + x86::kAheadRows);
+        ScoreBlock<T>(qs, ends, nq, kr, k.row_stride, r0, b, std::min(len, b + 4), head_dim, scale,
+                      s);
       }
     }
   });
@@ -472,26 +476,16 @@ void AttendValues(const float* const* e, const float* den, int nq, const KvRows&
   STET_CHECK(j0 % 8 == 0 && j1 % 8 == 0);
   WithKvType(kv_type, "AttendValues: the KV cache stores f32 or f16", [&](auto kt) {
     constexpr DType T = decltype(kt)::value;
-    constexpr int64_t kElem = T == DType::kF32 ? 4 : 2;
-    x86::KvPrefetcher ahead(v, n, head_dim * kElem, 0, j0 * kElem, (j1 - j0) * kElem);
     int i = 0;
-    for (; i + 1 < nq; i += 2) {  // two queries on each V load, 32 dims a pass
-      int j = j0;
-      for (; j + 32 <= j1; j += 32) {
-        Accumulate2<T, 4>(v, n, n, e[i], e[i + 1], j, den[i], den[i + 1], out[i], out[i + 1],
-                          i == 0 && j == j0 ? &ahead : nullptr);
-      }
-      WithCount<3>((j1 - j) / 8, [&](auto nv) {
-        Accumulate2<T, decltype(nv)::value>(v, n, n, e[i], e[i + 1], j, den[i], den[i + 1], out[i],
-                                            out[i + 1]);
-      });
+    for (; i + 1 < nq; i += 2) {  // two queries on each V load
+      PairValues<T>(v, n, n, e[i], e[i + 1], den[i], den[i + 1], j0, j1, head_dim, out[i],
+                    out[i + 1]);
     }
-    if (i < nq) {
-      for (int j = j0; j < j1; j += 64) {
-        WithCount<8>((std::min(j1, j + 64) - j) / 8, [&](auto nv) {
-          Accumulate<T, decltype(nv)::value>(v, n, e[i], j, 8, den[i], out[i]);
-        });
-      }
+    if (i == nq) return;
+    for (int j = j0; j < j1; j += 64) {
+      WithCount<8>((std::min(j1, j + 64) - j) / 8, [&](auto nv) {
+        Accumulate<T, decltype(nv)::value>(v, n, e[i], j, 8, den[i], out[i]);
+      });
     }
   });
 }

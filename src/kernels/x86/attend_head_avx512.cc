@@ -13,7 +13,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/internal.h"
@@ -93,8 +92,6 @@ inline void Scores(const float* const* q, const uint8_t* k, int64_t stride, int 
 
 using x86::kAheadRows;
 using Prefetcher = x86::KvPrefetcher;
-template <DType T>
-using Elem = std::conditional_t<T == DType::kF32, float, uint16_t>;
 
 // Every query's scores at positions [t0, t1), run by run.
 template <DType T, int Q>
@@ -102,8 +99,8 @@ void AllScores(const float* const* q, const KvRows& k, int64_t t0, int64_t t1, i
                float scale, float* const* s) {
   constexpr int kNU = Q <= 2 ? 4 : 3;
   const int chunks = head_dim / 8;
-  const int64_t stride = k.row_stride, row_bytes = head_dim * static_cast<int64_t>(sizeof(Elem<T>));
-  Prefetcher ahead(k, t1, row_bytes, t0);
+  const int64_t stride = k.row_stride;
+  Prefetcher ahead(k, t1, RowBytes(T, head_dim), t0);
   for (int64_t r0 = t0, len = 0; r0 < t1; r0 += len) {
     const uint8_t* kr = k.RunAt(r0, t1, &len);
     int64_t t = 0;
@@ -189,8 +186,8 @@ void Values(const KvRows& v, const int64_t* n, const float* const* e, const floa
   const int full = j0 + (j1 - j0) / (16 * kNV) * (16 * kNV), rest = j1 - full;
   const __mmask16 tail = rest % 16 == 0 ? 0xFFFF : 0x00FF;
   for (int i = 0; i < Q; ++i) std::fill(out[i] + j0, out[i] + j1, 0.0f);
-  constexpr int64_t kElem = sizeof(Elem<T>);
-  Prefetcher ahead(v, n_max, head_dim * kElem, 0, j0 * kElem, (j1 - j0) * kElem);
+  const int64_t elem = RowBytes(T, 8) / 8;
+  Prefetcher ahead(v, n_max, RowBytes(T, head_dim), 0, j0 * elem, (j1 - j0) * elem);
   for (int64_t b0 = 0; b0 < n_max; b0 += kBlock) {
     const int64_t b1 = std::min(n_max, b0 + kBlock);
     for (int j = j0; j < full; j += 16 * kNV)
