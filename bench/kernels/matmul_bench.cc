@@ -112,11 +112,12 @@ struct Shape {
 };
 
 void Register() {
-  // SmolLM2-135M (576 wide, K = 576 not a K-quant multiple) and Llama-3.2-1B (2048/8192).
-  const Shape shapes[] = {{"576x1536", 1536, 576},   {"1536x576", 576, 1536},
-                          {"2048x8192", 8192, 2048}, {"8192x2048", 2048, 8192},
-                          {"2048x2048", 2048, 2048}, {"2048x49152", 49152, 576},
-                          {"256x2048", 256, 2048}};
+  // SmolLM2-135M (576 wide, K = 576 not a K-quant multiple), Gemma 3 270M (640 wide:
+  // its q5_0 fallback rows) and Llama-3.2-1B (2048/8192).
+  const Shape shapes[] = {{"576x1536", 1536, 576},    {"1536x576", 576, 1536},
+                          {"640x2048", 2048, 640},    {"2048x8192", 8192, 2048},
+                          {"8192x2048", 2048, 8192},  {"2048x2048", 2048, 2048},
+                          {"2048x49152", 49152, 576}, {"256x2048", 256, 2048}};
   // Every weight type of the table (numerics/dtype.cc) but f32 (no model ships it).
   for (DType t : stet::ComputableDTypes()) {
     if (t == DType::kF32) continue;

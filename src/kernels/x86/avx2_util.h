@@ -138,8 +138,11 @@ static inline __m256i RowPairsI8(const uint8_t* p) {
 // L1's few miss buffers from the loads in flight (Zen 4 fills L2 only for T1;
 // DRAM-cold decode of q4_k/q6_k/q8_0 measured 15-40% faster than T0 there;
 // Zen 3 and older treat T1 as T0). PrefetchLines<true> asks for L1 (T0).
+// Always inlined: GCC's pure-const analysis takes a call that only prefetches for
+// one without effects and deletes it when it is not inlined early (a wrapper
+// member function lost every prefetch that way).
 template <bool kIntoL1 = false>
-static inline void PrefetchLines(const uint8_t* p, int64_t bytes) {
+__attribute__((always_inline)) static inline void PrefetchLines(const uint8_t* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) {
     if constexpr (kIntoL1) {
       _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
