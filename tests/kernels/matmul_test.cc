@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -113,16 +114,17 @@ TEST_P(MatMulTest, Avx512EqualsScalar) {
 // counts that are not a multiple of the 16-row group, pool splits included. A new
 // row is tested here by construction; so is a row the default dispatch never picks
 // (NEON without dotprod on a dotprod CPU, the AVX2 tiles of a packed type).
-TEST_P(MatMulTest, EveryKernelRowEqualsScalar) {
-  const DType t = GetParam();
-  std::mt19937 rng(4242 + static_cast<int>(t));
+// Every SIMD row of type t that runs here against the scalar reference, for each
+// k, weight-row count and activation-row count m given; returns the rows tested.
+int ExpectEveryRowEqualsScalar(DType t, std::mt19937& rng, std::span<const int64_t> ks,
+                               std::span<const int64_t> row_counts, std::span<const int64_t> ms) {
   ThreadPool pool(3);
   int rows_tested = 0;
   for (const MatMulKernel& kern : MatMulKernels()) {
     if (kern.type != t || !KernelRunsHere(kern) || kern.isa == Isa::kScalar) continue;
     ++rows_tested;
-    for (int64_t k : Lengths(t)) {
-      for (int64_t rows : {1, 15, 16, 17, 40}) {
+    for (int64_t k : ks) {
+      for (int64_t rows : row_counts) {
         const Problem p = MakeProblem(rng, t, rows, k);
         WeightView wv = p.view();
         std::vector<uint8_t> packed;
@@ -133,9 +135,9 @@ TEST_P(MatMulTest, EveryKernelRowEqualsScalar) {
           PackWeights(wv, aligned);
           wv.packed = aligned;
         }
-        ASSERT_TRUE(kern.packed != Packed::kNeeds || wv.packed != nullptr) << kern.name;
-        // 70: past a 64-row chunk of the batch walks (packed_rows_avx2.h).
-        for (int64_t m : {1, 2, 3, 4, 5, 8, 11, 16, 17, 35, 70}) {
+        EXPECT_TRUE(kern.packed != Packed::kNeeds || wv.packed != nullptr) << kern.name;
+        if (kern.packed == Packed::kNeeds && wv.packed == nullptr) continue;
+        for (int64_t m : ms) {
           const auto x = RandomActivations(rng, m * k);
           const auto ys = RunMatMul(p, x.data(), m, nullptr, Isa::kScalar);
           for (ThreadPool* pl : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -143,17 +145,36 @@ TEST_P(MatMulTest, EveryKernelRowEqualsScalar) {
             const WeightView* ws[1] = {&wv};
             float* yp[1] = {ya.data()};
             MatMulWith(kern, ws, 1, x.data(), m, yp, pl, kern.isa);
-            ASSERT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
+            EXPECT_TRUE(SameBits(ys.data(), ya.data(), m * rows))
                 << kern.name << " " << DTypeName(t) << " k=" << k << " rows=" << rows << " m=" << m
                 << " first diff at " << testing::FirstDiff(ys.data(), ya.data(), m * rows);
+            if (::testing::Test::HasFailure()) return rows_tested;
           }
         }
       }
     }
   }
+  return rows_tested;
+}
+
+TEST_P(MatMulTest, EveryKernelRowEqualsScalar) {
+  const DType t = GetParam();
+  std::mt19937 rng(4242 + static_cast<int>(t));
+  const int64_t row_counts[] = {1, 15, 16, 17, 40};
+  const int64_t ms[] = {1, 2, 3, 4, 5, 8, 11, 16, 17, 35};
+  const int rows_tested = ExpectEveryRowEqualsScalar(t, rng, Lengths(t), row_counts, ms);
   if (testing::AvailableIsas().size() > 1) {
     EXPECT_GT(rows_tested, 0) << "no SIMD row for the type";
   }
+}
+
+// A batch long enough at k = 8192 to cross the chunks the AVX2 packed walks take
+// (packed_rows_avx2.h, BatchChunkRows: 64 rows at that k).
+TEST_P(MatMulTest, EveryKernelRowEqualsScalarPastABatchChunk) {
+  const DType t = GetParam();
+  std::mt19937 rng(4343 + static_cast<int>(t));
+  const int64_t ks[] = {8192}, row_counts[] = {17}, ms[] = {70, 131};
+  ExpectEveryRowEqualsScalar(t, rng, ks, row_counts, ms);
 }
 
 TEST(MatMulPacked, OnlySomeTypesHaveAPackedLayout) {

@@ -41,6 +41,16 @@ inline void StoreTile(const __m256 (*acc)[kLanes], float* y, int64_t ldy, int64_
   }
 }
 
+// Activation rows the packed batch walk takes at a time: every 8-row half of the
+// range passes over one chunk before the next, so the chunk's int8 quants (about
+// k bytes a row) stay in L2 — 512 KiB of them, at least 64 rows. Before, each
+// half re-read the whole batch: a 1024-row batch at k = 8192 is 8 MiB (Llama 3.2
+// 1B Q4_K_M pp512 --isa avx2 +6-13% interleaved, AVX-512 Zen 4).
+inline int64_t BatchChunkRows(int64_t k) {
+  constexpr int64_t kChunkBytes = int64_t{512} << 10;
+  return std::max<int64_t>(64, kChunkBytes / std::max<int64_t>(k, 1) / 4 * 4);
+}
+
 // T::Tile<NH, RM>(p, half0, i0, y, ldy, n_out): the outputs of NH halves of the
 // group at p (NH = 1: the half at byte offset half0 of each 64-byte word; NH = 2:
 // both) for activation rows i0 .. i0 + RM - 1; n_out counts from the first row.
@@ -74,19 +84,24 @@ void PackedRows(const T& t, const MatMulArgs& a, int64_t blocks, int64_t r0, int
   };
   if (a.m == 1) return whole_groups.template operator()<1>();
   if (a.m == 2) return whole_groups.template operator()<2>();
-  for (int64_t row0 = r0; row0 < r1; row0 += 8) {
-    const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
-    HalfTiles<T, kRM>(t, packed + (row0 / 16) * group_bytes, half, 0, a.m, a.y + row0, w.rows,
-                      r1 - row0);
+  const int64_t chunk = BatchChunkRows(w.cols);
+  for (int64_t i0 = 0; i0 < a.m; i0 += chunk) {
+    const int64_t m = std::min(chunk, a.m - i0);
+    for (int64_t row0 = r0; row0 < r1; row0 += 8) {
+      const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
+      HalfTiles<T, kRM>(t, packed + (row0 / 16) * group_bytes, half, i0, m,
+                        a.y + i0 * w.rows + row0, w.rows, r1 - row0);
+    }
   }
 }
 
 // Batches of kUnpackMinRows+ activation rows may take UnpackedHalves instead: each
 // 8-row half is unpacked once per kUnpackChunkRows activation rows into a
 // per-thread scratch, and every tile of activation rows reads that with plain
-// loads (the unpacking ran once per tile of RM rows before). 64-row chunks keep
-// the tiles' activations cache-resident: 32 measured 0.9x at 8192 weight rows
-// (q5_0, AVX-512 Zen 4 on its AVX2 path), 128 the same as 64.
+// loads (the unpacking ran once per tile of RM rows before). Unpacking again is
+// cheap, so the chunk is small enough for L1 at Gemma 3's k = 640: 32 rows
+// measured 0.9x of 64 at 8192 weight rows (q5_0, AVX-512 Zen 4 on its AVX2
+// path), 128 the same as 64; BatchChunkRows' 816 rows at k = 640 lost ~10%.
 constexpr int64_t kUnpackMinRows = 16;
 constexpr int64_t kUnpackChunkRows = 64;
 
