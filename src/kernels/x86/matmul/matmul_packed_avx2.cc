@@ -78,7 +78,7 @@ struct PackedWords {
   const uint8_t* Scales(int h) const { return p + kQBytesOf<Block> + Half(h) / 2; }
 };
 
-// One block of a half unpacked ahead (UnpackHalf): its 4 words' low then high
+// One block of a half unpacked ahead (Unpacker::Unpack): its 4 words' low then high
 // quants (32 bytes each), then the half's scales as PackedWords::Scales has them.
 constexpr int64_t kUnpackedQBytes = 256;
 template <typename Block>
@@ -218,7 +218,7 @@ struct PackedBlocks {
   }
 };
 
-// A half's blocks unpacked ahead (UnpackHalf), at u.
+// A half's blocks unpacked ahead (Unpacker::Unpack), at u.
 template <typename Block>
 struct UnpackedBlocks {
   const uint8_t* u;

@@ -45,7 +45,7 @@ inline void StoreTile(const __m256 (*acc)[kLanes], float* y, int64_t ldy, int64_
 // range passes over one chunk before the next, so the chunk's int8 quants (about
 // k bytes a row) stay in L2 — 512 KiB of them, at least 64 rows. Before, each
 // half re-read the whole batch: a 1024-row batch at k = 8192 is 8 MiB (Llama 3.2
-// 1B Q4_K_M pp512 --isa avx2 +6-13% interleaved, AVX-512 Zen 4).
+// 1B Q4_K_M pp512 --isa avx2 +6-22% in three interleaved A/Bs, AVX-512 Zen 4).
 inline int64_t BatchChunkRows(int64_t k) {
   constexpr int64_t kChunkBytes = int64_t{512} << 10;
   return std::max<int64_t>(64, kChunkBytes / std::max<int64_t>(k, 1) / 4 * 4);
@@ -67,16 +67,36 @@ void HalfTiles(const T& t, const uint8_t* p, int half, int64_t i0, int64_t m, fl
   }
 }
 
+// The batch walk of both packed walks below: the activation rows in chunks of
+// `chunk`, every 8-row half of weight rows [r0, r1) (r0 a multiple of 16) over one
+// chunk before the next: f(group, half, i0, m, y, n_out) for the half at byte
+// offset `half` (0 or 32) of the group at `group`, activation rows i0..i0+m-1, y
+// their first output (row i0, the half's first row), n_out counted from it.
+template <typename F>
+void ForEachChunkHalf(const MatMulArgs& a, int64_t blocks, int64_t r0, int64_t r1, int64_t chunk,
+                      F&& f) {
+  const int64_t group_bytes = blocks * PackedBlockBytes(a.w->type);
+  const auto* packed = static_cast<const uint8_t*>(a.w->packed);
+  STET_CHECK(r0 % 16 == 0);
+  for (int64_t i0 = 0; i0 < a.m; i0 += chunk) {
+    const int64_t m = std::min(chunk, a.m - i0);
+    for (int64_t row0 = r0; row0 < r1; row0 += 8) {
+      const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
+      f(packed + (row0 / 16) * group_bytes, half, i0, m, a.y + i0 * a.w->rows + row0, r1 - row0);
+    }
+  }
+}
+
 // Weight rows [r0, r1) (r0 a multiple of 16) of a packed matrix with `blocks`
 // blocks per group, every activation row of a.
 template <int kRM, typename T>
 void PackedRows(const T& t, const MatMulArgs& a, int64_t blocks, int64_t r0, int64_t r1) {
   const WeightView& w = *a.w;
-  const int64_t group_bytes = blocks * PackedBlockBytes(w.type);
-  const auto* packed = static_cast<const uint8_t*>(w.packed);
-  STET_CHECK(r0 % 16 == 0);
   // m = 1 or 2: whole groups, both halves per pass.
   auto whole_groups = [&]<int RM>() {
+    const int64_t group_bytes = blocks * PackedBlockBytes(w.type);
+    const auto* packed = static_cast<const uint8_t*>(w.packed);
+    STET_CHECK(r0 % 16 == 0);
     for (int64_t row0 = r0; row0 < r1; row0 += 16) {
       t.template Tile<2, RM>(packed + (row0 / 16) * group_bytes, 0, 0, a.y + row0, w.rows,
                              r1 - row0);
@@ -84,15 +104,10 @@ void PackedRows(const T& t, const MatMulArgs& a, int64_t blocks, int64_t r0, int
   };
   if (a.m == 1) return whole_groups.template operator()<1>();
   if (a.m == 2) return whole_groups.template operator()<2>();
-  const int64_t chunk = BatchChunkRows(w.cols);
-  for (int64_t i0 = 0; i0 < a.m; i0 += chunk) {
-    const int64_t m = std::min(chunk, a.m - i0);
-    for (int64_t row0 = r0; row0 < r1; row0 += 8) {
-      const int half = static_cast<int>(row0 % 16) * 4;  // 0 or 32 bytes into each word
-      HalfTiles<T, kRM>(t, packed + (row0 / 16) * group_bytes, half, i0, m,
-                        a.y + i0 * w.rows + row0, w.rows, r1 - row0);
-    }
-  }
+  ForEachChunkHalf(a, blocks, r0, r1, BatchChunkRows(w.cols),
+                   [&](const uint8_t* p, int half, int64_t i0, int64_t m, float* y, int64_t n_out) {
+                     HalfTiles<T, kRM>(t, p, half, i0, m, y, w.rows, n_out);
+                   });
 }
 
 // Batches of kUnpackMinRows+ activation rows may take UnpackedHalves instead: each
@@ -118,21 +133,13 @@ inline uint8_t* UnpackScratch(int64_t bytes) {
 // reading them.
 template <int kRM, typename U>
 void UnpackedHalves(const U& un, const MatMulArgs& a, int64_t blocks, int64_t r0, int64_t r1) {
-  const int64_t group_bytes = blocks * PackedBlockBytes(a.w->type);
-  const auto* packed = static_cast<const uint8_t*>(a.w->packed);
   uint8_t* scratch = UnpackScratch(blocks * U::kBlockBytes);
   const auto tiles = un.Tiles(scratch);
-  STET_CHECK(r0 % 16 == 0);
-  for (int64_t i0 = 0; i0 < a.m; i0 += kUnpackChunkRows) {
-    const int64_t m = std::min(kUnpackChunkRows, a.m - i0);
-    for (int64_t row0 = r0; row0 < r1; row0 += 8) {
-      const uint8_t* p = packed + (row0 / 16) * group_bytes;
-      const int half = static_cast<int>(row0 % 16) * 4;
-      un.Unpack(p, half, scratch);
-      HalfTiles<decltype(tiles), kRM>(tiles, p, half, i0, m, a.y + i0 * a.w->rows + row0, a.w->rows,
-                                      r1 - row0);
-    }
-  }
+  ForEachChunkHalf(a, blocks, r0, r1, kUnpackChunkRows,
+                   [&](const uint8_t* p, int half, int64_t i0, int64_t m, float* y, int64_t n_out) {
+                     un.Unpack(p, half, scratch);
+                     HalfTiles<decltype(tiles), kRM>(tiles, p, half, i0, m, y, a.w->rows, n_out);
+                   });
 }
 
 }  // namespace stet::kernels::avx2
