@@ -88,7 +88,11 @@ def write_markdown(results, isas, args, path):
              f"- ISAs here: {', '.join(isas)}; threads {args.threads}; numerics {args.numerics}; "
              f"pp{args.pp} and tg{args.tg}; medians over {args.rounds} rounds x {args.reps} "
              "reps, each round one process whose reps take turns among the paths",
-             "- command: `python3 bench/paths.py " + " ".join(sys.argv[1:]) + "`", "",
+             "- command: `python3 bench/paths.py " + " ".join(sys.argv[1:]) + "`"] + (
+                 [f"- STET_MAX_ISA={args.max_isa}: stet saw this CPU as one whose best path is "
+                  f"{args.max_isa} (its kernel table, plans and `auto`); the timings are this "
+                  "CPU's"] if args.max_isa else []) + [
+             "",
              "| model | test | auto t/s | " + " | ".join(f"{i} t/s" for i in isas) +
              " | best single path | auto / best |",
              "|---|---|---:|" + "---:|" * len(isas) + "---|---:|"]
@@ -129,6 +133,9 @@ def main():
                     help="reps per path in each round, taking turns (default: %(default)s)")
     ap.add_argument("--models-dir", default=os.path.join(benchrun.CACHE, "bench-models"))
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    ap.add_argument("--max-isa", choices=["avx2", "avx512"],
+                    help="run stet as a CPU whose best path is this one would (STET_MAX_ISA): "
+                         "avx2 = the choices of an x86 CPU without AVX-512, timed on this one")
     args = ap.parse_args()
     stet = benchrun.find_stet(args.stet)
     by_id = {c["id"]: c for c in benchrun.CASES}
@@ -138,6 +145,9 @@ def main():
     plan_dir = tempfile.mkdtemp(prefix="stet-plans-")
     env = dict(os.environ, STET_KERNEL_CACHE=plan_dir)
     env.pop("STET_KERNEL_PLAN", None)
+    env.pop("STET_MAX_ISA", None)
+    if args.max_isa:
+        env["STET_MAX_ISA"] = args.max_isa
     results, isas = [], None
     try:
         for cid in args.cases.split(","):
@@ -155,6 +165,8 @@ def main():
         shutil.rmtree(plan_dir, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
     stem = f"{datetime.date.today()}-paths-{cpu_model().split()[-1].lower()}-{args.numerics}"
+    if args.max_isa:
+        stem += f"-max-{args.max_isa}"
     with open(os.path.join(args.out, stem + ".json"), "w") as f:
         json.dump({"cpu": cpu_model(), "isas": isas, "args": vars(args), "results": results}, f,
                   indent=1)

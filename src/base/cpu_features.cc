@@ -1,5 +1,6 @@
 #include "base/cpu_features.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -37,6 +38,23 @@ bool QueryAvx2Fma() {
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   return ebx & (1u << 5);  // AVX2
 }
+
+// STET_MAX_ISA=scalar|avx2 caps what the x86 queries below report, so a machine
+// with AVX-512 runs as one without it (or without AVX2) would: the kernel table,
+// --isa auto's measured plan and the tests see only the paths such a CPU has
+// (the convention of oneDNN's ONEDNN_MAX_CPU_ISA). Unset, avx512 or anything
+// else: no cap (an unknown value is reported once on stderr).
+int MaxIsaLevel() {
+  static const int level = [] {
+    const char* env = std::getenv("STET_MAX_ISA");
+    if (env == nullptr || *env == '\0' || std::strcmp(env, "avx512") == 0) return 2;
+    if (std::strcmp(env, "avx2") == 0) return 1;
+    if (std::strcmp(env, "scalar") == 0) return 0;
+    std::fprintf(stderr, "stet: STET_MAX_ISA='%s' ignored (scalar, avx2 or avx512)\n", env);
+    return 2;
+  }();
+  return level;
+}
 #endif
 
 }  // namespace
@@ -45,7 +63,7 @@ bool QueryAvx2Fma() {
 // traps to it (microseconds each: ~1% of a decode step when asked per call).
 bool CpuHasAvx2Fma() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool ok = QueryAvx2Fma();
+  static const bool ok = MaxIsaLevel() >= 1 && QueryAvx2Fma();
   return ok;
 #else
   return false;
@@ -55,7 +73,7 @@ bool CpuHasAvx2Fma() {
 bool CpuHasAvx512() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool ok = [] {
-    if (!CpuHasAvx2Fma()) return false;
+    if (!CpuHasAvx2Fma() || MaxIsaLevel() < 2) return false;
     unsigned eax, ebx, ecx, edx;
     // The OS must save the opmask and ZMM state too (XCR0 bits 5, 6, 7).
     unsigned xcr0_lo, xcr0_hi;

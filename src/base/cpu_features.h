@@ -11,6 +11,8 @@ namespace stet {
 // path computes the same bits, choosing by measurement changes speed only.
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3, kAuto = 4 };
 
+// On x86, STET_MAX_ISA=avx2 (or scalar) makes the two below report what a CPU
+// without AVX-512 (or without AVX2) would: every path choice follows.
 bool CpuHasAvx2Fma();  // AVX2 + FMA + F16C
 bool CpuHasAvx512();   // the above + AVX-512 F/BW/DQ/VL/VNNI, ZMM state saved by the OS
 bool CpuHasNeon();     // aarch64 Advanced SIMD (every aarch64 CPU); false elsewhere

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/cpu_features.h"
 #include "base/hash.h"
 #include "base/thread_pool.h"
 #include "base/width_policy.h"
@@ -22,10 +23,11 @@ namespace stet {
 
 namespace {
 
-// What decides a measurement: the CPU, this binary (its kernels), the thread
-// count and the shapes and types (and packed copies) of the matrices.
+// What decides a measurement: the CPU (and the paths it reports: STET_MAX_ISA), this binary (its
+// kernels), the thread count and the shapes and types (and packed copies) of the matrices.
 std::string PlanKey(const std::vector<const kernels::WeightView*>& mats, int n_threads) {
-  std::string id = CpuModelName() + "|threads=" + std::to_string(n_threads);
+  std::string id =
+      CpuModelName() + "|best=" + IsaName(BestIsa()) + "|threads=" + std::to_string(n_threads);
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   struct stat st {};

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -69,6 +70,39 @@ TEST(BenchCli, ExplainPrintsTheKernelTable) {
   ASSERT_EQ(odd.exit_code, 0) << odd.out;
   EXPECT_NE(odd.out.find("from STET_KERNEL_PLAN"), std::string::npos) << odd.out;
   EXPECT_NE(odd.out.find("\nf32     decode   ref.float"), std::string::npos) << odd.out;
+}
+
+// STET_MAX_ISA=avx2 runs this machine as a CPU without AVX-512 would: no AVX-512
+// kernel in the table or in the plan auto measures (a plan of its own: the cache key
+// names the paths the CPU reports), and =scalar leaves only the reference rows.
+TEST(BenchCli, MaxIsaHidesThePathsAboveIt) {
+  STET_REQUIRE_FILE(Stories());
+  const std::string cache = ::testing::TempDir() + "/stet-max-isa-plans";
+  std::filesystem::remove_all(cache);  // each run measures its plans afresh
+  auto explain = [&](const std::string& max_isa) {
+    const std::string env = max_isa.empty() ? "" : "STET_MAX_ISA=" + max_isa + " ";
+    return testing::RunCommand(env + "STET_KERNEL_CACHE=" + cache + " " + std::string(STET_BINARY) +
+                               " bench -m " + Stories() +
+                               " -p 0 -n 2 --reps 1 -t 2 --explain 2>&1");
+  };
+  const Output avx2 = explain("avx2");
+  ASSERT_EQ(avx2.exit_code, 0) << avx2.out;
+  EXPECT_NE(avx2.out.find("kernel plan: measured in"), std::string::npos) << avx2.out;
+  EXPECT_EQ(avx2.out.find("avx512"), std::string::npos) << avx2.out;
+  const Output scalar = explain("scalar");
+  ASSERT_EQ(scalar.exit_code, 0) << scalar.out;
+  EXPECT_EQ(scalar.out.find("avx2"), std::string::npos) << scalar.out;
+  EXPECT_EQ(scalar.out.find("avx512"), std::string::npos) << scalar.out;
+  EXPECT_NE(scalar.out.find("\nq4_1    decode   ref.q8"), std::string::npos) << scalar.out;
+  // Uncapped, an AVX-512 machine measures a plan of its own (not the capped one's).
+  const Output full = explain("");
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  if (full.out.find("avx512.") != std::string::npos) {
+    EXPECT_NE(full.out.find("kernel plan: measured in"), std::string::npos) << full.out;
+  }
+  const Output bad = explain("avx9000");
+  ASSERT_EQ(bad.exit_code, 0) << bad.out;
+  EXPECT_NE(bad.out.find("STET_MAX_ISA='avx9000' ignored"), std::string::npos) << bad.out;
 }
 
 // --isa with several paths: one process, each test's reps taking turns, a JSON
