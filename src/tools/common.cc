@@ -34,15 +34,25 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path) {
   return Tokenizer::Create(std::move(vocab));
 }
 
+namespace {
+
+// " (STET_MAX_ISA=...)" when the environment caps what the CPU reports.
+std::string CapNote() {
+  const char* cap = std::getenv("STET_MAX_ISA");
+  return cap && *cap ? std::string(" (or STET_MAX_ISA=") + cap + " hides it)" : "";
+}
+
+}  // namespace
+
 Result<Isa> ParseIsa(const std::string& name) {
   if (name == "auto") return Isa::kAuto;
   if (name == "scalar") return Isa::kScalar;
   if (name == "avx2") {
-    if (!CpuHasAvx2Fma()) return Unimplemented("this CPU lacks AVX2+FMA+F16C");
+    if (!CpuHasAvx2Fma()) return Unimplemented("this CPU lacks AVX2+FMA+F16C" + CapNote());
     return Isa::kAvx2;
   }
   if (name == "avx512") {
-    if (!CpuHasAvx512()) return Unimplemented("this CPU lacks AVX-512 F/BW/DQ/VL/VNNI");
+    if (!CpuHasAvx512()) return Unimplemented("this CPU lacks AVX-512 F/BW/DQ/VL/VNNI" + CapNote());
     return Isa::kAvx512;
   }
   if (name == "neon") {

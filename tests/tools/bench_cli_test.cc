@@ -100,6 +100,13 @@ TEST(BenchCli, MaxIsaHidesThePathsAboveIt) {
   if (full.out.find("avx512.") != std::string::npos) {
     EXPECT_NE(full.out.find("kernel plan: measured in"), std::string::npos) << full.out;
   }
+  // A path the capped CPU does not report is refused, and the message says why.
+  const Output refused =
+      testing::RunCommand("STET_MAX_ISA=avx2 " + std::string(STET_BINARY) + " bench -m " +
+                          Stories() + " -p 0 -n 2 --reps 1 --isa avx512 2>&1");
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.out.find("lacks AVX-512"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("STET_MAX_ISA=avx2 hides it"), std::string::npos) << refused.out;
   const Output bad = explain("avx9000");
   ASSERT_EQ(bad.exit_code, 0) << bad.out;
   EXPECT_NE(bad.out.find("STET_MAX_ISA='avx9000' ignored"), std::string::npos) << bad.out;
