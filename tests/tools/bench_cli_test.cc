@@ -79,12 +79,13 @@ TEST(BenchCli, MaxIsaHidesThePathsAboveIt) {
   STET_REQUIRE_FILE(Stories());
   const std::string cache = ::testing::TempDir() + "/stet-max-isa-plans";
   std::filesystem::remove_all(cache);  // each run measures its plans afresh
-  auto explain = [&](const std::string& max_isa) {
+  auto bench = [&](const std::string& max_isa, const std::string& flags) {
     const std::string env = max_isa.empty() ? "" : "STET_MAX_ISA=" + max_isa + " ";
     return testing::RunCommand(env + "STET_KERNEL_CACHE=" + cache + " " + std::string(STET_BINARY) +
-                               " bench -m " + Stories() +
-                               " -p 0 -n 2 --reps 1 -t 2 --explain 2>&1");
+                               " bench -m " + Stories() + " -p 0 -n 2 --reps 1 -t 2 " + flags +
+                               " 2>&1");
   };
+  auto explain = [&](const std::string& max_isa) { return bench(max_isa, "--explain"); };
   const Output avx2 = explain("avx2");
   ASSERT_EQ(avx2.exit_code, 0) << avx2.out;
   EXPECT_NE(avx2.out.find("kernel plan: measured in"), std::string::npos) << avx2.out;
@@ -101,9 +102,7 @@ TEST(BenchCli, MaxIsaHidesThePathsAboveIt) {
     EXPECT_NE(full.out.find("kernel plan: measured in"), std::string::npos) << full.out;
   }
   // A path the capped CPU does not report is refused, and the message says why.
-  const Output refused =
-      testing::RunCommand("STET_MAX_ISA=avx2 " + std::string(STET_BINARY) + " bench -m " +
-                          Stories() + " -p 0 -n 2 --reps 1 --isa avx512 2>&1");
+  const Output refused = bench("avx2", "--isa avx512");
   EXPECT_NE(refused.exit_code, 0) << refused.out;
   EXPECT_NE(refused.out.find("lacks AVX-512"), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("STET_MAX_ISA=avx2 hides it"), std::string::npos) << refused.out;
