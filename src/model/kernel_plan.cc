@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -156,6 +157,12 @@ std::string Model::TuneKernelsOnce(int n_threads) {
   const int64_t waited0 = pool.RunDelayNanos();
   const kernels::TuneResult r = kernels::TuneMatMulPlan(mats, o);
   SetKernelPlan(r.plan);
+  // One row per (type, class) on this CPU (an x86 without AVX2): nothing was timed,
+  // so there is nothing worth keeping either.
+  if (std::all_of(r.entries.begin(), r.entries.end(),
+                  [](const kernels::TuneEntry& e) { return e.us.empty(); })) {
+    return "kernel plan: one row serves each class on this CPU (nothing to measure)";
+  }
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.0f", r.ms);
   // A plan measured while other processes held the cores times the machine's

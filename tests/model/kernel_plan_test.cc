@@ -111,9 +111,10 @@ TEST(KernelPlan, SmolLM2OddAndMeasuredPlansGiveTheSameBits) {
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const std::vector<float> want = ScriptLogits(**model, ResolveIsa(Isa::kAuto), 2);
-  const std::string odd = CpuHasAvx512() ? "decode=scalar,small=avx2,batch=avx2,prefill=avx512"
-                          : CpuHasNeon() ? "decode=scalar,small=neon,batch=neon,prefill=scalar"
-                                         : "decode=scalar,small=avx2,batch=avx2,prefill=scalar";
+  const std::string odd = CpuHasAvx512()    ? "decode=scalar,small=avx2,batch=avx2,prefill=avx512"
+                          : CpuHasNeon()    ? "decode=scalar,small=neon,batch=neon,prefill=scalar"
+                          : CpuHasAvx2Fma() ? "decode=scalar,small=avx2,batch=avx2,prefill=scalar"
+                                            : "decode=scalar,small=scalar";
   auto plan = kernels::MatMulPlan::Parse(odd);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   (*model)->SetKernelPlan(*plan);
@@ -123,6 +124,12 @@ TEST(KernelPlan, SmolLM2OddAndMeasuredPlansGiveTheSameBits) {
   ASSERT_EQ(setenv("STET_KERNEL_CACHE", cache.c_str(), 1), 0);
   std::system(("rm -rf '" + cache + "'").c_str());
   const std::string first = (*model)->TuneKernels(2);
+  if (!CpuHasAvx2Fma() && !CpuHasNeon()) {  // one path: nothing measured, nothing cached
+    EXPECT_NE(first.find("nothing to measure"), std::string::npos) << first;
+    ExpectSameBits(want, ScriptLogits(**model, Isa::kAuto, 2), "the only rows");
+    unsetenv("STET_KERNEL_CACHE");
+    return;
+  }
   EXPECT_NE(first.find("measured in"), std::string::npos) << first;
   ASSERT_NE((*model)->kernel_plan(), nullptr);
   const std::string measured = (*model)->kernel_plan()->ToString();
@@ -169,8 +176,10 @@ TEST(KernelPlan, AMeasurementOnABusyMachineIsNotCached) {
   stop = true;
   for (auto& h : hogs) h.join();
   unsetenv("STET_KERNEL_CACHE");
-  EXPECT_NE(note.find("busy machine"), std::string::npos) << note;
-  EXPECT_NE(note.find("not cached"), std::string::npos) << note;
+  // A CPU with one path times nothing, so has nothing to keep either way.
+  const bool choice = CpuHasAvx2Fma() || CpuHasNeon();
+  EXPECT_NE(note.find(choice ? "busy machine" : "nothing to measure"), std::string::npos) << note;
+  if (choice) EXPECT_NE(note.find("not cached"), std::string::npos) << note;
   EXPECT_NE((*model)->kernel_plan(), nullptr);
   const int left = std::system(("ls '" + cache + "'/*.plan >/dev/null 2>&1").c_str());
   EXPECT_NE(left, 0) << "a plan file was written to " << cache;
