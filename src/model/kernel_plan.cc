@@ -157,8 +157,8 @@ std::string Model::TuneKernelsOnce(int n_threads) {
   const int64_t waited0 = pool.RunDelayNanos();
   const kernels::TuneResult r = kernels::TuneMatMulPlan(mats, o);
   SetKernelPlan(r.plan);
-  // One row per (type, class) on this CPU (an x86 without AVX2): nothing was timed,
-  // so there is nothing worth keeping either.
+  // One row per (type, class) of this model on this CPU (an x86 without AVX2; f32
+  // weights without AVX-512): nothing was timed, so nothing is worth keeping either.
   if (std::all_of(r.entries.begin(), r.entries.end(),
                   [](const kernels::TuneEntry& e) { return e.us.empty(); })) {
     return "kernel plan: one row serves each class on this CPU (nothing to measure)";

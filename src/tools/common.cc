@@ -36,7 +36,7 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizerOnly(const std::string& path) {
 
 namespace {
 
-// " (STET_MAX_ISA=...)" when the environment caps what the CPU reports.
+// " (or STET_MAX_ISA=X hides it)" when the environment caps what the CPU reports.
 std::string CapNote() {
   const char* cap = std::getenv("STET_MAX_ISA");
   return cap && *cap ? std::string(" (or STET_MAX_ISA=") + cap + " hides it)" : "";
