@@ -90,6 +90,18 @@ bool CpuHasAvx512() {
 #endif
 }
 
+const char* MaxIsaCap() {
+#if defined(__x86_64__) || defined(__i386__)
+  switch (MaxIsaLevel()) {
+    case 0:
+      return "scalar";
+    case 1:
+      return "avx2";
+  }
+#endif
+  return nullptr;
+}
+
 bool CpuHasNeon() {
 #if defined(__aarch64__)
   return true;  // Advanced SIMD is mandatory in AArch64

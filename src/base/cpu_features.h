@@ -13,9 +13,10 @@ enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3, kAuto = 4 };
 
 // On x86, STET_MAX_ISA=avx2 (or scalar) makes the two below report what a CPU
 // without AVX-512 (or without AVX2) would: every path choice follows.
-bool CpuHasAvx2Fma();  // AVX2 + FMA + F16C
-bool CpuHasAvx512();   // the above + AVX-512 F/BW/DQ/VL/VNNI, ZMM state saved by the OS
-bool CpuHasNeon();     // aarch64 Advanced SIMD (every aarch64 CPU); false elsewhere
+bool CpuHasAvx2Fma();     // AVX2 + FMA + F16C
+bool CpuHasAvx512();      // the above + AVX-512 F/BW/DQ/VL/VNNI, ZMM state saved by the OS
+const char* MaxIsaCap();  // the cap STET_MAX_ISA puts on them ("avx2", "scalar"), or nullptr
+bool CpuHasNeon();        // aarch64 Advanced SIMD (every aarch64 CPU); false elsewhere
 bool CpuHasDotProd();  // aarch64 SDOT/UDOT (ARMv8.2 dotprod: Apple M1+, Graviton 2+, Cortex-A55+)
 const char* IsaName(Isa isa);
 Isa BestIsa();            // the fastest path this CPU supports

@@ -38,8 +38,8 @@ namespace {
 
 // " (or STET_MAX_ISA=X hides it)" when the environment caps what the CPU reports.
 std::string CapNote() {
-  const char* cap = std::getenv("STET_MAX_ISA");
-  return cap && *cap ? std::string(" (or STET_MAX_ISA=") + cap + " hides it)" : "";
+  const char* cap = MaxIsaCap();
+  return cap != nullptr ? std::string(" (or STET_MAX_ISA=") + cap + " hides it)" : "";
 }
 
 }  // namespace
