@@ -348,7 +348,10 @@ def write_markdown(res, path):
                 f"after the other)" if h.get("merged_from") else "") + "\n")
 
     L.append("## Prefill and decode (tokens/s, median)\n")
-    L.append("stet runs in its default invariant mode; *adaptive* is the same binary with "
+    mode = h.get("numerics", "invariant")
+    L.append(("stet runs in its default invariant mode" if mode == "invariant" else
+              f"stet runs with `--numerics {mode}` (not the default invariant mode)")
+             + "; *adaptive* is the same binary with "
              "`--numerics adaptive` (batch-variant split-K below 64 rows, rule R8), so the last "
              "column is the price of invariance: ≥ 1.00 means none.\n")
     isa = h.get("stet_isa")
