@@ -356,7 +356,7 @@ def write_markdown(res, path):
              "column is the price of invariance: ≥ 1.00 means none.\n")
     isa = h.get("stet_isa")
     L.append("| case | ISA | test | stet | llama.cpp | stet / llama.cpp | stet adaptive | "
-             "invariant / adaptive |")
+             f"{mode} / adaptive |")
     L.append("|---|---|---|---:|---:|---:|---:|---:|")
     for c in res["cases"]:
         if "error" in c:
