@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -22,6 +23,12 @@
 namespace stet {
 
 namespace {
+
+constexpr EnumName<Isa> kIsaNames[] = {{Isa::kScalar, "scalar"},
+                                       {Isa::kAvx2, "avx2"},
+                                       {Isa::kAvx512, "avx512"},
+                                       {Isa::kNeon, "neon"},
+                                       {Isa::kAuto, "auto"}};
 
 #if defined(__x86_64__) || defined(__i386__)
 bool QueryAvx2Fma() {
@@ -44,16 +51,16 @@ bool QueryAvx2Fma() {
 // --isa auto's measured plan and the tests see only the paths such a CPU has
 // (the convention of oneDNN's ONEDNN_MAX_CPU_ISA). Unset, avx512 or anything
 // else: no cap (an unknown value is reported once on stderr).
-int MaxIsaLevel() {
-  static const int level = [] {
+Isa MaxIsa() {
+  static const Isa cap = [] {
     const char* env = std::getenv("STET_MAX_ISA");
-    if (env == nullptr || *env == '\0' || std::strcmp(env, "avx512") == 0) return 2;
-    if (std::strcmp(env, "avx2") == 0) return 1;
-    if (std::strcmp(env, "scalar") == 0) return 0;
+    if (env == nullptr || *env == '\0') return Isa::kAvx512;
+    const std::optional<Isa> isa = ValueOf(kIsaNames, env);
+    if (isa == Isa::kScalar || isa == Isa::kAvx2 || isa == Isa::kAvx512) return *isa;
     std::fprintf(stderr, "stet: STET_MAX_ISA='%s' ignored (scalar, avx2 or avx512)\n", env);
-    return 2;
+    return Isa::kAvx512;
   }();
-  return level;
+  return cap;
 }
 #endif
 
@@ -63,7 +70,7 @@ int MaxIsaLevel() {
 // traps to it (microseconds each: ~1% of a decode step when asked per call).
 bool CpuHasAvx2Fma() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool ok = MaxIsaLevel() >= 1 && QueryAvx2Fma();
+  static const bool ok = MaxIsa() != Isa::kScalar && QueryAvx2Fma();
   return ok;
 #else
   return false;
@@ -73,7 +80,7 @@ bool CpuHasAvx2Fma() {
 bool CpuHasAvx512() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool ok = [] {
-    if (!CpuHasAvx2Fma() || MaxIsaLevel() < 2) return false;
+    if (!CpuHasAvx2Fma() || MaxIsa() != Isa::kAvx512) return false;
     unsigned eax, ebx, ecx, edx;
     // The OS must save the opmask and ZMM state too (XCR0 bits 5, 6, 7).
     unsigned xcr0_lo, xcr0_hi;
@@ -92,12 +99,7 @@ bool CpuHasAvx512() {
 
 const char* MaxIsaCap() {
 #if defined(__x86_64__) || defined(__i386__)
-  switch (MaxIsaLevel()) {
-    case 0:
-      return "scalar";
-    case 1:
-      return "avx2";
-  }
+  if (MaxIsa() != Isa::kAvx512) return IsaName(MaxIsa());
 #endif
   return nullptr;
 }
@@ -121,16 +123,6 @@ bool CpuHasDotProd() {
   return false;
 #endif
 }
-
-namespace {
-
-constexpr EnumName<Isa> kIsaNames[] = {{Isa::kScalar, "scalar"},
-                                       {Isa::kAvx2, "avx2"},
-                                       {Isa::kAvx512, "avx512"},
-                                       {Isa::kNeon, "neon"},
-                                       {Isa::kAuto, "auto"}};
-
-}  // namespace
 
 const char* IsaName(Isa isa) { return NameOf(kIsaNames, isa, "unknown"); }
 
